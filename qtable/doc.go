@@ -1,0 +1,14 @@
+// Package qtable holds the learned utilities of a collection's memories: for
+// each memory id its Q value, visit count and reward statistics.
+//
+// The table is lock-striped: ids are spread over a fixed number of stripes
+// by a hash of the id, and each stripe has its own mutex and map. Rewards on
+// different memories almost never contend, and a reward on one memory is
+// atomic (read, compute, write under one stripe lock), so concurrent rewards
+// on the same id lose no update.
+//
+// The table knows nothing of durability. The engine logs the result of every
+// update to the write-ahead log from inside Update's callback, while the
+// stripe lock is held, so that the log order of updates to one memory equals
+// the order in which they were applied.
+package qtable
