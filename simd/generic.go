@@ -1,8 +1,5 @@
 package simd
 
-// FastScanBlock is the number of vectors in one 4-bit fast-scan block.
-const FastScanBlock = 32
-
 // l2SqGeneric is the reference for L2Sq.
 func l2SqGeneric(a, b []float32) float32 {
 	var s float32

@@ -1,0 +1,82 @@
+package simd
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// benchLevels runs f as a sub-benchmark per supported level, named by level.
+func benchLevels(b *testing.B, f func(b *testing.B)) {
+	start := Level()
+	defer SetLevel(start)
+	for _, l := range Levels() {
+		b.Run(l, func(b *testing.B) {
+			if err := SetLevel(l); err != nil {
+				b.Fatal(err)
+			}
+			f(b)
+		})
+	}
+}
+
+var sink float32
+
+func BenchmarkL2Sq(b *testing.B) { benchPair(b, L2Sq) }
+func BenchmarkDot(b *testing.B)  { benchPair(b, Dot) }
+
+func benchPair(b *testing.B, f func(a, b []float32) float32) {
+	for _, d := range []int{128, 768, 1536} {
+		b.Run(fmt.Sprintf("d=%d", d), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 1))
+			x, y := tail(r, d, 0), tail(r, d, 0)
+			benchLevels(b, func(b *testing.B) {
+				b.SetBytes(int64(8 * d))
+				var s float32
+				for b.Loop() {
+					s += f(x, y)
+				}
+				sink = s
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "vectors/s")
+			})
+		})
+	}
+}
+
+func BenchmarkL2SqBatch(b *testing.B) { benchBatch(b, L2SqBatch) }
+func BenchmarkDotBatch(b *testing.B)  { benchBatch(b, DotBatch) }
+
+// benchBatch scores one query against 1024 rows (PQ sub-vector dimensions
+// up to full embeddings); vectors/s counts rows.
+func benchBatch(b *testing.B, f func(q, rows, out []float32)) {
+	const n = 1024
+	for _, d := range []int{4, 8, 16, 128, 768} {
+		b.Run(fmt.Sprintf("d=%d", d), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 1))
+			q, rows, out := tail(r, d, 0), tail(r, n*d, 0), make([]float32, n)
+			benchLevels(b, func(b *testing.B) {
+				b.SetBytes(int64(4 * n * d))
+				for b.Loop() {
+					f(q, rows, out)
+				}
+				b.ReportMetric(float64(b.N)*n/b.Elapsed().Seconds(), "vectors/s")
+			})
+		})
+	}
+}
+
+// BenchmarkPQLUTL2: d=128, M=32 (dsub 4) and M=16 (dsub 8), ksub 256.
+func BenchmarkPQLUTL2(b *testing.B) {
+	for _, m := range []int{16, 32, 64} {
+		b.Run(fmt.Sprintf("d=128/M=%d", m), func(b *testing.B) {
+			const d, ksub = 128, 256
+			r := rand.New(rand.NewPCG(1, 1))
+			q, cents, lut := tail(r, d, 0), tail(r, ksub*d, 0), make([]float32, m*ksub)
+			benchLevels(b, func(b *testing.B) {
+				for b.Loop() {
+					PQLUTL2(q, cents, m, ksub, lut)
+				}
+			})
+		})
+	}
+}

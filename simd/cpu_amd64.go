@@ -1,0 +1,93 @@
+package simd
+
+import "github.com/klauspost/cpuid/v2"
+
+// CPU features each level needs. cpuid reports AVX/AVX-512 features only
+// when the OS also saves the wider registers (XCR0), so these checks cover
+// both the CPU and the kernel.
+var (
+	hasAVX2   = cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.FMA3)
+	hasAVX512 = hasAVX2 && cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512DQ, cpuid.AVX512VL)
+)
+
+func supportedLevels() []string {
+	l := []string{LevelGeneric}
+	if hasAVX2 {
+		l = append(l, LevelAVX2)
+	}
+	if hasAVX512 {
+		l = append(l, LevelAVX512)
+	}
+	return l
+}
+
+// bestLevel picks the default. AVX-512 only on Intel: AMD Zen 4 executes
+// 512-bit operations as two 256-bit halves, so the wider kernels bring no
+// throughput there and are often slower (see BENCH.md for this machine's
+// figures); Zen 5 and others can still opt in with MEMRL_SIMD=avx512.
+func bestLevel() string {
+	switch {
+	case hasAVX512 && cpuid.CPU.IsVendor(cpuid.Intel):
+		return LevelAVX512
+	case hasAVX2:
+		return LevelAVX2
+	default:
+		return LevelGeneric
+	}
+}
+
+func kernelsFor(level string) *kernels {
+	switch level {
+	case LevelAVX2:
+		return avx2Kernels
+	case LevelAVX512:
+		return avx512Kernels
+	default:
+		return genericKernels
+	}
+}
+
+var avx2Kernels = &kernels{
+	level:     LevelAVX2,
+	l2Sq:      func(a, b []float32) float32 { return pairCall(l2SqAVX2, a, b) },
+	dot:       func(a, b []float32) float32 { return pairCall(dotAVX2, a, b) },
+	l2SqBatch: func(q, rows, out []float32) { batchCall(l2SqBatchAVX2, q, rows, out) },
+	dotBatch:  func(q, rows, out []float32) { batchCall(dotBatchAVX2, q, rows, out) },
+	scanPQ8:   scanPQ8Go,
+	fastScan4: fastScan4Generic,
+}
+
+var avx512Kernels = &kernels{
+	level:     LevelAVX512,
+	l2Sq:      func(a, b []float32) float32 { return pairCall(l2SqAVX2, a, b) },
+	dot:       func(a, b []float32) float32 { return pairCall(dotAVX2, a, b) },
+	l2SqBatch: func(q, rows, out []float32) { batchCall(l2SqBatchAVX2, q, rows, out) },
+	dotBatch:  func(q, rows, out []float32) { batchCall(dotBatchAVX2, q, rows, out) },
+	scanPQ8:   scanPQ8Go,
+	fastScan4: fastScan4Generic,
+}
+
+// pairCall checks the slices (panicking, as the Go version does, when b is
+// shorter than a) and hands raw pointers to an assembly pair kernel.
+func pairCall(f func(a, b *float32, n int) float32, a, b []float32) float32 {
+	if len(a) == 0 {
+		return 0
+	}
+	b = b[:len(a)]
+	return f(&a[0], &b[0], len(a))
+}
+
+// batchCall checks the slices and hands raw pointers to an assembly batch
+// kernel.
+func batchCall(f func(q, rows *float32, dim int, out *float32, n int), q, rows, out []float32) {
+	n, d := len(out), len(q)
+	if n == 0 {
+		return
+	}
+	if d == 0 {
+		clear(out)
+		return
+	}
+	rows = rows[:n*d]
+	f(&q[0], &rows[0], d, &out[0], n)
+}

@@ -1,0 +1,65 @@
+//go:build linux
+
+package simd
+
+import (
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"unsafe"
+)
+
+// guarded maps two pages, makes the second inaccessible, and returns a
+// buffer of n bytes (n <= one page) that ends exactly at the inaccessible
+// page: any read past its end faults. free unmaps it.
+func guarded(t testing.TB, n int) (buf []byte, free func()) {
+	page := syscall.Getpagesize()
+	if n > page {
+		t.Fatalf("guarded: %d > page size %d", n, page)
+	}
+	mem, err := syscall.Mmap(-1, 0, 2*page, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Fatalf("mmap: %v", err)
+	}
+	if err := syscall.Mprotect(mem[page:], syscall.PROT_NONE); err != nil {
+		t.Fatalf("mprotect: %v", err)
+	}
+	return mem[page-n : page : page], func() { syscall.Munmap(mem) }
+}
+
+func guardedFloats(t testing.TB, r *rand.Rand, n int) ([]float32, func()) {
+	b, free := guarded(t, 4*n)
+	if n == 0 {
+		return nil, free
+	}
+	f := unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), n)
+	randFloats(r, f)
+	return f, free
+}
+
+// TestNoOverreadFloat places every input so that it ends at an unmapped
+// page: a kernel that reads one element too many crashes the test.
+func TestNoOverreadFloat(t *testing.T) {
+	forEachLevel(t, func(t testing.TB, level string) {
+		r := rand.New(rand.NewPCG(7, 8))
+		for n := 1; n <= 80; n++ {
+			a, fa := guardedFloats(t, r, n)
+			b, fb := guardedFloats(t, r, n)
+			L2Sq(a, b)
+			Dot(a, b)
+			for _, rowsN := range []int{1, 7, 8, 9} {
+				if n*rowsN*4 > syscall.Getpagesize() {
+					continue
+				}
+				rows, fr := guardedFloats(t, r, n*rowsN)
+				out, fo := guardedFloats(t, r, rowsN)
+				L2SqBatch(a, rows, out)
+				DotBatch(a, rows, out)
+				fr()
+				fo()
+			}
+			fa()
+			fb()
+		}
+	})
+}

@@ -1,0 +1,19 @@
+package simd
+
+// Assembly kernels. Pointers and lengths are checked by the Go wrappers in
+// cpu_amd64.go; the kernels trust them. REQUIRES for all: n >= 1 (pair) or
+// n, dim >= 1 (batch), every pointer valid for the elements it covers.
+// The kernels read exactly those elements (AVX-512 tails use masked loads,
+// AVX2 tails use scalar loads), so no slack is needed after any slice.
+
+//go:noescape
+func l2SqAVX2(a, b *float32, n int) float32
+
+//go:noescape
+func dotAVX2(a, b *float32, n int) float32
+
+//go:noescape
+func l2SqBatchAVX2(q, rows *float32, dim int, out *float32, n int)
+
+//go:noescape
+func dotBatchAVX2(q, rows *float32, dim int, out *float32, n int)
