@@ -1,6 +1,6 @@
 module github.com/memrl/memrl
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/RoaringBitmap/roaring/v2 v2.30.0 // indirect
