@@ -1,0 +1,167 @@
+package server
+
+import (
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// COMMAND | COMMAND COUNT | COMMAND LIST | COMMAND INFO [name ...] |
+// COMMAND DOCS [name ...] | COMMAND HELP
+//
+// Entries use the Redis 7 layout of ten fields (name, arity, flags, first
+// key, last key, key step, ACL categories, tips, key specs, subcommands),
+// which go-redis and redis-cli parse. Arity is -(minArgs+1): "at least
+// minArgs arguments after the name", since handlers check any maximum
+// themselves. No command declares key positions.
+func cmdCommand(c *Ctx, args [][]byte) error {
+	cmds := c.Server().sortedCommands()
+	if len(args) == 0 {
+		c.WriteArrayHeader(len(cmds))
+		for _, cmd := range cmds {
+			writeCommandEntry(c.Writer, cmd)
+		}
+		return nil
+	}
+	sub := strings.ToLower(string(args[0]))
+	switch sub {
+	case "count":
+		if len(args) != 1 {
+			return errWrongArity("command|count")
+		}
+		c.WriteInt(int64(len(cmds)))
+	case "list":
+		// Filters (FILTERBY ...) are not supported; all names are listed.
+		if len(args) != 1 {
+			return NewError("COMMAND LIST filters are not supported")
+		}
+		c.WriteArrayHeader(len(cmds))
+		for _, cmd := range cmds {
+			c.WriteBulkString(cmd.name)
+		}
+	case "info":
+		names := args[1:]
+		if len(names) == 0 {
+			c.WriteArrayHeader(len(cmds))
+			for _, cmd := range cmds {
+				writeCommandEntry(c.Writer, cmd)
+			}
+			return nil
+		}
+		c.WriteArrayHeader(len(names))
+		for _, n := range names {
+			if cmd := c.Server().lookup(n); cmd != nil {
+				writeCommandEntry(c.Writer, cmd)
+			} else {
+				c.WriteNullArray()
+			}
+		}
+	case "docs":
+		// Documentation is not served. An empty map (a flat RESP2 array)
+		// is what Redis returns for unknown names, and redis-cli then uses
+		// its built-in help.
+		c.WriteArrayHeader(0)
+	case "help":
+		help := []string{
+			"COMMAND [<subcommand> [<arg> [value] [opt] ...]]. Subcommands are:",
+			"(no subcommand)", "    Return details about all commands.",
+			"COUNT", "    Return the total number of commands.",
+			"LIST", "    Return a list of all command names.",
+			"INFO [<command-name> ...]", "    Return details about the named commands.",
+			"DOCS [<command-name> ...]", "    Return documentation (none is served).",
+		}
+		c.WriteArrayHeader(len(help))
+		for _, h := range help {
+			c.WriteSimple(h)
+		}
+	default:
+		return errUnknownSubcommand(string(args[0]), "command")
+	}
+	return nil
+}
+
+// writeCommandEntry writes one COMMAND INFO entry.
+func writeCommandEntry(w *Writer, cmd *command) {
+	w.WriteArrayHeader(10)
+	w.WriteBulkString(cmd.name)
+	w.WriteInt(-int64(cmd.minArgs + 1))
+	w.WriteArrayHeader(0) // flags
+	w.WriteInt(0)         // first key
+	w.WriteInt(0)         // last key
+	w.WriteInt(0)         // key step
+	w.WriteArrayHeader(0) // ACL categories
+	w.WriteArrayHeader(0) // tips
+	w.WriteArrayHeader(0) // key specs
+	w.WriteArrayHeader(0) // subcommands
+}
+
+// sortedCommands returns the registered commands ordered by name.
+func (s *Server) sortedCommands() []*command {
+	m := *s.cmds.Load()
+	out := make([]*command, 0, len(m))
+	for _, cmd := range m {
+		out = append(out, cmd)
+	}
+	slices.SortFunc(out, func(a, b *command) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// CONFIG GET pattern [pattern ...] | CONFIG SET ... | CONFIG RESETSTAT |
+// CONFIG HELP
+//
+// The server has no runtime configuration; CONFIG GET reports a few
+// read-only parameters with the values Redis tools look for (redis-benchmark
+// asks for "save" and "appendonly" when it starts).
+func cmdConfig(c *Ctx, args [][]byte) error {
+	sub := strings.ToLower(string(args[0]))
+	switch sub {
+	case "get":
+		if len(args) < 2 {
+			return errWrongArity("config|get")
+		}
+		params := c.Server().configParams()
+		var out []string
+		for _, p := range params {
+			for _, pat := range args[1:] {
+				if ok, _ := path.Match(strings.ToLower(string(pat)), p[0]); ok {
+					out = append(out, p[0], p[1])
+					break
+				}
+			}
+		}
+		c.WriteArrayHeader(len(out))
+		for _, s := range out {
+			c.WriteBulkString(s)
+		}
+	case "set":
+		return NewError("CONFIG SET is not supported: the configuration is fixed at startup")
+	case "resetstat":
+		return NewError("CONFIG RESETSTAT is not supported")
+	case "help":
+		help := []string{
+			"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+		}
+		c.WriteArrayHeader(len(help))
+		for _, h := range help {
+			c.WriteSimple(h)
+		}
+	default:
+		return errUnknownSubcommand(string(args[0]), "config")
+	}
+	return nil
+}
+
+// configParams lists the parameters CONFIG GET can report.
+func (s *Server) configParams() [][2]string {
+	return [][2]string{
+		{"appendonly", "no"}, // memrl's own log is not Redis's AOF
+		{"bind", s.cfg.Addr},
+		{"databases", "1"},
+		{"maxclients", strconv.Itoa(s.cfg.MaxClients)},
+		{"proto-max-bulk-len", strconv.Itoa(s.cfg.Limits.MaxBulkLen)},
+		{"save", ""}, // no RDB snapshots
+		{"timeout", "0"},
+	}
+}

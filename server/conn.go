@@ -1,0 +1,162 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// conn is one client connection, served by its own goroutine (serve).
+type conn struct {
+	srv     *Server
+	nc      net.Conn
+	id      int64
+	created time.Time
+	rd      *Reader
+	w       *Writer
+	hctx    Ctx // reused for every command of this connection
+
+	// ctx is cancelled when the connection ends or is force-closed.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// closeAfter is set by a handler (QUIT) to end the connection after its
+	// reply. Only the connection's goroutine touches it.
+	closeAfter bool
+
+	lastActive atomic.Int64 // unix nanoseconds when the last command started
+
+	mu      sync.Mutex // guards the fields below, read by CLIENT LIST from other connections
+	name    string     // CLIENT SETNAME / HELLO SETNAME
+	libName string     // CLIENT SETINFO LIB-NAME
+	libVer  string     // CLIENT SETINFO LIB-VER
+	lastCmd string     // name of the last command executed
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{
+		srv:     s,
+		nc:      nc,
+		id:      s.nextID.Add(1),
+		created: time.Now(),
+		rd:      NewReader(nc, s.cfg.Limits),
+		w:       NewWriter(nc),
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.hctx = Ctx{Writer: c.w, conn: c}
+	c.lastActive.Store(c.created.UnixNano())
+	// Flush replies whenever the reader is about to wait for input: a
+	// pipeline that arrived together is answered with one write.
+	c.rd.SetBeforeBlock(c.w.Flush)
+	return c
+}
+
+// serve runs the read-execute loop until the client leaves, sends a
+// malformed frame, QUITs, or the server shuts down.
+func (c *conn) serve() {
+	defer func() {
+		c.w.Flush() // best effort: replies to the commands already executed
+		c.nc.Close()
+		c.cancel()
+		c.srv.removeConn(c)
+	}()
+	for !c.closeAfter && !c.srv.closing.Load() {
+		args, err := c.rd.ReadCommand()
+		if err != nil {
+			var pe *ProtocolError
+			if errors.As(err, &pe) {
+				c.w.WriteError(pe.Error())
+				c.srv.log.Debug("server: protocol error", "client", c.id, "addr", c.nc.RemoteAddr(), "err", pe)
+			}
+			return
+		}
+		c.srv.statCmds.Add(1)
+		if !c.exec(args) {
+			return
+		}
+	}
+}
+
+// exec runs one command and reports whether the connection may continue.
+func (c *conn) exec(args [][]byte) (keep bool) {
+	c.lastActive.Store(time.Now().UnixNano())
+	cmd := c.srv.lookup(args[0])
+	if cmd == nil {
+		c.w.WriteErr(errUnknownCommand(args))
+		return true
+	}
+	c.mu.Lock()
+	c.lastCmd = cmd.name
+	c.mu.Unlock()
+	if len(args)-1 < cmd.minArgs {
+		c.w.WriteErr(errWrongArity(cmd.name))
+		return true
+	}
+	before := c.w.Written()
+	defer func() {
+		if p := recover(); p != nil {
+			c.srv.log.Error("server: command handler panicked; closing the connection",
+				"command", cmd.name, "client", c.id, "panic", p, "stack", string(debug.Stack()))
+			c.w.WriteError("internal error while executing '" + cmd.name + "'")
+			keep = false
+		}
+	}()
+	c.hctx.cmd = cmd
+	err := cmd.fn(&c.hctx, args[1:])
+	wrote := c.w.Written() != before
+	switch {
+	case err == nil && !wrote:
+		c.srv.log.Error("server: command handler sent no reply", "command", cmd.name)
+		c.w.WriteError("internal error: '" + cmd.name + "' sent no reply")
+	case err != nil && !wrote:
+		c.w.WriteErr(err)
+	case err != nil && wrote:
+		// Part of a reply is out; appending an error would desynchronise
+		// the client, so end the connection instead.
+		c.srv.log.Error("server: command handler wrote a reply and returned an error; closing the connection",
+			"command", cmd.name, "client", c.id, "err", err)
+		return false
+	}
+	return true
+}
+
+// errUnknownCommand formats Redis's unknown-command error, quoting the
+// first arguments up to about 128 bytes.
+func errUnknownCommand(args [][]byte) *ReplyError {
+	var b []byte
+	b = append(b, "unknown command '"...)
+	b = append(b, truncate(string(args[0]), 128)...)
+	b = append(b, "', with args beginning with: "...)
+	shown := 0
+	for _, a := range args[1:] {
+		if shown >= 128 {
+			break
+		}
+		a = a[:min(len(a), 128-shown)]
+		shown += len(a) + 3
+		b = append(b, '\'')
+		b = append(b, a...)
+		b = append(b, "' "...)
+	}
+	return NewError(string(b))
+}
+
+// interrupt wakes the connection's goroutine if it is waiting for input,
+// so it notices the shutdown; a command being executed is not disturbed.
+func (c *conn) interrupt() { c.nc.SetReadDeadline(time.Now()) }
+
+// forceClose ends the connection even if a command is executing.
+func (c *conn) forceClose() {
+	c.cancel()
+	c.nc.Close()
+}
+
+func (c *conn) clientName() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.name
+}

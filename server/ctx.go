@@ -1,0 +1,47 @@
+package server
+
+import (
+	"context"
+	"net"
+)
+
+// Ctx is what a handler gets besides its arguments: the reply Writer
+// (embedded, so c.WriteInt(1) works), the connection's identity, and a
+// context.Context.
+//
+// One Ctx exists per connection and is reused for each of its commands. It
+// must not be used after the handler returns, nor from other goroutines.
+type Ctx struct {
+	*Writer
+	conn *conn
+	cmd  *command // the command being executed
+}
+
+// Context returns a context that is cancelled when the connection closes
+// or when Shutdown gives up waiting for in-flight commands. Blocking
+// handlers should honour it.
+func (c *Ctx) Context() context.Context { return c.conn.ctx }
+
+// Name returns the lower-case name of the command being executed.
+func (c *Ctx) Name() string { return c.cmd.name }
+
+// ClientID returns the connection's unique, increasing id (CLIENT ID).
+func (c *Ctx) ClientID() int64 { return c.conn.id }
+
+// ClientName returns the name set with CLIENT SETNAME or HELLO SETNAME, or
+// "".
+func (c *Ctx) ClientName() string { return c.conn.clientName() }
+
+// RemoteAddr returns the client's address.
+func (c *Ctx) RemoteAddr() net.Addr { return c.conn.nc.RemoteAddr() }
+
+// Server returns the server running the command.
+func (c *Ctx) Server() *Server { return c.conn.srv }
+
+// CloseAfterReply makes the server flush the replies written so far and
+// close the connection once the handler returns (QUIT uses it).
+func (c *Ctx) CloseAfterReply() { c.conn.closeAfter = true }
+
+// WrongArity returns the standard "wrong number of arguments" error for the
+// current command, for handlers that check a maximum argument count.
+func (c *Ctx) WrongArity() error { return errWrongArity(c.cmd.name) }

@@ -1,0 +1,74 @@
+package server
+
+import "strings"
+
+// HandlerFunc executes one command. args are the arguments after the
+// command name (args[0] is the first argument); they alias the connection's
+// read buffer and are valid only until the handler returns (copy anything
+// kept, e.g. with bytes.Clone).
+//
+// The handler replies through c (c.WriteInt, c.WriteBulk, ...) and returns
+// nil, or returns an error without having written anything, in which case
+// the server sends it as the reply (see Writer.WriteErr). A handler must send
+// exactly one reply (an array counts as one). The server enforces part of
+// this: a handler that returns nil without writing gets an error reply, and
+// one that writes and then returns an error has its connection closed,
+// because the client's view of the reply stream can no longer be trusted.
+//
+// A handler may block (for example until its write is durable); it blocks
+// only its own connection. A handler that panics is recovered: the client
+// gets an error and its connection is closed; the server keeps running.
+type HandlerFunc func(c *Ctx, args [][]byte) error
+
+// command is one registered command.
+type command struct {
+	name    string // lower case, as shown in errors and COMMAND replies
+	minArgs int    // fewest arguments after the name
+	fn      HandlerFunc
+}
+
+// Register adds a command. name is matched case-insensitively; minArgs is
+// the fewest arguments the command takes after its name (a call with fewer
+// gets "ERR wrong number of arguments for 'name' command" without reaching
+// fn; a handler that also has a maximum checks it itself and returns
+// c.WrongArity()).
+//
+// Register may be called before or while the server runs. It panics if the
+// name is empty, contains a blank, or is already registered (including the
+// built-in commands), as registering a command twice is a programming error.
+func (s *Server) Register(name string, minArgs int, fn HandlerFunc) {
+	lname := strings.ToLower(name)
+	if lname == "" || strings.ContainsAny(lname, " \t\r\n") || fn == nil || minArgs < 0 {
+		panic("server: Register: invalid command " + name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := *s.cmds.Load()
+	if _, dup := old[lname]; dup {
+		panic("server: Register: command " + lname + " registered twice")
+	}
+	// Copy on write: the hot path looks commands up without a lock.
+	next := make(map[string]*command, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	next[lname] = &command{name: lname, minArgs: minArgs, fn: fn}
+	s.cmds.Store(&next)
+}
+
+// lookup finds the command named by the raw name argument,
+// case-insensitively, without allocating for names up to 64 bytes.
+func (s *Server) lookup(raw []byte) *command {
+	cmds := *s.cmds.Load()
+	var buf [64]byte
+	if len(raw) > len(buf) {
+		return cmds[strings.ToLower(string(raw))]
+	}
+	for i, c := range raw {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return cmds[string(buf[:len(raw)])]
+}
