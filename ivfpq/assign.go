@@ -1,0 +1,74 @@
+package ivfpq
+
+import (
+	"math"
+
+	"github.com/memrl/memrl/simd"
+)
+
+// Nearest-centroid assignment, the inner loop of k-means training, of Add and
+// of PQ encoding.
+//
+// Points are processed in blocks and centroids in chunks so that one chunk of
+// centroids stays in cache while every point of the block is scored against
+// it; all arithmetic is simd.L2SqBatch.
+
+const (
+	assignPointBlock = 64
+	assignCentBytes  = 64 << 10 // centroid chunk size that fits in L2 with room to spare
+)
+
+// assignScratch is per-goroutine working memory for assignRange.
+type assignScratch struct {
+	dist []float32 // [block*chunk] distances of one block to one chunk
+	best []float32 // [block] best distance so far
+}
+
+// assignRange sets labels[i] (and dists[i] when dists != nil) to the nearest
+// of the k centroids (cent, [k][d]) for every point i in [lo, hi) of x
+// ([n][d]). Ties go to the lower centroid number.
+func assignRange(x []float32, d int, cent []float32, k int, lo, hi int, labels []int32, dists []float32, s *assignScratch) {
+	chunk := max(1, min(k, assignCentBytes/(4*d)))
+	if cap(s.dist) < assignPointBlock*chunk {
+		s.dist = make([]float32, assignPointBlock*chunk)
+	}
+	if cap(s.best) < assignPointBlock {
+		s.best = make([]float32, assignPointBlock)
+	}
+	for b0 := lo; b0 < hi; b0 += assignPointBlock {
+		b1 := min(b0+assignPointBlock, hi)
+		best := s.best[:b1-b0]
+		for i := range best {
+			best[i] = float32(math.Inf(1))
+			labels[b0+i] = 0
+		}
+		for c0 := 0; c0 < k; c0 += chunk {
+			c1 := min(c0+chunk, k)
+			rows := cent[c0*d : c1*d]
+			for i := b0; i < b1; i++ {
+				out := s.dist[:c1-c0]
+				simd.L2SqBatch(x[i*d:(i+1)*d], rows, out)
+				bi := i - b0
+				bd, bl := best[bi], labels[i]
+				for c, v := range out {
+					if v < bd {
+						bd, bl = v, int32(c0+c)
+					}
+				}
+				best[bi], labels[i] = bd, bl
+			}
+		}
+		if dists != nil {
+			copy(dists[b0:b1], best)
+		}
+	}
+}
+
+// assignAll is assignRange over all n points of x, in parallel.
+func assignAll(x []float32, d int, cent []float32, k int, labels []int32, dists []float32, workers int) {
+	n := len(x) / d
+	parallelFor(n, workers, func(_, lo, hi int) {
+		var s assignScratch
+		assignRange(x, d, cent, k, lo, hi, labels, dists, &s)
+	})
+}

@@ -1,0 +1,192 @@
+package ivfpq
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// On-disk format, version 1. See doc.go for the drawing. All integers are
+// little-endian; all checksums are xxhash64.
+
+// FileName is the name of the index file inside the directory given to Save
+// and Open.
+const FileName = "ivfpq.idx"
+
+const (
+	fileMagic      = "MEMRLIVF"
+	fileVersion    = 1
+	headerSize     = 128
+	headerSumOff   = 120
+	dirEntrySize   = 32
+	maxFileListLen = 1 << 32
+)
+
+// header is the decoded fixed-size file header.
+type header struct {
+	p       Params
+	rows    uint32
+	metaOff uint64
+	metaLen uint64
+	dirOff  uint64
+	dataOff uint64
+	dataLen uint64
+	metaSum uint64
+	dirSum  uint64
+}
+
+func pad8(n uint64) uint64 { return (n + 7) &^ 7 }
+
+// metaLenFor is the byte length of the coarse centroids plus the codebooks.
+func metaLenFor(p Params) uint64 {
+	return 4 * uint64(p.NList*p.Dim+p.M*p.ksub()*p.dsub())
+}
+
+// codesLenFor is the byte length of n vectors' codes.
+func codesLenFor(p Params, n int) int {
+	if p.Bits == 8 {
+		return n * p.M
+	}
+	return codes4Len(n, p.M)
+}
+
+// segLenFor is the on-disk length of a list of n vectors: ids and codes,
+// each padded to 8 bytes.
+func segLenFor(p Params, n int) uint64 {
+	return pad8(4*uint64(n)) + pad8(uint64(codesLenFor(p, n)))
+}
+
+func (h *header) encode() []byte {
+	b := make([]byte, headerSize)
+	le := binary.LittleEndian
+	copy(b[0:8], fileMagic)
+	le.PutUint32(b[8:], fileVersion)
+	le.PutUint32(b[12:], headerSize)
+	le.PutUint32(b[16:], uint32(h.p.Dim))
+	le.PutUint32(b[20:], uint32(h.p.NList))
+	le.PutUint32(b[24:], uint32(h.p.M))
+	le.PutUint32(b[28:], uint32(h.p.Bits))
+	le.PutUint32(b[32:], uint32(h.p.Metric))
+	le.PutUint32(b[36:], h.rows)
+	le.PutUint64(b[40:], h.metaOff)
+	le.PutUint64(b[48:], h.metaLen)
+	le.PutUint64(b[56:], h.dirOff)
+	le.PutUint64(b[64:], h.dataOff)
+	le.PutUint64(b[72:], h.dataLen)
+	le.PutUint64(b[80:], h.metaSum)
+	le.PutUint64(b[88:], h.dirSum)
+	le.PutUint64(b[headerSumOff:], xxhash.Sum64(b[:headerSumOff]))
+	return b
+}
+
+// decodeHeader parses and checks the header against the file size. It
+// checks everything that can be checked without reading past the header.
+func decodeHeader(b []byte, fileSize uint64) (header, error) {
+	var h header
+	if len(b) < headerSize {
+		return h, fmt.Errorf("%w: file is %d bytes, shorter than the %d-byte header", ErrCorrupt, len(b), headerSize)
+	}
+	if string(b[0:8]) != fileMagic {
+		return h, fmt.Errorf("%w: bad magic %q", ErrCorrupt, b[0:8])
+	}
+	le := binary.LittleEndian
+	if got, want := le.Uint64(b[headerSumOff:]), xxhash.Sum64(b[:headerSumOff]); got != want {
+		return h, fmt.Errorf("%w: header checksum %016x, computed %016x", ErrCorrupt, got, want)
+	}
+	if v := le.Uint32(b[8:]); v != fileVersion {
+		return h, fmt.Errorf("%w: version %d, this build reads %d", ErrVersion, v, fileVersion)
+	}
+	if hs := le.Uint32(b[12:]); hs != headerSize {
+		return h, fmt.Errorf("%w: header size %d", ErrCorrupt, hs)
+	}
+	h.p = Params{
+		Dim: int(le.Uint32(b[16:])), NList: int(le.Uint32(b[20:])), M: int(le.Uint32(b[24:])),
+		Bits: int(le.Uint32(b[28:])), Metric: Metric(le.Uint32(b[32:])),
+	}
+	if err := h.p.Validate(); err != nil {
+		return h, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	h.rows = le.Uint32(b[36:])
+	h.metaOff, h.metaLen = le.Uint64(b[40:]), le.Uint64(b[48:])
+	h.dirOff, h.dataOff, h.dataLen = le.Uint64(b[56:]), le.Uint64(b[64:]), le.Uint64(b[72:])
+	h.metaSum, h.dirSum = le.Uint64(b[80:]), le.Uint64(b[88:])
+	switch {
+	case h.metaOff != headerSize:
+		return h, fmt.Errorf("%w: meta offset %d", ErrCorrupt, h.metaOff)
+	case h.metaLen != metaLenFor(h.p):
+		return h, fmt.Errorf("%w: meta length %d, params need %d", ErrCorrupt, h.metaLen, metaLenFor(h.p))
+	case h.dirOff != pad8(h.metaOff+h.metaLen):
+		return h, fmt.Errorf("%w: directory offset %d", ErrCorrupt, h.dirOff)
+	case h.dataOff != h.dirOff+uint64(h.p.NList)*dirEntrySize:
+		return h, fmt.Errorf("%w: data offset %d", ErrCorrupt, h.dataOff)
+	case h.dataLen > math.MaxInt64-h.dataOff || h.dataOff+h.dataLen != fileSize:
+		return h, fmt.Errorf("%w: data section [%d,+%d) does not end the %d-byte file", ErrCorrupt, h.dataOff, h.dataLen, fileSize)
+	}
+	return h, nil
+}
+
+// dirEntry locates one list's segment inside the data section.
+type dirEntry struct {
+	off uint64 // from the start of the data section; multiple of 8
+	n   uint32 // vectors
+	sum uint64 // xxhash64 of the segment's segLenFor(n) bytes
+}
+
+func (e dirEntry) put(b []byte) {
+	le := binary.LittleEndian
+	le.PutUint64(b[0:], e.off)
+	le.PutUint32(b[8:], e.n)
+	le.PutUint32(b[12:], 0)
+	le.PutUint64(b[16:], e.sum)
+	le.PutUint64(b[24:], 0)
+}
+
+func getDirEntry(b []byte) (dirEntry, bool) {
+	le := binary.LittleEndian
+	e := dirEntry{off: le.Uint64(b[0:]), n: le.Uint32(b[8:]), sum: le.Uint64(b[16:])}
+	return e, le.Uint32(b[12:]) == 0 && le.Uint64(b[24:]) == 0
+}
+
+// littleEndian reports whether the host stores integers little-endian, in
+// which case row ids are read from the mapping in place.
+var littleEndian = func() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
+
+// idsView returns n little-endian uint32s at b as a []uint32: a view into
+// b on little-endian hosts (b must be 4-byte aligned, which the format's
+// 8-byte alignment and mmap's page alignment give), a decoded copy otherwise.
+func idsView(b []byte, n int) []uint32 {
+	if n == 0 {
+		return nil
+	}
+	if littleEndian {
+		return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), n)
+	}
+	out := make([]uint32, n)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	return out
+}
+
+// floatsFrom decodes n little-endian float32s.
+func floatsFrom(b []byte, n int) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+// appendFloats appends v little-endian.
+func appendFloats(b []byte, v []float32) []byte {
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+	}
+	return b
+}

@@ -1,0 +1,174 @@
+package ivfpq
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/edsrzf/mmap-go"
+)
+
+// segment is a run of one inverted list's vectors stored contiguously: the
+// row numbers, and the PQ codes in the layout of the index's Bits (8-bit:
+// [n][M] bytes; 4-bit: ceil(n/32) fast-scan blocks, see simd's doc).
+type segment struct {
+	ids   []uint32
+	codes []byte
+}
+
+// invList is one inverted list. The base segment is a view of the mmap'd
+// index file (nil for an index built in memory) and is never written; the
+// tail holds vectors added since. Both are kept in increasing row order.
+type invList struct {
+	base segment
+	tail segment
+}
+
+func (l *invList) len() int { return len(l.base.ids) + len(l.tail.ids) }
+
+// Index is an IVF-PQ index. Search may run concurrently with itself, with
+// Add and with Save; Close must not.
+type Index struct {
+	p      Params
+	coarse []float32 // [NList][Dim] coarse centroids; immutable
+	book   []float32 // [M][ksub][dsub] PQ codebooks; immutable
+
+	// mu guards lists, rows, listBytes, closed, mm and file. Search and Save
+	// hold it shared; Add holds it exclusively only while appending.
+	mu        sync.RWMutex
+	lists     []invList
+	rows      uint32 // INVARIANT: the lists hold exactly rows [0, rows), each once
+	listBytes int64  // bytes of ids and codes over all segments
+	closed    bool
+	mm        mmap.MMap // the opened file's mapping, nil when built in memory
+	file      *os.File
+
+	// baseBytes[l] holds list l's base segment as stored, baseSum[l] is the checksum the file recorded for list l's base segment;
+	// baseState[l] is listUnchecked, listGood or listBad. Checksums are
+	// verified the first time a list is read, not at Open, so opening a large
+	// index touches only its header, centroids and directory.
+	baseBytes [][]byte // the on-disk bytes of each base segment
+	baseSum   []uint64
+	baseState []atomic.Uint32
+
+	scratch sync.Pool // *searchScratch sized for this index
+}
+
+const (
+	listUnchecked uint32 = iota
+	listGood
+	listBad
+)
+
+// Params returns the parameters the index was trained with.
+func (ix *Index) Params() Params { return ix.p }
+
+// Train builds an empty index from a training sample (flat n*Dim float32).
+// The coarse quantizer is k-means with NList centroids on at most 256 points
+// per centroid; the PQ codebooks are trained on the residuals of the sample
+// to their coarse centroids. workers bounds the goroutines used; seed makes
+// training reproducible.
+//
+// The sample needs at least max(NList, 2^Bits) vectors. For IP indexes the
+// vectors must already be normalised if cosine similarity is wanted.
+func Train(p Params, sample []float32, workers int, seed int64) (*Index, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if len(sample)%p.Dim != 0 {
+		return nil, fmt.Errorf("%w: sample length %d is not a multiple of Dim %d", ErrBadParams, len(sample), p.Dim)
+	}
+	n := len(sample) / p.Dim
+	if need := max(p.NList, p.ksub()); n < need {
+		return nil, fmt.Errorf("%w: training needs at least %d vectors, got %d", ErrBadParams, need, n)
+	}
+	workers = max(1, workers)
+	coarse, err := kmeans(sample, p.Dim, kmeansConfig{
+		k: p.NList, niter: coarseIter, maxPerCentroid: coarseMaxPerCent, workers: workers, seed: seed,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	// PQ trains on residuals of (a subsample of) the training set.
+	pqSample := sample
+	if limit := p.ksub() * pqMaxPerCentroid; n > limit {
+		pqSample = subsample(sample, p.Dim, limit, newRand(seed+1))
+	}
+	labels := make([]int32, len(pqSample)/p.Dim)
+	assignAll(pqSample, p.Dim, coarse, p.NList, labels, nil, workers)
+	resid := make([]float32, len(pqSample))
+	for i, l := range labels {
+		subtract(resid[i*p.Dim:(i+1)*p.Dim], pqSample[i*p.Dim:(i+1)*p.Dim], coarse[int(l)*p.Dim:(int(l)+1)*p.Dim])
+	}
+	book, err := trainPQ(resid, p.Dim, p.M, p.ksub(), workers, seed+2)
+	if err != nil {
+		return nil, err
+	}
+	return newIndex(p, coarse, book), nil
+}
+
+func newIndex(p Params, coarse, book []float32) *Index {
+	ix := &Index{
+		p:         p,
+		coarse:    coarse,
+		book:      book,
+		lists:     make([]invList, p.NList),
+		baseBytes: make([][]byte, p.NList),
+		baseSum:   make([]uint64, p.NList),
+		baseState: make([]atomic.Uint32, p.NList),
+	}
+	for l := range ix.baseState {
+		ix.baseState[l].Store(listGood) // no base segments yet
+	}
+	return ix
+}
+
+// subtract sets dst = a - b.
+func subtract(dst, a, b []float32) {
+	b = b[:len(a)]
+	dst = dst[:len(a)]
+	for i := range a {
+		dst[i] = a[i] - b[i]
+	}
+}
+
+// Rows returns the number of rows held. INVARIANT: the index holds exactly
+// rows [0, Rows()).
+func (ix *Index) Rows() uint32 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.rows
+}
+
+// Bytes returns the size of the index: centroids, codebooks, row ids and codes.
+func (ix *Index) Bytes() int64 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return int64(4*(len(ix.coarse)+len(ix.book))) + ix.listBytes
+}
+
+// Close releases the file mapping. The index must not be used afterwards;
+// calls other than Close then return ErrClosed (Search returns no results).
+func (ix *Index) Close() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.closed {
+		return nil
+	}
+	ix.closed = true
+	ix.lists = nil
+	var err error
+	if ix.mm != nil {
+		err = ix.mm.Unmap()
+		ix.mm = nil
+	}
+	if ix.file != nil {
+		if cerr := ix.file.Close(); err == nil {
+			err = cerr
+		}
+		ix.file = nil
+	}
+	return err
+}

@@ -1,0 +1,226 @@
+package ivfpq
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2"
+)
+
+func TestRecallClustered20k(t *testing.T) {
+	const n, d, nq = 20000, 32, 100
+	all := clustered(n+nq, d, 200, 21)
+	base, queries := all[:n*d], all[n*d:]
+	for _, tc := range []struct {
+		name   string
+		p      Params
+		sp     SearchParams
+		metric Metric
+	}{
+		{"L2-8bit", Params{Dim: d, NList: 64, M: 16, Bits: 8, Metric: L2}, SearchParams{NProbe: 8, Refine: 8}, L2},
+		{"L2-4bit", Params{Dim: d, NList: 64, M: 16, Bits: 4, Metric: L2}, SearchParams{NProbe: 8, Refine: 16}, L2},
+		{"IP-8bit", Params{Dim: d, NList: 64, M: 16, Bits: 8, Metric: IP}, SearchParams{NProbe: 8, Refine: 8}, IP},
+		{"IP-4bit", Params{Dim: d, NList: 64, M: 16, Bits: 4, Metric: IP}, SearchParams{NProbe: 8, Refine: 16}, IP},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, q := base, queries
+			if tc.metric == IP {
+				b, q = slices.Clone(base), slices.Clone(queries)
+				normalize(b, d)
+				normalize(q, d)
+			}
+			ix := buildIndex(t, tc.p, b, 8000)
+			defer ix.Close()
+			if ix.Rows() != n {
+				t.Fatalf("Rows() = %d, want %d", ix.Rows(), n)
+			}
+			r := recallAt(t, ix, b, q, d, 10, tc.sp)
+			t.Logf("recall@10 = %.3f", r)
+			if r < 0.9 {
+				t.Errorf("recall@10 = %.3f, want >= 0.9", r)
+			}
+		})
+	}
+}
+
+func TestSearchSimIsExactAndSorted(t *testing.T) {
+	const n, d = 3000, 16
+	base := clustered(n, d, 20, 5)
+	ix := buildIndex(t, Params{Dim: d, NList: 16, M: 4, Bits: 8}, base, n)
+	src := sliceSource{base, d}
+	q := base[7*d : 8*d]
+	got, err := ix.Search(q, 10, SearchParams{NProbe: 16, Refine: 10}, nil, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 10 || got[0].Row != 7 || got[0].Sim != 0 {
+		t.Fatalf("query equal to row 7: got %+v", got)
+	}
+	for i, g := range got {
+		v := src.Vector(g.Row)
+		var s float32
+		for j := range q {
+			s -= (q[j] - v[j]) * (q[j] - v[j])
+		}
+		if diff := s - g.Sim; diff > 1e-3 || diff < -1e-3 {
+			t.Errorf("result %d: Sim %g, exact %g", i, g.Sim, s)
+		}
+		if i > 0 && got[i-1].Sim < g.Sim {
+			t.Errorf("results not sorted at %d", i)
+		}
+	}
+}
+
+func TestAddsAfterTrainingAreFound(t *testing.T) {
+	const d = 16
+	all := clustered(2500, d, 20, 1)
+	ix, err := Train(Params{Dim: d, NList: 16, M: 8, Bits: 8}, all[:2000*d], 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ix.Rows() != 0 {
+		t.Fatalf("fresh index has %d rows", ix.Rows())
+	}
+	fresh := all[2000*d:] // points the training never saw
+	src := sliceSource{fresh, d}
+	for i := 0; i < 500; i++ {
+		if err := ix.Add(uint32(i), fresh[i*d:(i+1)*d]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 500; i++ {
+		got, err := ix.Search(fresh[i*d:(i+1)*d], 1, SearchParams{NProbe: 4, Refine: 16}, nil, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0].Sim != 0 {
+			t.Fatalf("row %d not found by its own vector: %+v", i, got)
+		}
+	}
+}
+
+func TestAddOutOfOrderChangesNothing(t *testing.T) {
+	const d = 8
+	ix, err := Train(Params{Dim: d, NList: 4, M: 2, Bits: 4}, clustered(500, d, 4, 1), 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := make([]float32, d)
+	if err := ix.Add(1, v); !errors.Is(err, ErrOutOfOrder) {
+		t.Fatalf("Add(1) on empty index: %v", err)
+	}
+	if err := ix.Add(0, v[:3]); !errors.Is(err, ErrBadParams) {
+		t.Fatalf("Add with short vector: %v", err)
+	}
+	if err := ix.AddBatch(5, make([]float32, 2*d), 1); !errors.Is(err, ErrOutOfOrder) {
+		t.Fatalf("AddBatch(5): %v", err)
+	}
+	if ix.Rows() != 0 || ix.Bytes() != int64(4*(len(ix.coarse)+len(ix.book))) {
+		t.Fatalf("failed adds changed the index: rows %d bytes %d", ix.Rows(), ix.Bytes())
+	}
+}
+
+func TestDeletedRowsNeverReturned(t *testing.T) {
+	const n, d = 4000, 16
+	base := clustered(n, d, 30, 8)
+	for _, bits := range []int{8, 4} {
+		ix := buildIndex(t, Params{Dim: d, NList: 16, M: 8, Bits: bits}, base, n)
+		deleted := roaring.New()
+		for i := uint32(0); i < n; i += 3 {
+			deleted.Add(i)
+		}
+		src := sliceSource{base, d}
+		for qi := 0; qi < 200; qi++ {
+			q := base[qi*d : (qi+1)*d]
+			got, err := ix.Search(q, 10, SearchParams{NProbe: 16, Refine: 4}, deleted, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 10 {
+				t.Fatalf("bits %d: %d results, want 10", bits, len(got))
+			}
+			for _, g := range got {
+				if deleted.Contains(g.Row) {
+					t.Fatalf("bits %d: deleted row %d returned", bits, g.Row)
+				}
+			}
+			// With every list probed the answer is the exact top 10 of the
+			// live rows.
+			truth := bruteForce(base, d, q, 1, L2, deleted.Contains)
+			if got[0].Row != truth[0] && got[0].Sim < -1e-3 {
+				t.Logf("bits %d query %d: top %d, exact %d", bits, qi, got[0].Row, truth[0])
+			}
+		}
+	}
+}
+
+func TestConcurrentSearchesAndAdds(t *testing.T) {
+	const n, d = 2000, 16
+	base := clustered(n+400, d, 20, 4)
+	for _, bits := range []int{8, 4} {
+		ix := buildIndex(t, Params{Dim: d, NList: 16, M: 8, Bits: bits}, base[:n*d], n)
+		src := sliceSource{base, d}
+		var wg sync.WaitGroup
+		for g := 0; g < 4; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				for i := 0; i < 100; i++ {
+					q := base[((g*100+i)%n)*d:][:d]
+					got, err := ix.Search(q, 5, SearchParams{NProbe: 1 + g*5, Refine: 1 + g}, nil, src)
+					if err != nil || len(got) == 0 {
+						t.Errorf("search: %v, %d results", err, len(got))
+						return
+					}
+				}
+			}(g)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := n; i < n+400; i++ {
+				if err := ix.Add(uint32(i), base[i*d:(i+1)*d]); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+		wg.Wait()
+		if ix.Rows() != n+400 {
+			t.Fatalf("Rows() = %d after concurrent adds", ix.Rows())
+		}
+	}
+}
+
+func TestTrainRejectsBadInput(t *testing.T) {
+	for _, p := range []Params{
+		{Dim: 0, NList: 4, M: 1, Bits: 8},
+		{Dim: 10, NList: 4, M: 3, Bits: 8},
+		{Dim: 8, NList: 4, M: 2, Bits: 6},
+		{Dim: 8, NList: 0, M: 2, Bits: 8},
+		{Dim: 8, NList: 4, M: 2, Bits: 8, Metric: 9},
+	} {
+		if _, err := Train(p, make([]float32, 8*1000), 1, 1); !errors.Is(err, ErrBadParams) {
+			t.Errorf("Train(%+v): %v, want ErrBadParams", p, err)
+		}
+	}
+	if _, err := Train(Params{Dim: 8, NList: 4, M: 2, Bits: 8}, make([]float32, 8*100), 1, 1); !errors.Is(err, ErrBadParams) {
+		t.Errorf("Train with 100 points for 256 PQ centroids: %v", err)
+	}
+}
+
+func TestDefaultParams(t *testing.T) {
+	p := DefaultParams(1_000_000, 128, L2)
+	if p.NList != 4096 || p.M != 32 || p.Bits != 8 {
+		t.Errorf("DefaultParams(1M, 128) = %+v", p)
+	}
+	for _, n := range []int{0, 1, 100, 10_000, 1 << 30} {
+		for _, d := range []int{1, 3, 96, 128, 768, 1536} {
+			if err := DefaultParams(n, d, IP).Validate(); err != nil {
+				t.Errorf("DefaultParams(%d, %d): %v", n, d, err)
+			}
+		}
+	}
+}

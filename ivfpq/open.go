@@ -1,0 +1,103 @@
+package ivfpq
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/edsrzf/mmap-go"
+)
+
+// Open maps dir/FileName read-only and returns the index it holds. It reads
+// and checks the header, the centroids and codebooks and the list directory
+// (each against its checksum) but not the lists themselves: a list's
+// checksum is verified the first time a search or Save reads it, and Verify
+// checks all of them. A file that fails a check is refused with an error
+// wrapping ErrCorrupt (or ErrVersion); nothing is returned from it.
+func Open(dir string) (*Index, error) {
+	path := filepath.Join(dir, FileName)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("ivfpq: open: %w", err)
+	}
+	ix, err := openFile(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("ivfpq: open %s: %w", path, err)
+	}
+	return ix, nil
+}
+
+func openFile(f *os.File) (*Index, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := st.Size()
+	if size < headerSize {
+		return nil, fmt.Errorf("%w: file is %d bytes, shorter than the %d-byte header", ErrCorrupt, size, headerSize)
+	}
+	mm, err := mmap.Map(f, mmap.RDONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("mmap: %w", err)
+	}
+	ix, err := indexFromMapping(mm, uint64(size))
+	if err != nil {
+		mm.Unmap()
+		return nil, err
+	}
+	ix.mm, ix.file = mm, f
+	return ix, nil
+}
+
+// indexFromMapping builds an Index whose base segments are views of b.
+func indexFromMapping(b []byte, size uint64) (*Index, error) {
+	h, err := decodeHeader(b, size)
+	if err != nil {
+		return nil, err
+	}
+	p := h.p
+	meta := b[h.metaOff : h.metaOff+h.metaLen]
+	if got := xxhash.Sum64(meta); got != h.metaSum {
+		return nil, fmt.Errorf("%w: centroid section checksum %016x, header says %016x", ErrCorrupt, got, h.metaSum)
+	}
+	dir := b[h.dirOff:h.dataOff]
+	if got := xxhash.Sum64(dir); got != h.dirSum {
+		return nil, fmt.Errorf("%w: directory checksum %016x, header says %016x", ErrCorrupt, got, h.dirSum)
+	}
+	nc := p.NList * p.Dim
+	coarse := floatsFrom(meta, nc)
+	book := floatsFrom(meta[4*nc:], p.M*p.ksub()*p.dsub())
+	ix := newIndex(p, coarse, book)
+	data := b[h.dataOff:]
+	var total uint64
+	for l := 0; l < p.NList; l++ {
+		e, ok := getDirEntry(dir[l*dirEntrySize:])
+		if !ok {
+			return nil, fmt.Errorf("%w: list %d: reserved directory bytes are not zero", ErrCorrupt, l)
+		}
+		segLen := segLenFor(p, int(e.n))
+		if e.off%8 != 0 || e.off > h.dataLen || segLen > h.dataLen-e.off {
+			return nil, fmt.Errorf("%w: list %d: segment [%d,+%d) outside the %d-byte data section", ErrCorrupt, l, e.off, segLen, h.dataLen)
+		}
+		total += uint64(e.n)
+		seg := data[e.off : e.off+segLen]
+		idsLen := pad8(4 * uint64(e.n))
+		ix.lists[l].base = segment{
+			ids:   idsView(seg, int(e.n)),
+			codes: seg[idsLen : idsLen+uint64(codesLenFor(p, int(e.n)))],
+		}
+		ix.listBytes += 4*int64(e.n) + int64(codesLenFor(p, int(e.n)))
+		ix.baseSum[l] = e.sum
+		if e.n > 0 {
+			ix.baseState[l].Store(listUnchecked)
+		}
+		ix.baseBytes[l] = seg
+	}
+	if total != uint64(h.rows) {
+		return nil, fmt.Errorf("%w: lists hold %d rows, header says %d", ErrCorrupt, total, h.rows)
+	}
+	ix.rows = h.rows
+	return ix, nil
+}

@@ -1,0 +1,157 @@
+package ivfpq
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Metric selects how similarity is measured.
+type Metric int
+
+const (
+	// L2 ranks by squared Euclidean distance; Neighbor.Sim is its negation.
+	L2 Metric = iota
+	// IP ranks by inner product; Neighbor.Sim is the dot product. Cosine
+	// collections store normalised vectors and use IP.
+	IP
+)
+
+func (m Metric) String() string {
+	switch m {
+	case L2:
+		return "l2"
+	case IP:
+		return "ip"
+	}
+	return fmt.Sprintf("Metric(%d)", int(m))
+}
+
+// Params fixes the shape of an index. They are chosen at Train and stored in
+// the index file; they never change afterwards.
+type Params struct {
+	Dim    int    // vector dimension
+	NList  int    // number of coarse centroids (inverted lists)
+	M      int    // number of PQ sub-spaces; must divide Dim
+	Bits   int    // bits per sub-space code: 8 (table look-ups) or 4 (fast scan)
+	Metric Metric // L2 or IP
+}
+
+// Sentinel errors. Callers compare with errors.Is.
+var (
+	// ErrBadParams reports Params or arguments that cannot describe an index.
+	ErrBadParams = errors.New("ivfpq: invalid parameters")
+	// ErrCorrupt reports an index file that fails its structural checks or its
+	// checksum. The file is refused; nothing is loaded from it.
+	ErrCorrupt = errors.New("ivfpq: corrupt index file")
+	// ErrVersion reports an index file written by an unknown format version.
+	ErrVersion = errors.New("ivfpq: unsupported index file version")
+	// ErrOutOfOrder reports an Add whose row is not Rows().
+	ErrOutOfOrder = errors.New("ivfpq: rows must be added in order")
+	// ErrClosed reports use of an index after Close.
+	ErrClosed = errors.New("ivfpq: index closed")
+)
+
+// Validate reports whether p describes a buildable index.
+func (p Params) Validate() error {
+	switch {
+	case p.Dim <= 0:
+		return fmt.Errorf("%w: Dim %d must be positive", ErrBadParams, p.Dim)
+	case p.NList <= 0 || p.NList > 1<<24:
+		return fmt.Errorf("%w: NList %d out of range [1, 2^24]", ErrBadParams, p.NList)
+	case p.M <= 0 || p.M > 256 || p.Dim%p.M != 0:
+		return fmt.Errorf("%w: M %d must divide Dim %d and be at most 256", ErrBadParams, p.M, p.Dim)
+	case p.Bits != 4 && p.Bits != 8:
+		return fmt.Errorf("%w: Bits %d must be 4 or 8", ErrBadParams, p.Bits)
+	case p.Metric != L2 && p.Metric != IP:
+		return fmt.Errorf("%w: unknown metric %d", ErrBadParams, int(p.Metric))
+	}
+	return nil
+}
+
+// ksub is the number of centroids per sub-space.
+func (p Params) ksub() int { return 1 << p.Bits }
+
+// dsub is the dimension of one sub-space.
+func (p Params) dsub() int { return p.Dim / p.M }
+
+// codeSize is the number of bytes one vector's PQ code occupies.
+func (p Params) codeSize() int {
+	if p.Bits == 8 {
+		return p.M
+	}
+	return (p.M + 1) / 2
+}
+
+// DefaultParams picks parameters for a collection of about n vectors of the
+// given dimension:
+//
+//   - NList ≈ 4·√n rounded to the nearest power of two (4096 for a million),
+//     between 1 and 65536, and never
+//     more than n/39 lists (so k-means sees at least 39 points per centroid,
+//     the minimum FAISS warns below);
+//   - M = the largest divisor of dim not above dim/4 (sub-spaces of at least
+//     4 dimensions; 32 for dim 128), capped at 64;
+//   - Bits = 8.
+func DefaultParams(n, dim int, metric Metric) Params {
+	nlist := 1
+	// Doubling while 2·nlist ≤ 1.5·(4√n) rounds 4√n to the nearest power of two.
+	for nlist*2 <= 6*isqrt(n) && nlist*2 <= 65536 && nlist*2*39 <= n {
+		nlist *= 2
+	}
+	m := 1
+	for c := 1; c <= dim/4 && c <= 64; c++ {
+		if dim%c == 0 {
+			m = c
+		}
+	}
+	return Params{Dim: dim, NList: nlist, M: m, Bits: 8, Metric: metric}
+}
+
+func isqrt(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	r := 1
+	for (r+1)*(r+1) <= n {
+		r++
+	}
+	return r
+}
+
+// SearchParams are per-call search settings. Nothing is stored on the index,
+// so concurrent searches with different settings are independent.
+type SearchParams struct {
+	// NProbe is the number of nearest inverted lists scanned.
+	// <= 0 means DefaultNProbe(NList).
+	NProbe int
+	// Refine is the re-rank factor: the best k·Refine candidates by
+	// approximate distance are re-scored exactly from the raw vectors.
+	// <= 0 means DefaultRefine (8 for 8-bit codes, 16 for 4-bit codes).
+	Refine int
+}
+
+// DefaultNProbe is the nprobe used when SearchParams.NProbe <= 0: nlist/64,
+// at least 1 and at most nlist.
+func DefaultNProbe(nlist int) int {
+	return min(max(nlist/64, 1), nlist)
+}
+
+// DefaultRefine returns the re-rank factor used when SearchParams.Refine <= 0.
+func DefaultRefine(bits int) int {
+	if bits == 4 {
+		return 16
+	}
+	return 8
+}
+
+// Neighbor is one search result.
+type Neighbor struct {
+	Row uint32  // row number given to Add
+	Sim float32 // similarity, higher is better: -L2² or dot product
+}
+
+// VectorSource gives raw vectors by row number (the engine's mmap'd vector
+// store). The returned slice is only read, and only during the call.
+type VectorSource interface {
+	Vector(row uint32) []float32
+}

@@ -1,0 +1,152 @@
+package ivfpq
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Save writes the index to dir/FileName atomically: it writes a temporary
+// file, fsyncs it, renames it over FileName and fsyncs dir, so a crash leaves
+// either the old file or the new one. Save holds the index lock shared:
+// searches continue, adds wait. Lists read from a previous file are
+// checksum-verified first, so corruption is never copied forward.
+func (ix *Index) Save(dir string) (err error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.closed {
+		return ErrClosed
+	}
+	for l := range ix.lists {
+		if err := ix.checkList(l); err != nil {
+			return err
+		}
+	}
+
+	p := ix.p
+	tmp := filepath.Join(dir, FileName+".tmp")
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("ivfpq: save: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+
+	h := header{p: p, rows: ix.rows, metaOff: headerSize, metaLen: metaLenFor(p)}
+	h.dirOff = pad8(h.metaOff + h.metaLen)
+	h.dataOff = h.dirOff + uint64(p.NList)*dirEntrySize
+
+	// Data section first, hashing each list as it goes, then the directory,
+	// meta and header at the front.
+	if _, err = f.Seek(int64(h.dataOff), 0); err != nil {
+		return fmt.Errorf("ivfpq: save: %w", err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	dirBuf := make([]byte, p.NList*dirEntrySize)
+	var off uint64
+	var buf []byte
+	for l := range ix.lists {
+		ids, codes := ix.mergedListLocked(l)
+		buf = buf[:0]
+		for _, id := range ids {
+			buf = binary.LittleEndian.AppendUint32(buf, id)
+		}
+		buf = appendZeros(buf, int(pad8(uint64(len(buf)))-uint64(len(buf))))
+		buf = append(buf, codes...)
+		buf = appendZeros(buf, int(pad8(uint64(len(codes)))-uint64(len(codes))))
+		if uint64(len(buf)) != segLenFor(p, len(ids)) {
+			return fmt.Errorf("ivfpq: save: internal error: list %d encodes to %d bytes, want %d", l, len(buf), segLenFor(p, len(ids)))
+		}
+		dirEntry{off: off, n: uint32(len(ids)), sum: xxhash.Sum64(buf)}.put(dirBuf[l*dirEntrySize:])
+		if _, err = w.Write(buf); err != nil {
+			return fmt.Errorf("ivfpq: save: %w", err)
+		}
+		off += uint64(len(buf))
+	}
+	if err = w.Flush(); err != nil {
+		return fmt.Errorf("ivfpq: save: %w", err)
+	}
+	h.dataLen = off
+
+	meta := make([]byte, 0, h.metaLen)
+	meta = appendFloats(meta, ix.coarse)
+	meta = appendFloats(meta, ix.book)
+	h.metaSum = xxhash.Sum64(meta)
+	h.dirSum = xxhash.Sum64(dirBuf)
+	front := h.encode()
+	front = append(front, meta...)
+	front = appendZeros(front, int(h.dirOff)-len(front))
+	front = append(front, dirBuf...)
+	if _, err = f.WriteAt(front, 0); err != nil {
+		return fmt.Errorf("ivfpq: save: %w", err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("ivfpq: save: %w", err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("ivfpq: save: %w", err)
+	}
+	if err = os.Rename(tmp, filepath.Join(dir, FileName)); err != nil {
+		return fmt.Errorf("ivfpq: save: %w", err)
+	}
+	return syncDir(dir)
+}
+
+func appendZeros(b []byte, n int) []byte {
+	for ; n > 0; n-- {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// syncDir fsyncs a directory so a rename inside it is durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("ivfpq: save: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("ivfpq: save: sync dir: %w", err)
+	}
+	return nil
+}
+
+// mergedListLocked returns list l's ids and codes as one segment (base then
+// tail), copying only when both parts are non-empty. 4-bit codes are
+// repacked because the tail's blocks start at a block boundary of their own.
+// REQUIRES: ix.mu held.
+func (ix *Index) mergedListLocked(l int) ([]uint32, []byte) {
+	lst := &ix.lists[l]
+	b, t := lst.base, lst.tail
+	switch {
+	case len(t.ids) == 0:
+		return b.ids, b.codes
+	case len(b.ids) == 0:
+		return t.ids, t.codes
+	}
+	ids := append(append(make([]uint32, 0, len(b.ids)+len(t.ids)), b.ids...), t.ids...)
+	if ix.p.Bits == 8 {
+		return ids, append(append(make([]byte, 0, len(b.codes)+len(t.codes)), b.codes...), t.codes...)
+	}
+	m := ix.p.M
+	code := make([]byte, m)
+	var codes []byte
+	n := 0
+	for _, seg := range [2]segment{b, t} {
+		for i := range seg.ids {
+			getCode4(seg.codes, i, m, code)
+			codes = appendCode4(codes, n, m, code)
+			n++
+		}
+	}
+	return ids, codes
+}

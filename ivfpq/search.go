@@ -1,0 +1,300 @@
+package ivfpq
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/memrl/memrl/simd"
+)
+
+// scanChunk is how many vectors' approximate scores are computed per kernel
+// call before they are merged into the candidate heap.
+const scanChunk = 256
+
+// searchScratch is one search's working memory, pooled per index so that a
+// query allocates only its result slice.
+type searchScratch struct {
+	coarseDist []float32 // [NList]
+	probes     topK      // nearest lists
+	probeOrder []int     // probed lists, nearest first
+	qres       []float32 // [Dim] query minus a coarse centroid
+	lut        []float32 // [M*ksub] float look-up table
+	lut8       []byte    // [ceil(M/2)*2*16] quantized table (4-bit codes)
+	out        []float32 // [scanChunk] approximate scores
+	sums       []uint16  // [scanChunk] quantized scores (4-bit codes)
+	masks      []uint32  // [scanChunk/32]
+	code       []byte    // [M]
+	cands      topK      // best k*refine candidates by approximate score
+	rerank     []Neighbor
+}
+
+func (ix *Index) getScratch() *searchScratch {
+	if s, ok := ix.scratch.Get().(*searchScratch); ok {
+		return s
+	}
+	p := ix.p
+	return &searchScratch{
+		coarseDist: make([]float32, p.NList),
+		qres:       make([]float32, p.Dim),
+		lut:        make([]float32, p.M*p.ksub()),
+		lut8:       make([]byte, (p.M+1)/2*2*16),
+		out:        make([]float32, scanChunk),
+		sums:       make([]uint16, scanChunk),
+		masks:      make([]uint32, scanChunk/simd.FastScanBlock),
+		code:       make([]byte, p.M),
+	}
+}
+
+// Search returns the k rows most similar to q, best first (ties by lower
+// row). It probes the sp.NProbe lists whose centroids are nearest to q,
+// scores their codes by asymmetric distance, keeps the best k·sp.Refine
+// candidates not in deleted, and re-ranks them exactly with the raw vectors
+// from src. Sim is then exact; when src is nil Sim is the approximate
+// (quantized) similarity and no re-rank happens.
+//
+// deleted may be nil. Rows in it are never returned; it is consulted only for
+// candidates good enough to enter the candidate heap.
+//
+// Search is safe to call concurrently with Search, Add, AddBatch and Save.
+// It returns ErrCorrupt if a list read from the index file fails its
+// checksum, and ErrClosed after Close.
+func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bitmap, src VectorSource) ([]Neighbor, error) {
+	p := ix.p
+	if len(q) != p.Dim {
+		return nil, fmt.Errorf("%w: query has %d dimensions, index has %d", ErrBadParams, len(q), p.Dim)
+	}
+	if k <= 0 {
+		return nil, nil
+	}
+	nprobe := sp.NProbe
+	if nprobe <= 0 {
+		nprobe = DefaultNProbe(p.NList)
+	}
+	nprobe = min(nprobe, p.NList)
+	refine := sp.Refine
+	if refine <= 0 {
+		refine = DefaultRefine(p.Bits)
+	}
+	if deleted != nil && deleted.IsEmpty() {
+		deleted = nil
+	}
+
+	s := ix.getScratch()
+	defer ix.scratch.Put(s)
+
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.closed {
+		return nil, ErrClosed
+	}
+
+	// Coarse step: the nprobe nearest centroids, nearest first.
+	simd.L2SqBatch(q, ix.coarse, s.coarseDist)
+	s.probes.reset(nprobe)
+	for l, d := range s.coarseDist {
+		if d < s.probes.worst() {
+			s.probes.push(d, uint32(l))
+		}
+	}
+	s.probeOrder = s.probeOrder[:0]
+	for _, l := range s.probes.row {
+		s.probeOrder = append(s.probeOrder, int(l))
+	}
+	slices.SortFunc(s.probeOrder, func(a, b int) int {
+		da, db := s.coarseDist[a], s.coarseDist[b]
+		switch {
+		case da < db:
+			return -1
+		case da > db:
+			return 1
+		}
+		return a - b
+	})
+
+	// For IP the table does not depend on the list: <q, c+r> = <q,c> + <q,r>.
+	// Scores are kept as "smaller is better", so dot products are negated.
+	if p.Metric == IP {
+		simd.PQLUTDot(q, ix.book, p.M, p.ksub(), s.lut)
+		for i := range s.lut {
+			s.lut[i] = -s.lut[i]
+		}
+	}
+
+	s.cands.reset(k * refine)
+	for _, l := range s.probeOrder {
+		if err := ix.checkList(l); err != nil {
+			return nil, err
+		}
+		c := ix.coarse[l*p.Dim : (l+1)*p.Dim]
+		var bias float32
+		if p.Metric == IP {
+			bias = -simd.Dot(q, c)
+		} else {
+			subtract(s.qres, q, c)
+			simd.PQLUTL2(s.qres, ix.book, p.M, p.ksub(), s.lut)
+		}
+		lst := &ix.lists[l]
+		for _, seg := range [2]*segment{&lst.base, &lst.tail} {
+			if len(seg.ids) == 0 {
+				continue
+			}
+			if p.Bits == 8 {
+				ix.scan8(seg, bias, deleted, s)
+			} else {
+				ix.scan4(seg, bias, deleted, s)
+			}
+		}
+	}
+	return ix.rerank(q, k, src, s), nil
+}
+
+// scan8 scores one segment of 8-bit codes with s.lut and merges it into
+// s.cands.
+func (ix *Index) scan8(seg *segment, bias float32, deleted *roaring.Bitmap, s *searchScratch) {
+	m := ix.p.M
+	n := len(seg.ids)
+	for c0 := 0; c0 < n; c0 += scanChunk {
+		c1 := min(c0+scanChunk, n)
+		out := s.out[:c1-c0]
+		simd.ScanPQ8(seg.codes[c0*m:c1*m], m, s.lut, out)
+		worst := s.cands.worst() - bias
+		for i, d := range out {
+			if d >= worst {
+				continue
+			}
+			row := seg.ids[c0+i]
+			if deleted != nil && deleted.Contains(row) {
+				continue
+			}
+			s.cands.push(d+bias, row)
+			worst = s.cands.worst() - bias
+		}
+	}
+}
+
+// scan4 scores one segment of 4-bit fast-scan codes and merges it into
+// s.cands. The float table s.lut ([M][16]) is quantized to bytes with one
+// scale for all sub-spaces and a per-sub-space offset, so a vector's
+// approximate score is sum/scale + offset; the kernel's threshold mask skips
+// every vector whose quantized sum cannot beat the current worst candidate.
+func (ix *Index) scan4(seg *segment, bias float32, deleted *roaring.Bitmap, s *searchScratch) {
+	m := ix.p.M
+	scale, offset := quantizeLUT4(s.lut[:m*16], m, s.lut8)
+	offset += bias
+	inv := 1 / scale
+	n := len(seg.ids)
+	bb := block4Bytes(m)
+	nblocks := (n + simd.FastScanBlock - 1) / simd.FastScanBlock
+	const chunkBlocks = scanChunk / simd.FastScanBlock
+	for b0 := 0; b0 < nblocks; b0 += chunkBlocks {
+		b1 := min(b0+chunkBlocks, nblocks)
+		thresh := uint16(math.MaxUint16)
+		if w := s.cands.worst(); !math.IsInf(float64(w), 1) {
+			t := math.Ceil(float64((w - offset) * scale))
+			switch {
+			case t <= 0:
+				thresh = 0
+			case t < math.MaxUint16:
+				thresh = uint16(t)
+			}
+		}
+		if thresh == 0 {
+			return // nothing in this segment can beat the candidates
+		}
+		masks := s.masks[:b1-b0]
+		simd.FastScan4(seg.codes[b0*bb:b1*bb], m, s.lut8, thresh, s.sums, masks)
+		for bi, mask := range masks {
+			for mask != 0 {
+				j := bits.TrailingZeros32(mask)
+				mask &= mask - 1
+				idx := (b0+bi)*simd.FastScanBlock + j
+				if idx >= n {
+					break
+				}
+				d := float32(s.sums[bi*simd.FastScanBlock+j])*inv + offset
+				if d >= s.cands.worst() {
+					continue
+				}
+				row := seg.ids[idx]
+				if deleted != nil && deleted.Contains(row) {
+					continue
+				}
+				s.cands.push(d, row)
+			}
+		}
+	}
+}
+
+// quantizeLUT4 maps the float table lut ([m][16]) to bytes in q
+// ([ceil(m/2)*2][16], the padding row zeroed): q = round((lut - min_s)·scale)
+// with min_s each sub-space's minimum and scale = 255 / the largest
+// sub-space range. It returns scale and Σ min_s, so that
+// Σ lut ≈ Σ q / scale + Σ min_s.
+func quantizeLUT4(lut []float32, m int, q []byte) (scale, offset float32) {
+	var maxRange float32
+	for s := 0; s < m; s++ {
+		row := lut[s*16 : (s+1)*16]
+		lo, hi := row[0], row[0]
+		for _, v := range row[1:] {
+			lo = min(lo, v)
+			hi = max(hi, v)
+		}
+		offset += lo
+		maxRange = max(maxRange, hi-lo)
+	}
+	scale = 1
+	if maxRange > 0 {
+		scale = 255 / maxRange
+	}
+	for s := 0; s < m; s++ {
+		row := lut[s*16 : (s+1)*16]
+		lo := row[0]
+		for _, v := range row[1:] {
+			lo = min(lo, v)
+		}
+		for c, v := range row {
+			x := (v-lo)*scale + 0.5
+			if x > 255 {
+				x = 255
+			}
+			q[s*16+c] = byte(x)
+		}
+	}
+	clear(q[m*16:])
+	return scale, offset
+}
+
+// rerank turns s.cands into the final k results.
+func (ix *Index) rerank(q []float32, k int, src VectorSource, s *searchScratch) []Neighbor {
+	r := s.rerank[:0]
+	for i, row := range s.cands.row {
+		sim := -s.cands.score[i]
+		if src != nil {
+			v := src.Vector(row)
+			if ix.p.Metric == IP {
+				sim = simd.Dot(q, v)
+			} else {
+				sim = -simd.L2Sq(q, v)
+			}
+		}
+		r = append(r, Neighbor{Row: row, Sim: sim})
+	}
+	slices.SortFunc(r, func(a, b Neighbor) int {
+		switch {
+		case a.Sim > b.Sim:
+			return -1
+		case a.Sim < b.Sim:
+			return 1
+		case a.Row < b.Row:
+			return -1
+		case a.Row > b.Row:
+			return 1
+		}
+		return 0
+	})
+	s.rerank = r
+	return slices.Clone(r[:min(k, len(r))])
+}
