@@ -59,10 +59,10 @@ var avx2Kernels = &kernels{
 
 var avx512Kernels = &kernels{
 	level:     LevelAVX512,
-	l2Sq:      func(a, b []float32) float32 { return pairCall(l2SqAVX2, a, b) },
-	dot:       func(a, b []float32) float32 { return pairCall(dotAVX2, a, b) },
-	l2SqBatch: func(q, rows, out []float32) { batchCall(l2SqBatchAVX2, q, rows, out) },
-	dotBatch:  func(q, rows, out []float32) { batchCall(dotBatchAVX2, q, rows, out) },
+	l2Sq:      func(a, b []float32) float32 { return pairCall(l2SqAVX512, a, b) },
+	dot:       func(a, b []float32) float32 { return pairCall(dotAVX512, a, b) },
+	l2SqBatch: func(q, rows, out []float32) { batchCall(l2SqBatchAVX512, q, rows, out) },
+	dotBatch:  func(q, rows, out []float32) { batchCall(dotBatchAVX512, q, rows, out) },
 	scanPQ8:   scanPQ8Go,
 	fastScan4: fastScan4Generic,
 }

@@ -17,3 +17,15 @@ func l2SqBatchAVX2(q, rows *float32, dim int, out *float32, n int)
 
 //go:noescape
 func dotBatchAVX2(q, rows *float32, dim int, out *float32, n int)
+
+//go:noescape
+func l2SqAVX512(a, b *float32, n int) float32
+
+//go:noescape
+func dotAVX512(a, b *float32, n int) float32
+
+//go:noescape
+func l2SqBatchAVX512(q, rows *float32, dim int, out *float32, n int)
+
+//go:noescape
+func dotBatchAVX512(q, rows *float32, dim int, out *float32, n int)
