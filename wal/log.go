@@ -1,0 +1,413 @@
+package wal
+
+import (
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// LSN is a log sequence number: the position of a record in the log.
+// Records are numbered 1, 2, 3, ... in append order with no gaps, across
+// segments; 0 is never a record's LSN. LSNs are totally ordered and
+// survive restarts (each segment header stores the LSN of its first
+// record, each frame stores its own LSN).
+type LSN uint64
+
+// flushThreshold is how many buffered bytes make SyncNone wake the
+// flusher; maxBuffered is how many make SyncNone appenders wait for it,
+// bounding memory.
+const (
+	flushThreshold = 1 << 20
+	maxBuffered    = 8 << 20
+)
+
+// Log is a write-ahead log: an ordered sequence of opaque records in
+// segment files. It is safe for concurrent use.
+//
+// One flusher goroutine does all writes and fsyncs of segment files;
+// appenders encode their records into the current batch under mu and
+// wait, per the sync policy, for the batch to be written or fsynced.
+// Records arriving while a batch is being written and fsynced form the
+// next batch, which is what makes group commit cost one fsync per batch.
+type Log struct {
+	opts Options
+	fs   FS
+	dir  string
+
+	// kick wakes the flusher (capacity 1: kicks coalesce).
+	kick chan struct{}
+	// exited is closed when the flusher returns.
+	exited chan struct{}
+
+	// removeMu serializes RemoveBefore calls.
+	removeMu sync.Mutex
+
+	mu sync.Mutex
+	// Fields below are guarded by mu.
+
+	// nextLSN is the LSN the next appended record gets.
+	nextLSN LSN
+	// cur is the batch being filled. INVARIANT: non-nil; cur.first ==
+	// nextLSN - cur.n.
+	cur *batch
+	// sealed holds batches that must be written before cur, in order
+	// (Rotate seals the batch it applies to).
+	sealed []*batch
+	// buffered is the number of frame bytes in sealed and cur.
+	buffered int
+	// writtenLSN is the first LSN not yet written to a segment file:
+	// records below it can be read back by Replay.
+	writtenLSN LSN
+	// segments lists the segment files, ascending. The last is the one
+	// the flusher appends to. The flusher appends to it; RemoveBefore
+	// removes from its front.
+	segments []segmentInfo
+	// err is the sticky failure (wraps ErrFailed), or nil.
+	err error
+	// closed is set by Close.
+	closed bool
+
+	// seg is the segment being appended to. Owned by the flusher
+	// goroutine after Open returns; nobody else touches it.
+	seg activeSegment
+
+	stats struct {
+		records, bytes, writes, syncs atomic.Uint64
+	}
+}
+
+// activeSegment is the segment file the flusher appends to.
+type activeSegment struct {
+	f       File // nil only before the first segment is created
+	num     uint64
+	base    LSN
+	size    int64 // bytes written (header included)
+	records int   // records written
+	dirty   bool  // written since the last fsync
+}
+
+// batch is a group of records written (and fsynced) together.
+type batch struct {
+	buf    []byte // frames, contiguous LSNs from first
+	first  LSN
+	n      int
+	sync   bool // fsync after writing
+	rotate bool // start a new segment after writing (if the active one has records)
+	final  bool // the flusher exits after this batch (Close)
+	done   chan struct{}
+	err    error // written before done is closed
+}
+
+func newBatch(first LSN) *batch {
+	return &batch{first: first, done: make(chan struct{})}
+}
+
+// Stats are cumulative counters of a Log since Open.
+type Stats struct {
+	Records  uint64 // records appended
+	Bytes    uint64 // bytes of frames written to segment files
+	Writes   uint64 // write calls to segment files
+	Syncs    uint64 // fsyncs of segment files
+	Segments int    // segment files currently held
+}
+
+// Stats returns the log's counters.
+func (l *Log) Stats() Stats {
+	l.mu.Lock()
+	n := len(l.segments)
+	l.mu.Unlock()
+	return Stats{
+		Records:  l.stats.records.Load(),
+		Bytes:    l.stats.bytes.Load(),
+		Writes:   l.stats.writes.Load(),
+		Syncs:    l.stats.syncs.Load(),
+		Segments: n,
+	}
+}
+
+// Open opens the log in opts.Dir, creating it if needed, and recovers it:
+// every segment is read and verified. A torn tail of the last segment
+// (an incomplete write at the moment of a crash) is cut off and reported.
+// Any other damage is returned as a *CorruptionError and nothing is
+// changed on disk.
+//
+// Call Replay before appending to read the recovered records. Only one
+// Log may have a directory open at a time; Open does not lock it.
+func Open(opts Options) (*Log, *RecoveryReport, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, nil, err
+	}
+	fs, dir := opts.FS, filepath.Clean(opts.Dir)
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	// Make the directory's own entry durable in case MkdirAll made it.
+	if err := fs.SyncDir(filepath.Dir(dir)); err != nil {
+		return nil, nil, err
+	}
+	rec, err := scanLog(fs, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	l := &Log{
+		opts:       opts,
+		fs:         fs,
+		dir:        dir,
+		kick:       make(chan struct{}, 1),
+		exited:     make(chan struct{}),
+		nextLSN:    rec.next,
+		writtenLSN: rec.next,
+		segments:   rec.segments,
+	}
+	l.cur = newBatch(rec.next)
+	// The next segment created gets l.seg.num+1: after the last segment
+	// found, reusing the number of one removed as torn.
+	l.seg.num = rec.lastNum
+	if rec.torn != nil && rec.torn.Removed {
+		l.seg.num--
+	}
+
+	if err := l.repairAndActivate(rec); err != nil {
+		return nil, nil, err
+	}
+
+	report := &RecoveryReport{
+		Segments: len(l.segments),
+		FirstLSN: l.segments[0].base,
+		NextLSN:  rec.next,
+		Torn:     rec.torn,
+	}
+	go l.flushLoop()
+	return l, report, nil
+}
+
+// repairAndActivate cuts off a torn tail found by scanLog and makes the
+// last segment (or a new one) the active segment.
+// REQUIRES: called by Open before the flusher starts.
+func (l *Log) repairAndActivate(rec *recovery) error {
+	if t := rec.torn; t != nil && t.Removed {
+		if err := l.fs.Remove(t.File); err != nil {
+			return err
+		}
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
+	}
+	if n := len(rec.segments); n > 0 {
+		last := rec.segments[n-1]
+		tornHere := rec.torn != nil && !rec.torn.Removed
+		if rec.lastEnd < l.opts.SegmentSize || tornHere {
+			f, err := l.fs.OpenReadWrite(last.path)
+			if err != nil {
+				return err
+			}
+			if tornHere {
+				// Cut the tail and make the cut durable before anything
+				// is appended after it, or a crash could resurrect it.
+				if err := f.Truncate(rec.lastEnd); err != nil {
+					f.Close()
+					return err
+				}
+				if err := f.Sync(); err != nil {
+					f.Close()
+					return err
+				}
+			}
+			if rec.lastEnd < l.opts.SegmentSize {
+				l.seg = activeSegment{f: f, num: last.num, base: last.base,
+					size: rec.lastEnd, records: int(rec.next - last.base)}
+				return nil
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+		}
+	}
+	return l.roll(rec.next)
+}
+
+// Append adds rec to the log and returns its LSN once it is durable per
+// the sync policy (see SyncPolicy). rec is copied; the caller may reuse
+// it. An empty record is allowed. Records larger than MaxRecordSize are
+// refused with ErrRecordTooLarge.
+func (l *Log) Append(rec []byte) (LSN, error) {
+	if len(rec) > MaxRecordSize {
+		return 0, ErrRecordTooLarge
+	}
+	d := payloadDigest(rec) // outside mu: the expensive part of encoding
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
+		return 0, err
+	}
+	lsn := l.nextLSN
+	l.appendLocked(rec, d)
+	return lsn, l.waitUnlock()
+}
+
+// AppendBatch appends recs as one group, with consecutive LSNs, and
+// returns the LSN of the first (the last is first+len(recs)-1). The
+// records share one write and one fsync. They are NOT atomic across a
+// crash: a torn tail may keep a prefix of them. If any record is too
+// large, nothing is appended.
+func (l *Log) AppendBatch(recs [][]byte) (LSN, error) {
+	digests := make([]xxhash.Digest, len(recs))
+	for i, r := range recs {
+		if len(r) > MaxRecordSize {
+			return 0, ErrRecordTooLarge
+		}
+		digests[i] = payloadDigest(r)
+	}
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
+		return 0, err
+	}
+	lsn := l.nextLSN
+	for i, r := range recs {
+		l.appendLocked(r, digests[i])
+	}
+	return lsn, l.waitUnlock()
+}
+
+// usableLocked returns why the log cannot take records, or nil.
+// REQUIRES: l.mu held.
+func (l *Log) usableLocked() error {
+	if l.err != nil {
+		return l.err
+	}
+	if l.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// appendLocked encodes rec into the current batch.
+// REQUIRES: l.mu held; l.usableLocked() == nil.
+func (l *Log) appendLocked(rec []byte, d xxhash.Digest) {
+	before := len(l.cur.buf)
+	l.cur.buf = appendFrame(l.cur.buf, l.nextLSN, rec, d)
+	l.cur.n++
+	l.nextLSN++
+	l.buffered += len(l.cur.buf) - before
+	l.stats.records.Add(1)
+}
+
+// waitUnlock wakes the flusher if the policy needs it and waits, per the
+// policy, for the current batch. It releases l.mu.
+// REQUIRES: l.mu held.
+func (l *Log) waitUnlock() error {
+	b := l.cur
+	switch l.opts.Sync {
+	case SyncAlways:
+		b.sync = true
+	case SyncNone:
+		if l.buffered < flushThreshold {
+			l.mu.Unlock()
+			return nil
+		}
+		if l.buffered < maxBuffered {
+			l.mu.Unlock()
+			l.wake()
+			return nil
+		}
+		// Too much buffered: wait for the write, to bound memory.
+	}
+	l.mu.Unlock()
+	l.wake()
+	<-b.done
+	return b.err
+}
+
+// wake kicks the flusher without blocking.
+func (l *Log) wake() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Sync writes and fsyncs every record appended before the call.
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	b := l.cur
+	b.sync = true
+	l.mu.Unlock()
+	l.wake()
+	<-b.done
+	return b.err
+}
+
+// Rotate makes every record appended before the call durable, closes the
+// current segment and starts a new one. It returns the LSN of the first
+// record the new segment will hold: every record appended before Rotate
+// has a smaller LSN, every record appended after has this LSN or a
+// larger one. If the current segment holds no records it is kept and its
+// first LSN returned.
+//
+// The engine calls Rotate at a checkpoint, stores the returned LSN in the
+// checkpoint, and once the checkpoint is durable calls RemoveBefore with
+// it and replays from it after a restart.
+func (l *Log) Rotate() (LSN, error) {
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
+		return 0, err
+	}
+	b := l.cur
+	b.rotate = true
+	b.sync = true
+	lsn := l.nextLSN
+	l.sealed = append(l.sealed, b)
+	l.cur = newBatch(l.nextLSN)
+	l.mu.Unlock()
+	l.wake()
+	<-b.done
+	if b.err != nil {
+		return 0, b.err
+	}
+	return lsn, nil
+}
+
+// Err returns the log's sticky failure (wrapping ErrFailed), or nil.
+func (l *Log) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// Close writes and fsyncs everything appended, stops the flusher and
+// closes the active segment. It returns the sticky failure if the log
+// failed, and ErrClosed if already closed.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.closed = true
+	b := l.cur
+	b.sync = true
+	b.final = true
+	l.mu.Unlock()
+	l.wake()
+	<-b.done
+	<-l.exited
+	var cerr error
+	if l.seg.f != nil { // the flusher has exited: seg is ours now
+		cerr = l.seg.f.Close()
+		l.seg.f = nil
+	}
+	if b.err != nil {
+		return b.err
+	}
+	return cerr
+}

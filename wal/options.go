@@ -1,0 +1,99 @@
+package wal
+
+import (
+	"fmt"
+	"time"
+)
+
+// SyncPolicy says when Append returns relative to durability.
+//
+// The zero value is SyncAlways, so that a zero Options is the safe one.
+type SyncPolicy int
+
+const (
+	// SyncAlways: Append returns once the record is fsynced. Concurrent
+	// appenders are group-committed: one write and one fsync per batch.
+	SyncAlways SyncPolicy = iota
+	// SyncInterval: Append returns once the record is written to the
+	// operating system; a timer fsyncs every Options.SyncInterval. A
+	// crash of the machine (not of the process) can lose the last
+	// interval's records.
+	SyncInterval
+	// SyncNone: Append returns once the record is buffered in memory.
+	// Buffers are written when large, and at Sync, Rotate and Close; a
+	// crash of the process can lose unwritten records.
+	SyncNone
+)
+
+// String returns the name ParseSyncPolicy accepts.
+func (p SyncPolicy) String() string {
+	switch p {
+	case SyncAlways:
+		return "always"
+	case SyncInterval:
+		return "interval"
+	case SyncNone:
+		return "none"
+	}
+	return fmt.Sprintf("SyncPolicy(%d)", int(p))
+}
+
+// ParseSyncPolicy parses "always", "interval" or "none".
+func ParseSyncPolicy(s string) (SyncPolicy, error) {
+	switch s {
+	case "always":
+		return SyncAlways, nil
+	case "interval":
+		return SyncInterval, nil
+	case "none":
+		return SyncNone, nil
+	}
+	return 0, fmt.Errorf("wal: unknown sync policy %q (want always, interval or none)", s)
+}
+
+// Defaults for zero Options fields.
+const (
+	DefaultSyncInterval = 10 * time.Millisecond
+	DefaultSegmentSize  = 64 << 20
+)
+
+// Options configure Open.
+type Options struct {
+	// FS is the file system; nil means Default.
+	FS FS
+	// Dir is the directory holding the segment files. It is created if
+	// missing. Files in it not named like segments are ignored.
+	Dir string
+	// Sync is the durability policy; the zero value is SyncAlways.
+	Sync SyncPolicy
+	// SyncInterval is the fsync period for SyncInterval; <= 0 means
+	// DefaultSyncInterval.
+	SyncInterval time.Duration
+	// SegmentSize is the size past which the log rolls to a new segment
+	// file; <= 0 means DefaultSegmentSize. A record larger than it gets a
+	// segment of its own.
+	SegmentSize int64
+}
+
+// withDefaults returns o with zero fields defaulted, or an error for
+// invalid fields.
+func (o Options) withDefaults() (Options, error) {
+	if o.FS == nil {
+		o.FS = Default
+	}
+	if o.Dir == "" {
+		return o, fmt.Errorf("wal: Options.Dir is empty")
+	}
+	switch o.Sync {
+	case SyncAlways, SyncInterval, SyncNone:
+	default:
+		return o, fmt.Errorf("wal: invalid sync policy %d", int(o.Sync))
+	}
+	if o.SyncInterval <= 0 {
+		o.SyncInterval = DefaultSyncInterval
+	}
+	if o.SegmentSize <= 0 {
+		o.SegmentSize = DefaultSegmentSize
+	}
+	return o, nil
+}
