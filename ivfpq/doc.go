@@ -1,0 +1,106 @@
+// Package ivfpq is memrl's phase-1 approximate nearest-neighbour index: an
+// inverted file (IVF) over a k-means coarse quantizer, with product-quantized
+// (PQ) residual codes and exact re-ranking from the raw vectors.
+//
+// # Model
+//
+// Train learns NList coarse centroids (k-means, random start, at most 256
+// training points per centroid, empty clusters split) and, on the residuals
+// x − c(x) of the training sample to their nearest centroid, M codebooks of
+// 2^Bits centroids each, one per sub-space of Dim/M dimensions. A vector is
+// stored in the list of its nearest centroid (always by L2) as the PQ code of
+// its residual.
+//
+// Two code kinds exist:
+//   - Bits 8: one byte per sub-space; scored with float look-up tables
+//     (simd.ScanPQ8).
+//   - Bits 4: sixteen centroids per sub-space, codes stored in blocks of 32
+//     vectors in simd's fast-scan layout, scored with byte look-up tables and
+//     16-bit sums (simd.FastScan4) whose threshold mask skips vectors that
+//     cannot enter the candidate set.
+//
+// # Search
+//
+// Search(q, k, SearchParams{NProbe, Refine}, deleted, src):
+//  1. the NProbe lists whose centroids are nearest q (L2) are scanned,
+//     nearest first;
+//  2. each code gets an asymmetric distance from a per-query table: for L2
+//     the table is built per list from q − c; for IP one table serves all
+//     lists, plus the list's ⟨q, c⟩;
+//  3. the best k·Refine candidates are kept in a heap; the deleted bitmap
+//     is consulted only for candidates good enough to enter it;
+//  4. the candidates are re-scored exactly from src and the best k returned,
+//     best first. Sim is −‖q−x‖² for L2 and ⟨q, x⟩ for IP.
+//
+// Search parameters are passed per call and never stored, so concurrent
+// searches with different settings do not interact. Cosine similarity is IP
+// over normalised vectors; the caller normalises.
+//
+// # Concurrency
+//
+// Index.mu (a sync.RWMutex) guards the inverted lists and the row count.
+// Search, Save and Verify hold it shared; Add and AddBatch encode without it
+// and hold it exclusively only to append. Centroids and codebooks are
+// immutable after Train/Open.
+//
+// # Rows and crash safety
+//
+// INVARIANT: an index holds exactly rows [0, Rows()), each once. Add takes
+// rows in order (row == Rows(), else ErrOutOfOrder and nothing changes). The
+// engine saves the index at checkpoints; after a restart it opens the saved
+// index and re-adds rows Rows(), Rows()+1, … from its vector file, so no
+// memory is silently missing and the saved index never needs to be newer
+// than the checkpoint. Deleted rows stay in the lists and are filtered by
+// the bitmap given to Search.
+//
+// # File format (version 1)
+//
+// Save writes dir/ivfpq.idx atomically (temporary file, fsync, rename,
+// fsync of the directory). Open maps it read-only with mmap. All integers are
+// little-endian, all checksums xxhash64, all sections 8-byte aligned.
+//
+//	offset  size  field
+//	     0     8  magic "MEMRLIVF"
+//	     8     4  version (1)
+//	    12     4  header size (128)
+//	    16    20  Dim, NList, M, Bits, Metric (uint32 each)
+//	    36     4  rows
+//	    40     8  meta offset (128)
+//	    48     8  meta length = 4·(NList·Dim + M·2^Bits·Dim/M)
+//	    56     8  directory offset = meta offset + meta length, rounded up to 8
+//	    64     8  data offset = directory offset + 32·NList
+//	    72     8  data length (the data section ends the file)
+//	    80     8  checksum of the meta section
+//	    88     8  checksum of the directory
+//	    96    24  reserved, zero
+//	   120     8  checksum of bytes [0, 120)
+//	   128        meta: coarse centroids [NList][Dim]float32, then
+//	              codebooks [M][2^Bits][Dim/M]float32
+//	              directory: NList entries of 32 bytes
+//	                0  8  segment offset from the data section start (multiple of 8)
+//	                8  4  n, vectors in the list
+//	               12  4  reserved, zero
+//	               16  8  checksum of the segment's bytes
+//	               24  8  reserved, zero
+//	              data: one segment per list:
+//	                row ids [n]uint32, zero-padded to 8 bytes
+//	                codes, zero-padded to 8 bytes: Bits 8: [n][M]byte;
+//	                Bits 4: ceil(n/32) blocks of ceil(M/2)·32 bytes
+//	                (simd's fast-scan layout)
+//
+// Open checks the header (magic, checksum, version, parameters, every
+// offset against the file size), the meta and directory checksums, and that
+// every segment lies inside the data section and the counts add up to rows.
+// It decodes the centroids and codebooks and nothing else: list segments are
+// views into the mapping, and a list's checksum is verified the first time a
+// Search or Save reads it (Verify checks all of them at once). Vectors added
+// after Open go to in-memory tails behind each mapped segment; the next Save
+// merges them.
+//
+// # Errors
+//
+// ErrBadParams (invalid parameters or arguments), ErrCorrupt (a file that
+// fails a check; from Open, or from Search/Save/Verify for list data),
+// ErrVersion (unknown format version), ErrOutOfOrder (Add with row !=
+// Rows()), ErrClosed (use after Close). Compare with errors.Is.
+package ivfpq

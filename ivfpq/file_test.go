@@ -1,0 +1,197 @@
+package ivfpq
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/cespare/xxhash/v2"
+)
+
+// searchAll runs a fixed query set and returns all results.
+func searchAll(t *testing.T, ix *Index, base []float32, d int) [][]Neighbor {
+	t.Helper()
+	var all [][]Neighbor
+	src := sliceSource{base, d}
+	for qi := 0; qi < 50; qi++ {
+		got, err := ix.Search(base[qi*37*d:][:d], 10, SearchParams{NProbe: 4, Refine: 2}, nil, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, got)
+	}
+	return all
+}
+
+func TestSaveOpenRoundTripAndAppend(t *testing.T) {
+	const n, d = 3000, 16
+	base := clustered(n+500, d, 20, 3)
+	for _, bits := range []int{8, 4} {
+		for _, metric := range []Metric{L2, IP} {
+			dir := t.TempDir()
+			p := Params{Dim: d, NList: 16, M: 8, Bits: bits, Metric: metric}
+			ix := buildIndex(t, p, base[:n*d], n)
+			want := searchAll(t, ix, base, d)
+			if err := ix.Save(dir); err != nil {
+				t.Fatal(err)
+			}
+			ix2, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ix2.Params() != p || ix2.Rows() != n || ix2.Bytes() != ix.Bytes() {
+				t.Fatalf("reopened: params %+v rows %d bytes %d, want %+v %d %d", ix2.Params(), ix2.Rows(), ix2.Bytes(), p, n, ix.Bytes())
+			}
+			if got := searchAll(t, ix2, base, d); !slices.EqualFunc(got, want, slices.Equal) {
+				t.Fatalf("bits %d %v: results differ after reopen", bits, metric)
+			}
+			if err := ix2.Verify(); err != nil {
+				t.Fatal(err)
+			}
+			// Append to the opened index (base segments from the mapping,
+			// tails in memory, 4-bit blocks split mid-block), on both.
+			for i := n; i < n+500; i++ {
+				for _, x := range []*Index{ix, ix2} {
+					if err := x.Add(uint32(i), base[i*d:(i+1)*d]); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			want = searchAll(t, ix, base, d)
+			if got := searchAll(t, ix2, base, d); !slices.EqualFunc(got, want, slices.Equal) {
+				t.Fatalf("bits %d %v: results differ after appends", bits, metric)
+			}
+			if err := ix2.Save(dir); err != nil { // replaces the file ix2 has mapped
+				t.Fatal(err)
+			}
+			ix3, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ix3.Rows() != n+500 {
+				t.Fatalf("rows after second save %d", ix3.Rows())
+			}
+			if got := searchAll(t, ix3, base, d); !slices.EqualFunc(got, want, slices.Equal) {
+				t.Fatalf("bits %d %v: results differ after second save", bits, metric)
+			}
+			for _, x := range []*Index{ix, ix2, ix3} {
+				if err := x.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := ix3.Search(base[:d], 1, SearchParams{}, nil, nil); !errors.Is(err, ErrClosed) {
+				t.Fatalf("search after close: %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, FileName+".tmp")); !os.IsNotExist(err) {
+				t.Fatalf("temporary file left behind: %v", err)
+			}
+		}
+	}
+}
+
+func TestEmptyIndexSavesAndOpens(t *testing.T) {
+	dir := t.TempDir()
+	ix, err := Train(Params{Dim: 8, NList: 4, M: 2, Bits: 4}, clustered(300, 8, 4, 1), 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	ix2, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix2.Close()
+	got, err := ix2.Search(make([]float32, 8), 5, SearchParams{}, roaring.New(), nil)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("empty index search: %v %v", got, err)
+	}
+}
+
+// TestCorruptFileIsRefused damages every region of a saved file in turn and
+// expects a clear error wrapping ErrCorrupt (or ErrVersion) from Open, or,
+// for list data that Open does not read, from Verify and Search — never a
+// panic and never results.
+func TestCorruptFileIsRefused(t *testing.T) {
+	const n, d = 2000, 16
+	base := clustered(n, d, 20, 3)
+	dir := t.TempDir()
+	ix := buildIndex(t, Params{Dim: d, NList: 8, M: 4, Bits: 8}, base, n)
+	if err := ix.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, FileName)
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := decodeHeader(good, uint64(len(good)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(b []byte) {
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flip := func(off uint64) []byte {
+		b := slices.Clone(good)
+		b[off] ^= 0x40
+		return b
+	}
+	cases := map[string][]byte{
+		"empty":           {},
+		"short header":    good[:100],
+		"magic":           flip(0),
+		"header field":    flip(20),
+		"header checksum": flip(headerSumOff),
+		"centroids":       flip(h.metaOff + 5),
+		"directory":       flip(h.dirOff + 9),
+		"truncated data":  good[:len(good)-8],
+		"extra bytes":     append(slices.Clone(good), 0),
+	}
+	// A future version with a valid checksum is refused with ErrVersion.
+	v := slices.Clone(good)
+	binary.LittleEndian.PutUint32(v[8:], fileVersion+1)
+	binary.LittleEndian.PutUint64(v[headerSumOff:], xxhash.Sum64(v[:headerSumOff]))
+	cases["version"] = v
+	for name, b := range cases {
+		write(b)
+		ix2, err := Open(dir)
+		if err == nil {
+			ix2.Close()
+			t.Errorf("%s: Open succeeded", name)
+			continue
+		}
+		want := ErrCorrupt
+		if name == "version" {
+			want = ErrVersion
+		}
+		if !errors.Is(err, want) {
+			t.Errorf("%s: Open error %v, want %v", name, err, want)
+		}
+	}
+
+	// Damage inside list data: Open succeeds (it does not read lists) but
+	// the first search touching the list and Verify refuse it.
+	write(flip(h.dataOff + 3))
+	ix2, err := Open(dir)
+	if err != nil {
+		t.Fatalf("Open with damaged list data: %v", err)
+	}
+	defer ix2.Close()
+	if _, err := ix2.Search(base[:d], 5, SearchParams{NProbe: 8}, nil, sliceSource{base, d}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("search over damaged list: %v, want ErrCorrupt", err)
+	}
+	if err := ix2.Verify(); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Verify: %v, want ErrCorrupt", err)
+	}
+	if err := ix2.Save(t.TempDir()); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Save of damaged index: %v, want ErrCorrupt", err)
+	}
+}
