@@ -54,7 +54,9 @@ var avx2Kernels = &kernels{
 	l2SqBatch: func(q, rows, out []float32) { batchCall(l2SqBatchAVX2, q, rows, out) },
 	dotBatch:  func(q, rows, out []float32) { batchCall(dotBatchAVX2, q, rows, out) },
 	scanPQ8:   scanPQ8Go,
-	fastScan4: fastScan4Generic,
+	fastScan4: func(codes []byte, m int, lut []byte, thresh uint16, sums []uint16, masks []uint32) {
+		fastScanCall(fastScan4AVX2, codes, m, lut, thresh, sums, masks)
+	},
 }
 
 var avx512Kernels = &kernels{
@@ -64,7 +66,9 @@ var avx512Kernels = &kernels{
 	l2SqBatch: func(q, rows, out []float32) { batchCall(l2SqBatchAVX512, q, rows, out) },
 	dotBatch:  func(q, rows, out []float32) { batchCall(dotBatchAVX512, q, rows, out) },
 	scanPQ8:   scanPQ8Go,
-	fastScan4: fastScan4Generic,
+	fastScan4: func(codes []byte, m int, lut []byte, thresh uint16, sums []uint16, masks []uint32) {
+		fastScanCall(fastScan4AVX512, codes, m, lut, thresh, sums, masks)
+	},
 }
 
 // pairCall checks the slices (panicking, as the Go version does, when b is
@@ -90,4 +94,23 @@ func batchCall(f func(q, rows *float32, dim int, out *float32, n int), q, rows, 
 	}
 	rows = rows[:n*d]
 	f(&q[0], &rows[0], d, &out[0], n)
+}
+
+// fastScanCall checks the slices against the documented REQUIRES
+// (panicking like the Go version on short ones) and calls an assembly
+// fast-scan kernel.
+func fastScanCall(f func(codes *byte, groups int, lut *byte, thresh uint16, sums *uint16, masks *uint32, nblocks int),
+	codes []byte, m int, lut []byte, thresh uint16, sums []uint16, masks []uint32) {
+	nb, groups := len(masks), (m+1)/2
+	if nb == 0 {
+		return
+	}
+	if groups <= 0 {
+		fastScan4Generic(codes, m, lut, thresh, sums, masks)
+		return
+	}
+	codes = codes[:nb*groups*FastScanBlock]
+	lut = lut[:groups*32]
+	sums = sums[:nb*FastScanBlock]
+	f(&codes[0], groups, &lut[0], thresh, &sums[0], &masks[0], nb)
 }

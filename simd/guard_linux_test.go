@@ -4,6 +4,7 @@ package simd
 
 import (
 	"math/rand/v2"
+	"slices"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -60,6 +61,37 @@ func TestNoOverreadFloat(t *testing.T) {
 			}
 			fa()
 			fb()
+		}
+	})
+}
+
+// TestNoOverreadFastScan puts the codes, the LUT, sums and masks each
+// against an unmapped page.
+func TestNoOverreadFastScan(t *testing.T) {
+	forEachLevel(t, func(t testing.TB, level string) {
+		r := rand.New(rand.NewPCG(13, 14))
+		for _, m := range []int{1, 2, 3, 16, 31, 32} {
+			for _, nb := range []int{1, 2, 3} {
+				c, l := fsInput(r, m, nb, 255)
+				codes, fc := guarded(t, len(c))
+				copy(codes, c)
+				lut, fl := guarded(t, len(l))
+				copy(lut, l)
+				sb, fs := guarded(t, 2*nb*FastScanBlock)
+				mb, fm := guarded(t, 4*nb)
+				sums := unsafe.Slice((*uint16)(unsafe.Pointer(&sb[0])), nb*FastScanBlock)
+				masks := unsafe.Slice((*uint32)(unsafe.Pointer(&mb[0])), nb)
+				FastScan4(codes, m, lut, 1000, sums, masks)
+				want := make([]uint16, len(sums))
+				fastScan4Generic(codes, m, lut, 1000, want, make([]uint32, nb))
+				if !slices.Equal(sums, want) {
+					t.Fatalf("%s m=%d nb=%d: sums differ from reference", level, m, nb)
+				}
+				fc()
+				fl()
+				fs()
+				fm()
+			}
 		}
 	})
 }

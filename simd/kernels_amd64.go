@@ -29,3 +29,13 @@ func l2SqBatchAVX512(q, rows *float32, dim int, out *float32, n int)
 
 //go:noescape
 func dotBatchAVX512(q, rows *float32, dim int, out *float32, n int)
+
+// Fast-scan kernels. REQUIRES: groups >= 1, nblocks >= 1; codes covers
+// nblocks*groups*32 bytes, lut groups*32 bytes, sums nblocks*32 values,
+// masks nblocks values.
+
+//go:noescape
+func fastScan4AVX2(codes *byte, groups int, lut *byte, thresh uint16, sums *uint16, masks *uint32, nblocks int)
+
+//go:noescape
+func fastScan4AVX512(codes *byte, groups int, lut *byte, thresh uint16, sums *uint16, masks *uint32, nblocks int)
