@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -36,6 +37,9 @@ type MemFS struct {
 	dirs map[string]*memDir
 	// faults are pending one-shot injected faults. Guarded by mu.
 	faults []memFault
+	// syncDelay is a simulated fsync latency, in nanoseconds (atomic:
+	// read without mu so that a sleeping Sync does not block others).
+	syncDelay atomic.Int64
 }
 
 var _ FS = (*MemFS)(nil)
@@ -116,6 +120,10 @@ func (m *MemFS) FailNextWrite(match string) { m.addFault(faultWrite, match) }
 // FailNextSyncDir makes the next SyncDir of a directory whose path
 // contains match ("" = any) fail with ErrInjected, making nothing durable.
 func (m *MemFS) FailNextSyncDir(match string) { m.addFault(faultSyncDir, match) }
+
+// SetSyncDelay makes every File.Sync sleep for d first, to simulate the
+// latency of a real fsync (group-commit tests need fsyncs to take time).
+func (m *MemFS) SetSyncDelay(d time.Duration) { m.syncDelay.Store(int64(d)) }
 
 func (m *MemFS) addFault(k faultKind, match string) {
 	m.mu.Lock()
@@ -526,6 +534,9 @@ func (f *memFile) writeAtLocked(p []byte, off int64) (int, error) {
 }
 
 func (f *memFile) Sync() error {
+	if d := f.fs.syncDelay.Load(); d > 0 {
+		time.Sleep(time.Duration(d))
+	}
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
 	if err := f.checkLocked("sync", false); err != nil {

@@ -114,6 +114,11 @@ func (r *segmentReader) read() (LSN, []byte, error) {
 	if !h.verify(r.hbuf[:], payload) {
 		return 0, nil, &badRecord{off: r.off, reason: "record checksum mismatch"}
 	}
+	// Padding is not covered by the checksum; it must be zero so that
+	// every byte of a segment is verified.
+	if !allZero(body[h.n:]) {
+		return 0, nil, &badRecord{off: r.off, reason: "non-zero frame padding"}
+	}
 	if h.lsn != r.next {
 		return 0, nil, &badRecord{off: r.off, valid: true, reason: fmt.Sprintf("record has LSN %d, want %d", h.lsn, r.next)}
 	}
