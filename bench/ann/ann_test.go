@@ -1,0 +1,66 @@
+package ann
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestIvecsRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.ivecs")
+	rows := [][]int32{{1, 2, 3}, {4, 5, 6}}
+	if err := writeIvecs(path, rows); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readIvecs(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(got, rows, slices.Equal) {
+		t.Fatalf("got %v", got)
+	}
+	// A file whose records disagree on dimension is refused.
+	b, _ := os.ReadFile(path)
+	b[16] = 9
+	os.WriteFile(path, b, 0o644)
+	if _, err := readIvecs(path, 0); err == nil {
+		t.Fatal("bad record dimension accepted")
+	}
+}
+
+func TestMainSyntheticWritesJSONAndIDs(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "r.json")
+	var out strings.Builder
+	err := Main([]string{"--synthetic", "3000", "--dim", "16", "--nq", "50", "--nlist", "16", "--pqm", "8",
+		"--nprobe", "2,16", "--refine", "1,8", "--json", jsonPath, "--out-ids", filepath.Join(dir, "ids")}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []map[string]any
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rs); err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 4 {
+		t.Fatalf("%d results, want 4:\n%s", len(rs), out.String())
+	}
+	for _, k := range []string{"nprobe", "refine", "recall1", "recall10", "qps", "p50_us", "p99_us", "build_s", "index_bytes"} {
+		if _, ok := rs[0][k]; !ok {
+			t.Errorf("JSON lacks %q", k)
+		}
+	}
+	if r := rs[3]["recall10"].(float64); r < 0.9 {
+		t.Errorf("nprobe 16 refine 8 recall@10 %.3f:\n%s", r, out.String())
+	}
+	ids, err := readIvecs(filepath.Join(dir, "ids.nprobe16.refine8.ivecs"), 0)
+	if err != nil || len(ids) != 50 || len(ids[0]) != 10 {
+		t.Fatalf("ids file: %v, %d rows", err, len(ids))
+	}
+}

@@ -1,0 +1,29 @@
+// Package ann is the approximate-nearest-neighbour benchmark behind
+// `memrl bench ann`: it builds an ivfpq index over a TEXMEX data set (or
+// synthetic data), saves and reopens it (timing the open and first query),
+// then sweeps nprobe × refine single-threaded, one query per call, and
+// reports recall@1, recall@10 (share of the true top 10 in the returned
+// 10), QPS, mean/p50/p99 latency, build time, index bytes and resident
+// memory.
+//
+// Interface (stable; other tools drive it):
+//
+//	memrl bench ann --base F --query F --gt F [--learn F] [--nlist N]
+//	    [--pqm M] [--pqbits 4|8] [--nprobe 1,4,16,…] [--refine 1,4,…]
+//	    [--k 10] [--json FILE] [--out-ids PREFIX]
+//	    [--metric l2|ip] [--nq N] [--nbase N] [--train-size N]
+//	    [--threads N] [--synthetic N --dim D] [--index-dir DIR] [--seed S]
+//
+// Settings left out get the engine's defaults (ivfpq.DefaultParams,
+// DefaultNProbe, DefaultRefine). Files are TEXMEX .fvecs/.bvecs (vectors)
+// and .ivecs (ground truth, 0-based rows of base, best first). Without
+// --learn the index trains on min(n, 100·nlist) random base vectors.
+//
+// --json writes a JSON array with one object per swept setting, with the
+// fields nprobe, refine, recall1, recall10, qps, mean_us, p50_us, p99_us,
+// build_s, index_bytes, rss_bytes, open_first_query_ms, engine and index.
+// --out-ids writes each setting's returned ids to
+// PREFIX.nprobeN.refineR.ivecs.
+//
+// bench/faiss runs FAISS on the same files and prints both side by side.
+package ann

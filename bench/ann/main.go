@@ -1,0 +1,116 @@
+package ann
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/memrl/memrl/ivfpq"
+)
+
+// config is the parsed command line.
+type config struct {
+	base, query, gt, learn string
+	nlist, pqm, pqbits     int
+	metric                 ivfpq.Metric
+	nprobe, refine         []int
+	k                      int
+	jsonPath, outIDs       string
+	nq, nbase, trainSize   int
+	threads                int
+	synthetic, dim         int
+	indexDir               string
+	seed                   int64
+}
+
+// Main runs `memrl bench ann` with args (without the program and
+// sub-command names) and writes the report to stdout.
+func Main(args []string, stdout io.Writer) error {
+	cfg, err := parseArgs(args, stdout)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	return run(cfg, stdout)
+}
+
+func parseArgs(args []string, stdout io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("memrl bench ann", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	cfg := &config{}
+	var nprobe, refine, metric string
+	fs.StringVar(&cfg.base, "base", "", "base vectors (.fvecs or .bvecs)")
+	fs.StringVar(&cfg.query, "query", "", "query vectors (.fvecs or .bvecs)")
+	fs.StringVar(&cfg.gt, "gt", "", "ground truth (.ivecs, 0-based rows of base, best first)")
+	fs.StringVar(&cfg.learn, "learn", "", "training vectors (default: a random sample of base)")
+	fs.IntVar(&cfg.nlist, "nlist", 0, "inverted lists (default: ivfpq.DefaultParams)")
+	fs.IntVar(&cfg.pqm, "pqm", 0, "PQ sub-spaces M (default: ivfpq.DefaultParams)")
+	fs.IntVar(&cfg.pqbits, "pqbits", 0, "bits per PQ code: 4 (fast scan) or 8 (default 8)")
+	fs.StringVar(&metric, "metric", "l2", "l2 or ip (ground truth must match)")
+	fs.StringVar(&nprobe, "nprobe", "", "comma-separated nprobe values to sweep (default: ivfpq.DefaultNProbe)")
+	fs.StringVar(&refine, "refine", "", "comma-separated re-rank factors to sweep (default: ivfpq.DefaultRefine)")
+	fs.IntVar(&cfg.k, "k", 10, "neighbours returned per query")
+	fs.StringVar(&cfg.jsonPath, "json", "", "write the results as a JSON array, one object per setting")
+	fs.StringVar(&cfg.outIDs, "out-ids", "", "write each setting's returned ids to PREFIX.nprobeN.refineR.ivecs")
+	fs.IntVar(&cfg.nq, "nq", 0, "use only the first N queries (default all)")
+	fs.IntVar(&cfg.nbase, "nbase", 0, "use only the first N base vectors (ground truth must match; default all)")
+	fs.IntVar(&cfg.trainSize, "train-size", 0, "training vectors used (default: all of --learn, else min(n, 100·nlist) from base)")
+	fs.IntVar(&cfg.threads, "threads", runtime.NumCPU(), "goroutines for the build (search is always one query at a time on one goroutine)")
+	fs.IntVar(&cfg.synthetic, "synthetic", 0, "generate N clustered base vectors instead of reading files")
+	fs.IntVar(&cfg.dim, "dim", 64, "dimension of --synthetic data")
+	fs.StringVar(&cfg.indexDir, "index-dir", "", "save the index here, reopen it (mmap) and time the open and first query (default: a temporary directory)")
+	fs.Int64Var(&cfg.seed, "seed", 1, "random seed for training and synthetic data")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if cfg.nprobe, err = parseInts(nprobe); err != nil {
+		return nil, fmt.Errorf("--nprobe: %w", err)
+	}
+	if cfg.refine, err = parseInts(refine); err != nil {
+		return nil, fmt.Errorf("--refine: %w", err)
+	}
+	switch strings.ToLower(metric) {
+	case "l2":
+		cfg.metric = ivfpq.L2
+	case "ip":
+		cfg.metric = ivfpq.IP
+	default:
+		return nil, fmt.Errorf("--metric %q: want l2 or ip", metric)
+	}
+	if cfg.synthetic == 0 && (cfg.base == "" || cfg.query == "" || cfg.gt == "") {
+		return nil, errors.New("need --base, --query and --gt, or --synthetic N")
+	}
+	if cfg.k <= 0 {
+		return nil, fmt.Errorf("--k %d must be positive", cfg.k)
+	}
+	if cfg.pqbits != 0 && cfg.pqbits != 4 && cfg.pqbits != 8 {
+		return nil, fmt.Errorf("--pqbits %d: want 4 or 8", cfg.pqbits)
+	}
+	return cfg, nil
+}
+
+// parseInts parses "1,4,16"; empty means none given.
+func parseInts(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

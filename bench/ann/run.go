@@ -1,0 +1,270 @@
+package ann
+
+import (
+	"fmt"
+	"io"
+	"math/rand"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/memrl/memrl/ivfpq"
+)
+
+// dataset is what one run measures against.
+type dataset struct {
+	base, queries, learn []float32
+	dim                  int
+	gt                   [][]int32
+}
+
+func (d *dataset) n() int  { return len(d.base) / d.dim }
+func (d *dataset) nq() int { return len(d.queries) / d.dim }
+
+// source serves re-rank vectors from the in-memory base.
+type source struct {
+	x   []float32
+	dim int
+}
+
+func (s source) Vector(row uint32) []float32 { return s.x[int(row)*s.dim : (int(row)+1)*s.dim] }
+
+func load(cfg *config, w io.Writer) (*dataset, error) {
+	ds := &dataset{}
+	if cfg.synthetic > 0 {
+		nq := cfg.nq
+		if nq <= 0 {
+			nq = 1000
+		}
+		ds.dim = cfg.dim
+		ds.base, ds.queries, _, ds.gt = synthetic(cfg.synthetic, nq, 0, cfg.dim, max(cfg.k, 10), cfg.seed)
+		fmt.Fprintf(w, "data: synthetic, %d base, %d queries, dim %d\n", ds.n(), ds.nq(), ds.dim)
+		return ds, nil
+	}
+	var err error
+	var n int
+	if ds.base, n, ds.dim, err = readVectors(cfg.base, cfg.nbase); err != nil {
+		return nil, err
+	}
+	var qdim int
+	if ds.queries, _, qdim, err = readVectors(cfg.query, cfg.nq); err != nil {
+		return nil, err
+	}
+	if qdim != ds.dim {
+		return nil, fmt.Errorf("queries have dimension %d, base %d", qdim, ds.dim)
+	}
+	if ds.gt, err = readIvecs(cfg.gt, cfg.nq); err != nil {
+		return nil, err
+	}
+	if len(ds.gt) < ds.nq() {
+		return nil, fmt.Errorf("ground truth has %d rows for %d queries", len(ds.gt), ds.nq())
+	}
+	for i, row := range ds.gt[:ds.nq()] {
+		if len(row) < 10 {
+			return nil, fmt.Errorf("ground truth depth %d < 10", len(row))
+		}
+		for _, r := range row[:10] {
+			if r < 0 || int(r) >= n {
+				return nil, fmt.Errorf("ground truth row %d names base row %d of %d (does --nbase match the ground truth?)", i, r, n)
+			}
+		}
+	}
+	if cfg.learn != "" {
+		var ldim int
+		if ds.learn, _, ldim, err = readVectors(cfg.learn, cfg.trainSize); err != nil {
+			return nil, err
+		}
+		if ldim != ds.dim {
+			return nil, fmt.Errorf("learn set has dimension %d, base %d", ldim, ds.dim)
+		}
+	}
+	fmt.Fprintf(w, "data: %s, %d base, %d queries, dim %d\n", cfg.base, ds.n(), ds.nq(), ds.dim)
+	return ds, nil
+}
+
+// trainingSet is --learn, or a random sample of base.
+func trainingSet(cfg *config, ds *dataset, p ivfpq.Params) []float32 {
+	if ds.learn != nil {
+		return ds.learn
+	}
+	m := cfg.trainSize
+	if m <= 0 {
+		m = 100 * p.NList
+	}
+	m = max(m, 256)
+	if m >= ds.n() {
+		return ds.base
+	}
+	rng := rand.New(rand.NewSource(cfg.seed))
+	out := make([]float32, 0, m*ds.dim)
+	for _, i := range rng.Perm(ds.n())[:m] {
+		out = append(out, ds.base[i*ds.dim:(i+1)*ds.dim]...)
+	}
+	return out
+}
+
+// result is one swept setting's measurements; the JSON names are the
+// stable interface other tools read.
+type result struct {
+	NProbe     int     `json:"nprobe"`
+	Refine     int     `json:"refine"`
+	Recall1    float64 `json:"recall1"`
+	Recall10   float64 `json:"recall10"`
+	QPS        float64 `json:"qps"`
+	MeanUS     float64 `json:"mean_us"`
+	P50US      float64 `json:"p50_us"`
+	P99US      float64 `json:"p99_us"`
+	BuildS     float64 `json:"build_s"`
+	IndexBytes int64   `json:"index_bytes"`
+	RSSBytes   int64   `json:"rss_bytes"`
+	OpenMS     float64 `json:"open_first_query_ms"`
+	Engine     string  `json:"engine"`
+	Index      string  `json:"index"`
+
+	ids [][]int32
+}
+
+func run(cfg *config, w io.Writer) error {
+	ds, err := load(cfg, w)
+	if err != nil {
+		return err
+	}
+	p := ivfpq.DefaultParams(ds.n(), ds.dim, cfg.metric)
+	if cfg.nlist > 0 {
+		p.NList = cfg.nlist
+	}
+	if cfg.pqm > 0 {
+		p.M = cfg.pqm
+	}
+	if cfg.pqbits > 0 {
+		p.Bits = cfg.pqbits
+	}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	nprobes := cfg.nprobe
+	if len(nprobes) == 0 {
+		nprobes = []int{ivfpq.DefaultNProbe(p.NList)}
+	}
+	refines := cfg.refine
+	if len(refines) == 0 {
+		refines = []int{ivfpq.DefaultRefine(p.Bits)}
+	}
+
+	train := trainingSet(cfg, ds, p)
+	start := time.Now()
+	ix, err := ivfpq.Train(p, train, cfg.threads, cfg.seed)
+	if err != nil {
+		return err
+	}
+	trainS := time.Since(start).Seconds()
+	if err := ix.AddBatch(0, ds.base, cfg.threads); err != nil {
+		return err
+	}
+	buildS := time.Since(start).Seconds()
+	name := fmt.Sprintf("IVF%d,PQ%dx%d", p.NList, p.M, p.Bits)
+	fmt.Fprintf(w, "index: %s %v, trained on %d vectors in %.1fs, built in %.1fs (%d threads)\n",
+		name, p.Metric, len(train)/ds.dim, trainS, buildS, cfg.threads)
+
+	// Save, drop, reopen: the sweep runs on the mmap'd index as the engine
+	// would after a restart, and the open + first query is timed.
+	dir := cfg.indexDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "annbench"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
+	if err := ix.Save(dir); err != nil {
+		return err
+	}
+	ix.Close()
+	src := source{ds.base, ds.dim}
+	start = time.Now()
+	ix, err = ivfpq.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+	if _, err := ix.Search(ds.queries[:ds.dim], cfg.k, ivfpq.SearchParams{}, nil, src); err != nil {
+		return err
+	}
+	openMS := float64(time.Since(start).Microseconds()) / 1000
+	fmt.Fprintf(w, "open + first query: %.1f ms; index %d bytes\n", openMS, ix.Bytes())
+
+	var results []result
+	for _, np := range nprobes {
+		for _, rf := range refines {
+			r, err := sweepOne(ix, ds, src, cfg.k, ivfpq.SearchParams{NProbe: np, Refine: rf})
+			if err != nil {
+				return err
+			}
+			r.BuildS, r.IndexBytes, r.OpenMS = buildS, ix.Bytes(), openMS
+			r.RSSBytes = residentBytes()
+			r.Engine, r.Index = "memrl", name
+			results = append(results, r)
+		}
+	}
+	printTable(w, results)
+	if cfg.jsonPath != "" {
+		if err := writeJSON(cfg.jsonPath, results); err != nil {
+			return err
+		}
+	}
+	if cfg.outIDs != "" {
+		for _, r := range results {
+			path := fmt.Sprintf("%s.nprobe%d.refine%d.ivecs", cfg.outIDs, r.NProbe, r.Refine)
+			if err := writeIvecs(path, r.ids); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// sweepOne answers every query one at a time on this goroutine.
+func sweepOne(ix *ivfpq.Index, ds *dataset, src source, k int, sp ivfpq.SearchParams) (result, error) {
+	nq := ds.nq()
+	lat := make([]time.Duration, nq)
+	ids := make([][]int32, nq)
+	var hit1, hit10 int
+	var total time.Duration
+	for qi := 0; qi < nq; qi++ {
+		q := ds.queries[qi*ds.dim : (qi+1)*ds.dim]
+		t0 := time.Now()
+		got, err := ix.Search(q, k, sp, nil, src)
+		d := time.Since(t0)
+		if err != nil {
+			return result{}, err
+		}
+		lat[qi] = d
+		total += d
+		row := make([]int32, len(got))
+		for i, g := range got {
+			row[i] = int32(g.Row)
+		}
+		ids[qi] = row
+		truth := ds.gt[qi]
+		if len(row) > 0 && row[0] == truth[0] {
+			hit1++
+		}
+		for _, r := range row[:min(10, len(row))] {
+			if slices.Contains(truth[:10], r) {
+				hit10++
+			}
+		}
+	}
+	slices.Sort(lat)
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
+	return result{
+		NProbe:   sp.NProbe,
+		Refine:   sp.Refine,
+		Recall1:  float64(hit1) / float64(nq),
+		Recall10: float64(hit10) / float64(10*nq),
+		QPS:      float64(nq) / total.Seconds(),
+		MeanUS:   us(total) / float64(nq),
+		P50US:    us(lat[nq/2]),
+		P99US:    us(lat[min(nq-1, nq*99/100)]),
+		ids:      ids,
+	}, nil
+}

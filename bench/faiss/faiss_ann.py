@@ -1,0 +1,160 @@
+#!/usr/bin/python3
+"""FAISS side of `memrl bench ann`: same files, same nlist/M/bits, same table.
+
+Runs IndexIVFPQ wrapped in IndexRefineFlat (8-bit codes) or IndexIVFPQFastScan
+(4-bit codes; Debian's FAISS 1.7.3 aborts on an assertion when fast scan is
+asked for many neighbours, k=100 or inside a refine, so it runs without
+re-ranking), builds on --threads threads and searches on one thread, one
+query per call, as a server answers them. Writes the same JSON fields as
+memrl (nprobe, refine, recall1, recall10, qps, p50_us, p99_us, build_s,
+index_bytes).
+
+Run with Debian's Python (/usr/bin/python3), not the pyenv one first on PATH.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def ensure_faiss():
+    try:
+        import faiss  # noqa: F401
+        import numpy  # noqa: F401
+    except ImportError:
+        print("installing python3-faiss from Debian", file=sys.stderr)
+        subprocess.check_call(["apt-get", "install", "-y", "python3-faiss", "python3-numpy",
+                               "libopenblas0-pthread"])
+
+
+ensure_faiss()
+import faiss  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def read_vecs(path, limit=0):
+    ext = os.path.splitext(path)[1].lower()
+    raw = np.fromfile(path, dtype=np.uint8)
+    dim = int(raw[:4].view(np.int32)[0])
+    elem = {".bvecs": 1, ".fvecs": 4, ".ivecs": 4}[ext]
+    rec = 4 + dim * elem
+    n = raw.size // rec
+    if limit and n > limit:
+        n = limit
+    body = raw[: n * rec].reshape(n, rec)[:, 4:]
+    if ext == ".bvecs":
+        return np.ascontiguousarray(body.astype(np.float32))
+    if ext == ".fvecs":
+        return np.ascontiguousarray(body.copy().view(np.float32))
+    return np.ascontiguousarray(body.copy().view(np.int32))
+
+
+def rss_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def index_bytes(index):
+    try:
+        return int(faiss.serialize_index(index).size)
+    except Exception:
+        return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--base", required=True)
+    ap.add_argument("--query", required=True)
+    ap.add_argument("--gt", required=True)
+    ap.add_argument("--learn")
+    ap.add_argument("--nlist", type=int, default=4096)
+    ap.add_argument("--pqm", type=int, default=32)
+    ap.add_argument("--pqbits", type=int, default=8)
+    ap.add_argument("--nprobe", default="16,32,64,128")
+    ap.add_argument("--refine", default="8")
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--nq", type=int, default=0)
+    ap.add_argument("--train-size", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--json")
+    ap.add_argument("--out-ids")
+    a = ap.parse_args()
+
+    xb = read_vecs(a.base)
+    xq = read_vecs(a.query, a.nq)
+    gt = read_vecs(a.gt, a.nq)
+    xt = read_vecs(a.learn, a.train_size) if a.learn else xb[: (a.train_size or 100 * a.nlist)]
+    d = xb.shape[1]
+    print(f"data: {a.base}, {xb.shape[0]} base, {xq.shape[0]} queries, dim {d}")
+
+    faiss.omp_set_num_threads(a.threads)
+    if a.pqbits == 4:
+        name = f"IVF{a.nlist},PQ{a.pqm}x4fs"
+        index = faiss.index_factory(d, name)
+        refines = [1]
+    else:
+        name = f"IVF{a.nlist},PQ{a.pqm}x{a.pqbits}"
+        base_index = faiss.index_factory(d, name)
+        index = faiss.IndexRefineFlat(base_index)
+        refines = [int(x) for x in a.refine.split(",")]
+    t0 = time.time()
+    index.train(xt)
+    train_s = time.time() - t0
+    index.add(xb)
+    build_s = time.time() - t0
+    print(f"index: {name} (faiss {faiss.__version__}), trained on {xt.shape[0]} vectors in {train_s:.1f}s, "
+          f"built in {build_s:.1f}s ({a.threads} threads)")
+    ivf = faiss.extract_index_ivf(index)
+    nbytes = index_bytes(index)
+    if a.pqbits != 4:
+        # Only the IVF-PQ part is comparable with memrl's index; the refine
+        # copy of the raw vectors is memrl's vector store.
+        nbytes = index_bytes(base_index)
+
+    faiss.omp_set_num_threads(1)
+    results = []
+    print(f"{'index':<22} {'nprobe':>6} {'refine':>6} {'R@1':>8} {'R@10':>8} {'QPS':>9} {'mean_us':>9} "
+          f"{'p99_us':>9} {'build_s':>8} {'index_MB':>12} {'rss_MB':>10}")
+    for np_ in [int(x) for x in a.nprobe.split(",")]:
+        ivf.nprobe = np_
+        for rf in refines:
+            if a.pqbits != 4:
+                index.k_factor = rf
+            nq = xq.shape[0]
+            lat = np.empty(nq)
+            ids = np.empty((nq, a.k), dtype=np.int32)
+            for i in range(nq):
+                q = xq[i:i + 1]
+                s = time.perf_counter()
+                _, I = index.search(q, a.k)
+                lat[i] = time.perf_counter() - s
+                ids[i] = I[0]
+            total = lat.sum()
+            r1 = float(np.mean(ids[:, 0] == gt[:, 0]))
+            r10 = float(np.mean([len(set(ids[i, :10]) & set(gt[i, :10])) / 10 for i in range(nq)]))
+            lat_sorted = np.sort(lat)
+            r = dict(nprobe=np_, refine=rf, recall1=r1, recall10=r10, qps=nq / total,
+                     mean_us=total / nq * 1e6, p50_us=float(lat_sorted[nq // 2] * 1e6),
+                     p99_us=float(lat_sorted[min(nq - 1, nq * 99 // 100)] * 1e6),
+                     build_s=build_s, index_bytes=nbytes, rss_bytes=rss_bytes(),
+                     engine="faiss", index=name)
+            results.append(r)
+            print(f"{name:<22} {np_:>6} {rf:>6} {r1:>8.4f} {r10:>8.4f} {r['qps']:>9.0f} {r['mean_us']:>9.1f} "
+                  f"{r['p99_us']:>9.1f} {build_s:>8.1f} {nbytes / 1e6:>12.1f} {r['rss_bytes'] / 1e6:>10.1f}",
+                  flush=True)
+            if a.out_ids:
+                with open(f"{a.out_ids}.nprobe{np_}.refine{rf}.ivecs", "wb") as f:
+                    rows = np.hstack([np.full((nq, 1), a.k, dtype=np.int32), ids])
+                    rows.tofile(f)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
