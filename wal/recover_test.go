@@ -233,7 +233,7 @@ func TestCorruptSegmentHeaderRefused(t *testing.T) {
 func TestWrongVersionRefused(t *testing.T) {
 	fs, opts := buildLog(t, 3, 0)
 	h := segmentHeader{num: 1, base: 1}.encode()
-	h[8] = 2 // version 2, with a matching checksum
+	h[8] = 2                                    // version 2, with a matching checksum
 	copy(h[32:], segmentHeader{}.encode()[32:]) // placeholder, fixed below
 	fixHeaderChecksum(h)
 	patch(t, fs, segPath(1), 0, h)
