@@ -100,3 +100,27 @@ func BenchmarkFastScan4(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScanPQ8 scans 1024 codes of M bytes against a [M][256] LUT.
+func BenchmarkScanPQ8(b *testing.B) {
+	const n = 1024
+	for _, m := range []int{16, 32, 64} {
+		b.Run(fmt.Sprintf("M=%d", m), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 1))
+			codes := make([]byte, n*m)
+			for i := range codes {
+				codes[i] = byte(r.IntN(256))
+			}
+			lut, out := tail(r, m*256, 0), make([]float32, n)
+			run := func(b *testing.B, f func(codes []byte, m int, lut, out []float32)) {
+				b.SetBytes(int64(len(codes)))
+				for b.Loop() {
+					f(codes, m, lut, out)
+				}
+				b.ReportMetric(float64(b.N)*n/b.Elapsed().Seconds(), "codes/s")
+			}
+			b.Run("reference", func(b *testing.B) { run(b, scanPQ8Generic) })
+			benchLevels(b, func(b *testing.B) { run(b, ScanPQ8) })
+		})
+	}
+}

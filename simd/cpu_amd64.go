@@ -53,7 +53,7 @@ var avx2Kernels = &kernels{
 	dot:       func(a, b []float32) float32 { return pairCall(dotAVX2, a, b) },
 	l2SqBatch: func(q, rows, out []float32) { batchCall(l2SqBatchAVX2, q, rows, out) },
 	dotBatch:  func(q, rows, out []float32) { batchCall(dotBatchAVX2, q, rows, out) },
-	scanPQ8:   scanPQ8Go,
+	scanPQ8:   scanPQ8Call,
 	fastScan4: func(codes []byte, m int, lut []byte, thresh uint16, sums []uint16, masks []uint32) {
 		fastScanCall(fastScan4AVX2, codes, m, lut, thresh, sums, masks)
 	},
@@ -65,7 +65,7 @@ var avx512Kernels = &kernels{
 	dot:       func(a, b []float32) float32 { return pairCall(dotAVX512, a, b) },
 	l2SqBatch: func(q, rows, out []float32) { batchCall(l2SqBatchAVX512, q, rows, out) },
 	dotBatch:  func(q, rows, out []float32) { batchCall(dotBatchAVX512, q, rows, out) },
-	scanPQ8:   scanPQ8Go,
+	scanPQ8:   scanPQ8Call,
 	fastScan4: func(codes []byte, m int, lut []byte, thresh uint16, sums []uint16, masks []uint32) {
 		fastScanCall(fastScan4AVX512, codes, m, lut, thresh, sums, masks)
 	},
@@ -113,4 +113,19 @@ func fastScanCall(f func(codes *byte, groups int, lut *byte, thresh uint16, sums
 	lut = lut[:groups*32]
 	sums = sums[:nb*FastScanBlock]
 	f(&codes[0], groups, &lut[0], thresh, &sums[0], &masks[0], nb)
+}
+
+// scanPQ8Call checks the slices and calls the assembly ADC scan.
+func scanPQ8Call(codes []byte, m int, lut, out []float32) {
+	n := len(out)
+	if n == 0 {
+		return
+	}
+	if m <= 0 {
+		scanPQ8Go(codes, m, lut, out)
+		return
+	}
+	codes = codes[:n*m]
+	lut = lut[:m*256]
+	scanPQ8AMD64(&codes[0], m, &lut[0], &out[0], n)
 }

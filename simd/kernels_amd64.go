@@ -39,3 +39,10 @@ func fastScan4AVX2(codes *byte, groups int, lut *byte, thresh uint16, sums *uint
 
 //go:noescape
 func fastScan4AVX512(codes *byte, groups int, lut *byte, thresh uint16, sums *uint16, masks *uint32, nblocks int)
+
+// scanPQ8AMD64 is the ADC scan for both AVX levels (it uses only VEX scalar
+// instructions). REQUIRES: m >= 1, n >= 1; codes covers n*m bytes, lut
+// m*256 floats, out n floats.
+//
+//go:noescape
+func scanPQ8AMD64(codes *byte, m int, lut *float32, out *float32, n int)
