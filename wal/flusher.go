@@ -34,7 +34,7 @@ func (l *Log) flushLoop() {
 		l.sealed = nil
 		if c := l.cur; c.n > 0 || c.sync || c.rotate || c.final {
 			batches = append(batches, c)
-			l.cur = newBatch(l.nextLSN)
+			l.cur = l.newBatchLocked(l.nextLSN)
 		}
 		l.buffered = 0
 		failed := l.err
@@ -47,9 +47,15 @@ func (l *Log) flushLoop() {
 		final := false
 		for _, b := range batches {
 			b.err = err
-			close(b.done)
 			final = final || b.final
 		}
+		bufs := make([][]byte, len(batches))
+		for i, b := range batches {
+			bufs[i] = b.buf
+			b.buf = nil
+			close(b.done)
+		}
+		l.recycle(bufs)
 		if final {
 			return
 		}

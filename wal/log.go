@@ -64,6 +64,9 @@ type Log struct {
 	// the flusher appends to. The flusher appends to it; RemoveBefore
 	// removes from its front.
 	segments []segmentInfo
+	// spare holds buffers of completed batches for reuse, so that batch
+	// buffers are not regrown (and their pages not refaulted) per batch.
+	spare [][]byte
 	// err is the sticky failure (wraps ErrFailed), or nil.
 	err error
 	// closed is set by Close.
@@ -100,8 +103,32 @@ type batch struct {
 	err    error // written before done is closed
 }
 
-func newBatch(first LSN) *batch {
-	return &batch{first: first, done: make(chan struct{})}
+// maxSpare bounds the number of recycled batch buffers.
+const maxSpare = 4
+
+// newBatchLocked returns an empty batch starting at first, reusing a
+// spare buffer if there is one.
+// REQUIRES: l.mu held.
+func (l *Log) newBatchLocked(first LSN) *batch {
+	b := &batch{first: first, done: make(chan struct{})}
+	if n := len(l.spare); n > 0 {
+		b.buf = l.spare[n-1][:0]
+		l.spare = l.spare[:n-1]
+	}
+	return b
+}
+
+// recycle keeps the buffers of completed batches for reuse.
+// REQUIRES: the batches were taken by the flusher (nobody else reads
+// their buffers: appenders only touch a batch while it is l.cur).
+func (l *Log) recycle(bufs [][]byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, b := range bufs {
+		if cap(b) > 0 && cap(b) <= 2*maxBuffered && len(l.spare) < maxSpare {
+			l.spare = append(l.spare, b)
+		}
+	}
 }
 
 // Stats are cumulative counters of a Log since Open.
@@ -163,7 +190,7 @@ func Open(opts Options) (*Log, *RecoveryReport, error) {
 		writtenLSN: rec.next,
 		segments:   rec.segments,
 	}
-	l.cur = newBatch(rec.next)
+	l.cur = l.newBatchLocked(rec.next)
 	// The next segment created gets l.seg.num+1: after the last segment
 	// found, reusing the number of one removed as torn.
 	l.seg.num = rec.lastNum
@@ -367,7 +394,7 @@ func (l *Log) Rotate() (LSN, error) {
 	b.sync = true
 	lsn := l.nextLSN
 	l.sealed = append(l.sealed, b)
-	l.cur = newBatch(l.nextLSN)
+	l.cur = l.newBatchLocked(l.nextLSN)
 	l.mu.Unlock()
 	l.wake()
 	<-b.done
