@@ -15,7 +15,7 @@ import (
 const (
 	pqIter           = 25  // Lloyd iterations per sub-space
 	pqMaxPerCentroid = 256 // so at most 65,536 points train an 8-bit codebook
-	coarseIter       = 20  // Lloyd iterations for the coarse quantizer
+	coarseIter       = 10  // Lloyd iterations for the coarse quantizer (as FAISS's IVF training)
 	coarseMaxPerCent = 256
 )
 

@@ -22,6 +22,7 @@ type searchScratch struct {
 	probeOrder []int     // probed lists, nearest first
 	qres       []float32 // [Dim] query minus a coarse centroid
 	lut        []float32 // [M*ksub] float look-up table
+	qdot       []float32 // [M*ksub] <q_m, codeword> for precomputed L2 tables
 	lut8       []byte    // [ceil(M/2)*2*16] quantized table (4-bit codes)
 	out        []float32 // [scanChunk] approximate scores
 	sums       []uint16  // [scanChunk] quantized scores (4-bit codes)
@@ -40,6 +41,7 @@ func (ix *Index) getScratch() *searchScratch {
 		coarseDist: make([]float32, p.NList),
 		qres:       make([]float32, p.Dim),
 		lut:        make([]float32, p.M*p.ksub()),
+		qdot:       make([]float32, p.M*p.ksub()),
 		lut8:       make([]byte, (p.M+1)/2*2*16),
 		out:        make([]float32, scanChunk),
 		sums:       make([]uint16, scanChunk),
@@ -116,11 +118,17 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 
 	// For IP the table does not depend on the list: <q, c+r> = <q,c> + <q,r>.
 	// Scores are kept as "smaller is better", so dot products are negated.
-	if p.Metric == IP {
+	// For L2 with precomputed list tables, s.qdot holds <q_m, r_mk> and each
+	// list's table is T_l - 2·qdot (see precomp.go).
+	precomp := ix.usePrecomp()
+	switch {
+	case p.Metric == IP:
 		simd.PQLUTDot(q, ix.book, p.M, p.ksub(), s.lut)
 		for i := range s.lut {
 			s.lut[i] = -s.lut[i]
 		}
+	case precomp:
+		simd.PQLUTDot(q, ix.book, p.M, p.ksub(), s.qdot)
 	}
 
 	s.cands.reset(k * refine)
@@ -130,13 +138,20 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 		}
 		c := ix.coarse[l*p.Dim : (l+1)*p.Dim]
 		var bias float32
-		if p.Metric == IP {
+		lst := &ix.lists[l]
+		if lst.len() == 0 {
+			continue
+		}
+		switch {
+		case p.Metric == IP:
 			bias = -simd.Dot(q, c)
-		} else {
+		case precomp:
+			combineTables(s.lut, ix.listTable(l), s.qdot)
+			bias = s.coarseDist[l]
+		default:
 			subtract(s.qres, q, c)
 			simd.PQLUTL2(s.qres, ix.book, p.M, p.ksub(), s.lut)
 		}
-		lst := &ix.lists[l]
 		for _, seg := range [2]*segment{&lst.base, &lst.tail} {
 			if len(seg.ids) == 0 {
 				continue
