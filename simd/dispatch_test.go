@@ -112,3 +112,49 @@ func TestEnvOverride(t *testing.T) {
 		}
 	}
 }
+
+// TestSetLevelConcurrent flips levels while other goroutines run kernels;
+// under -race this checks that dispatch is race-free, and every result
+// must still be right whichever set served it.
+func TestSetLevelConcurrent(t *testing.T) {
+	start := Level()
+	defer SetLevel(start)
+	a := make([]float32, 100)
+	b := make([]float32, 100)
+	for i := range a {
+		a[i] = float32(i % 7)
+		b[i] = float32(i%5) + 1
+	}
+	want := l2SqGeneric(a, b) // small integers: exact in every order
+	done := make(chan struct{})
+	errs := make(chan error, 2)
+	for g := 0; g < 2; g++ {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				if got := L2Sq(a, b); got != want {
+					errs <- fmt.Errorf("L2Sq = %g, want %g (level %s)", got, want, Level())
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < 200; i++ {
+		for _, l := range Levels() {
+			if err := SetLevel(l); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(done)
+	for g := 0; g < 2; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

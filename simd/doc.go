@@ -4,8 +4,55 @@
 // construction, the 8-bit ADC scan and the 4-bit fast-scan block kernel.
 //
 // Every kernel has a plain Go reference (the *Generic functions in
-// generic.go). The exported functions dispatch to the best implementation the
-// CPU supports; until the assembly versions land they call the Go code.
+// generic.go); tests hold every other implementation to it.
+//
+// # Levels and dispatch
+//
+// Three kernel sets ("levels") exist:
+//
+//	generic  portable Go (the references, plus an unrolled ScanPQ8)
+//	avx2     amd64 assembly for AVX2 + FMA3 (256-bit)
+//	avx512   amd64 assembly for AVX-512 F/BW/DQ/VL (512-bit; byte shuffles
+//	         and opmask compares need BW)
+//
+// The package picks one at init with github.com/klauspost/cpuid (which also
+// checks that the OS saves the wide registers): avx512 on Intel CPUs that
+// have it, avx2 on any other CPU with AVX2 and FMA, generic elsewhere and on
+// every other architecture. AVX-512 is not the default on AMD: Zen 4 splits
+// 512-bit operations into two 256-bit halves, so the wide kernels bring no
+// speed there (BENCH.md has this package's figures on a Zen 4).
+//
+// The environment variable MEMRL_SIMD=generic|avx2|avx512 forces a level at
+// start. A name that is unknown, or that the CPU cannot run, is refused: the
+// package keeps the automatic choice, prints one warning line to stderr, and
+// EnvError returns the reason (ErrUnknownLevel or ErrUnsupportedLevel), so a
+// server can report it; it never runs instructions the CPU lacks.
+//
+// Level reports the set in use, Levels what the CPU supports, and SetLevel
+// switches at run time (for tests and benchmarks). The current set is one
+// atomic pointer, so switching while kernels run is race-free; each call
+// uses the set it loaded.
+//
+// Exported functions check their slices like the Go references do (a short
+// input panics with an index error) and then hand raw pointers to the
+// assembly, which reads and writes exactly the elements covered: vector
+// tails use masked loads (VMASKMOVPS, AVX-512 opmasks), never a read past
+// the end of a slice.
+//
+// # Kernels
+//
+// L2Sq and Dot keep four independent vector accumulators. The batch forms
+// score 8 rows at a time with one accumulator per row, loading each query
+// chunk once, and reduce the 8 accumulators together with a horizontal-add
+// tree; this keeps small dimensions (PQ sub-vectors of 2 to 16 floats) fast,
+// where one call or one horizontal sum per row would dominate. PQLUTL2 and
+// PQLUTDot are one batch call per sub-space. Float results differ from the
+// references only by summation order.
+//
+// ScanPQ8 is scalar code unrolled over four sub-spaces (the loads of code
+// bytes and LUT entries bound it, so a gather would not help). FastScan4
+// uses byte shuffles (VPSHUFB) as 16-entry table look-ups, 32 vectors per
+// 256-bit shuffle, and 16-bit accumulators; its results are bit-exact.
 //
 // # Layouts
 //
