@@ -1,0 +1,101 @@
+// Package server is memrl's network front end: a RESP2 protocol layer and a
+// TCP server loop that dispatches commands to registered handlers. It knows
+// nothing of the storage engine; the memory commands (MEM.*) are registered
+// on top of it with Server.Register.
+//
+// # Requests
+//
+// A request is either a RESP array of bulk strings or an inline command
+// line (Reader.ReadCommand). The first byte decides: '*' starts an array,
+// anything else an inline line.
+//
+//	array:   "*" <n> CRLF  n × ( "$" <len> CRLF <len bytes> CRLF )
+//	inline:  <line> ( CRLF | LF )
+//
+// Counts are canonical decimal integers (no '+', no leading zeros).
+// "*0" and "*-1" arrays and blank inline lines are skipped. Inline lines are
+// split on blanks with Redis's quoting rules: "double quotes" understand
+// \xHH \n \r \t \b \a and backslash-escaped characters, 'single quotes'
+// understand only \', and a closing quote must end its argument.
+//
+// Limits (Limits, defaults in parentheses): inline line length (64 KiB),
+// bulk string length (64 MiB), array elements (1M), total argument bytes of
+// one command (256 MiB). Declared lengths are never allocated up front:
+// storage grows with the bytes actually received, so a client cannot make
+// the server reserve 64 MiB by sending a 20-byte header.
+//
+// A malformed or over-limit frame is a *ProtocolError. The stream cannot be
+// resynchronised after one, so the server answers
+// "-ERR Protocol error: <reason>" (reasons as in Redis: "invalid multibulk
+// length", "invalid bulk length", "too big inline request", "unbalanced
+// quotes in request", "expected '$', got 'x'", ...) and closes that
+// connection; every other connection is unaffected.
+//
+// Arguments returned by the Reader alias its buffers and are valid only
+// until the next ReadCommand; handlers therefore get arguments that are
+// valid only while they run and must copy what they keep.
+//
+// # Replies
+//
+// Writer produces RESP2 replies into a buffer: simple strings, errors
+// ("-ERR msg", or "-CODE msg" for a Redis code such as WRONGTYPE or
+// NOPROTO), integers, bulk strings, the null bulk string "$-1", array
+// headers, and floats as bulk strings in shortest round-trip form
+// (strconv.FormatFloat(f, 'g', -1, 32 or 64); infinities and NaN as "inf",
+// "-inf", "nan"). CR and LF inside simple strings and errors are replaced by
+// spaces so that a reply can never break framing.
+//
+// # Connections and pipelining
+//
+// Each connection is served by one goroutine that reads a command, runs its
+// handler, and repeats. Replies are flushed only when the Reader has used up
+// its buffered input and is about to wait on the socket, so a pipeline that
+// arrives together (redis-benchmark -P, go-redis Pipeline) is executed back
+// to back and answered with one write per input segment, not one per
+// command. Handlers may block (for example until a write is durable); that
+// delays only their own connection.
+//
+// A handler replies exactly once, or returns an error instead of replying
+// (sent as an error reply; see HandlerFunc). A handler that panics is
+// recovered: its client gets an error reply, its connection is closed and
+// the panic is logged; the server keeps running.
+//
+// Unknown commands get "-ERR unknown command 'foo', with args beginning
+// with: 'a' 'b' " and too few arguments "-ERR wrong number of arguments for
+// 'foo' command", as in Redis. Command names are case-insensitive.
+//
+// # Shutdown
+//
+// Shutdown closes the listeners, closes idle connections, and lets each
+// executing command finish and its replies flush before closing that
+// connection; pipelined commands not yet started are dropped. If its
+// context ends first, the remaining connections are closed forcibly and
+// handlers' contexts (Ctx.Context) are cancelled.
+//
+// # Built-in commands
+//
+// Enough of Redis's connection commands for redis-cli, redis-benchmark and
+// go-redis v9 to work unmodified:
+//
+//	PING [msg]                  +PONG, or msg as a bulk string
+//	ECHO msg                    msg
+//	HELLO [2|3 [AUTH u p] [SETNAME n]]
+//	                            only RESP2: 3 gets "-NOPROTO unsupported
+//	                            protocol version", on which clients fall back
+//	                            to RESP2; none or 2 gets Redis's field/value
+//	                            array (server, version, proto, id, mode,
+//	                            role, modules)
+//	AUTH [u] p                  error: no password is configured
+//	SELECT 0                    +OK; any other index is out of range
+//	QUIT                        +OK, then the connection is closed
+//	CLIENT ID|GETNAME|SETNAME n|SETINFO LIB-NAME|LIB-VER v|INFO|LIST|HELP
+//	COMMAND [COUNT|LIST|INFO names|DOCS|HELP]
+//	                            Redis 7 entry layout; arity -(minArgs+1);
+//	                            DOCS returns an empty map
+//	INFO [section ...]          "# Server", "# Clients", "# Stats" and
+//	                            sections added with AddInfoSection
+//	CONFIG GET pattern ...      read-only: appendonly, bind, databases,
+//	                            maxclients, proto-max-bulk-len, save, timeout
+//
+// There is no authentication: the default address is loopback only.
+package server
