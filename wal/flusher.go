@@ -37,6 +37,7 @@ func (l *Log) flushLoop() {
 			l.cur = l.newBatchLocked(l.nextLSN)
 		}
 		l.buffered = 0
+		l.flushing = batches
 		failed := l.err
 		l.mu.Unlock()
 
@@ -55,6 +56,9 @@ func (l *Log) flushLoop() {
 			b.buf = nil
 			close(b.done)
 		}
+		l.mu.Lock()
+		l.flushing = nil
+		l.mu.Unlock()
 		l.recycle(bufs)
 		if final {
 			return

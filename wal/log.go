@@ -55,6 +55,9 @@ type Log struct {
 	// sealed holds batches that must be written before cur, in order
 	// (Rotate seals the batch it applies to).
 	sealed []*batch
+	// flushing holds the batches the flusher has taken and not yet
+	// completed, so WaitDurable can find the batch of an LSN.
+	flushing []*batch
 	// buffered is the number of frame bytes in sealed and cur.
 	buffered int
 	// writtenLSN is the first LSN not yet written to a segment file:

@@ -1,0 +1,417 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/memrl/memrl/qtable"
+	"github.com/memrl/memrl/wal"
+)
+
+// memory is a collection's record of one memory, apart from its utility
+// (which lives in the collection's qtable).
+type memory struct {
+	row     uint32 // row of the vector file
+	payLen  uint32
+	payOff  uint64 // payload bytes [payOff, payOff+payLen) of the payload file
+	created int64  // unix nanoseconds
+}
+
+// Collection is a named set of memories with one dimension, metric and
+// learning parameters. Its methods are safe for concurrent use.
+type Collection struct {
+	db   *DB
+	name string
+	uid  uint64 // unique for the life of the database; names the folder
+	cfg  Config
+	dir  string
+
+	// mu guards every field below, and the contents of vecs and pays.
+	// Adds, deletes and drops hold it for writing; retrievals, rewards and
+	// reads hold it for reading. Rewards change Q in the qtable, whose
+	// stripes have locks of their own.
+	mu      sync.RWMutex
+	dropped bool              // set by Drop; every method then fails
+	mems    map[uint64]memory // id -> memory
+	rowIDs  []uint64          // row -> id; meaningful for live rows only
+	dead    *roaring.Bitmap   // rows of the vector file that hold no live memory
+	nextID  uint64            // the id an ADD without ID gets: above every id ever used
+	vecs    *vectorStore
+	pays    *payloadStore
+	index   phase1
+
+	q *qtable.Table // Q, visits, rewards: safe for concurrent use on its own
+}
+
+func (c *Collection) dim() int { return c.cfg.Dim }
+
+// Name returns the collection's name.
+func (c *Collection) Name() string { return c.name }
+
+// Config returns the collection's configuration.
+func (c *Collection) Config() Config { return c.cfg }
+
+func collectionDir(root string, uid uint64) string {
+	return filepath.Join(root, "collections", fmt.Sprintf("%016x", uid))
+}
+
+// openCollection opens (creating) the files of a collection holding nrows
+// vector rows and paySize payload bytes.
+func openCollection(db *DB, name string, uid uint64, cfg Config, nrows uint32, paySize uint64) (*Collection, error) {
+	dir := collectionDir(db.dir, uid)
+	if err := db.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	vecs, err := openVectorStore(db.fs, filepath.Join(dir, "vectors.f32"), cfg.Dim, nrows)
+	if err != nil {
+		return nil, err
+	}
+	pays, err := openPayloadStore(db.fs, filepath.Join(dir, "payloads.dat"), paySize)
+	if err != nil {
+		vecs.close()
+		return nil, err
+	}
+	// Make the folder and its files durable names, so that a checkpoint
+	// that later fsyncs their contents refers to files a crash keeps.
+	for _, d := range []string{dir, filepath.Dir(dir), db.dir} {
+		if err := db.fs.SyncDir(d); err != nil {
+			vecs.close()
+			pays.close()
+			return nil, err
+		}
+	}
+	c := &Collection{
+		db: db, name: name, uid: uid, cfg: cfg, dir: dir,
+		mems: make(map[uint64]memory), dead: roaring.New(), nextID: 1,
+		vecs: vecs, pays: pays, q: qtable.New(),
+	}
+	c.index = exactScan{c}
+	return c, nil
+}
+
+func (c *Collection) closeFiles() error {
+	err := c.vecs.close()
+	if perr := c.pays.close(); err == nil {
+		err = perr
+	}
+	return err
+}
+
+// checkVector validates v for this collection and returns the vector to
+// store: a copy, normalised for COSINE.
+func (c *Collection) checkVector(v []float32) ([]float32, error) {
+	if len(v) != c.cfg.Dim {
+		return nil, fmt.Errorf("%w: got %d, collection %q has %d", ErrDimension, len(v), c.name, c.cfg.Dim)
+	}
+	var norm float64
+	for _, x := range v {
+		f := float64(x)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, ErrBadVector
+		}
+		norm += f * f
+	}
+	out := make([]float32, len(v))
+	copy(out, v)
+	if c.cfg.Metric == Cosine {
+		if norm == 0 || math.IsInf(norm, 0) {
+			return nil, ErrBadVector
+		}
+		inv := 1 / math.Sqrt(norm)
+		for i := range out {
+			out[i] = float32(float64(out[i]) * inv)
+		}
+	}
+	return out, nil
+}
+
+// lockLive locks c for writing and fails if it was dropped.
+func (c *Collection) lockLive() error {
+	c.mu.Lock()
+	if c.dropped {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: %q", ErrNoCollection, c.name)
+	}
+	return nil
+}
+
+// rlockLive locks c for reading and fails if it was dropped.
+func (c *Collection) rlockLive() error {
+	c.mu.RLock()
+	if c.dropped {
+		c.mu.RUnlock()
+		return fmt.Errorf("%w: %q", ErrNoCollection, c.name)
+	}
+	return nil
+}
+
+// AddRequest is one memory to add.
+type AddRequest struct {
+	Vector  []float32
+	Payload []byte
+	ID      uint64 // used when HasID; otherwise the collection picks one
+	HasID   bool
+	Q       float64 // initial Q when HasQ; otherwise the collection's QINIT
+	HasQ    bool
+}
+
+// Add stores a memory and returns its id once the change is durable (as the
+// database's sync policy defines durable).
+func (c *Collection) Add(req AddRequest) (uint64, error) {
+	vec, err := c.checkVector(req.Vector)
+	if err != nil {
+		return 0, err
+	}
+	if len(req.Payload) > MaxPayload {
+		return 0, fmt.Errorf("%w: %d bytes, the limit is %d", ErrPayloadTooLarge, len(req.Payload), MaxPayload)
+	}
+	q := c.cfg.QInit
+	if req.HasQ {
+		if !finite(req.Q) {
+			return 0, fmt.Errorf("%w: Q", ErrBadNumber)
+		}
+		q = req.Q
+	}
+	if err := c.lockLive(); err != nil {
+		return 0, err
+	}
+	id := c.nextID
+	if req.HasID {
+		id = req.ID
+		if _, ok := c.mems[id]; ok {
+			c.mu.Unlock()
+			return 0, fmt.Errorf("%w: %d", ErrIDExists, id)
+		}
+	}
+	if uint64(c.vecs.nrows) >= math.MaxUint32 {
+		c.mu.Unlock()
+		return 0, fmt.Errorf("%w: collection is full", ErrBadParam)
+	}
+	r := addRec{
+		uid: c.uid, id: id, row: c.vecs.nrows, payOff: c.pays.size,
+		created: time.Now().UnixNano(), q: q, payload: req.Payload, vec: vec,
+	}
+	// The files are written before the record is logged so that a full disk
+	// fails the add cleanly; they are derived data, and bytes past the
+	// checkpointed sizes are rewritten by replay.
+	if err := c.writeFilesLocked(r); err != nil {
+		c.mu.Unlock()
+		return 0, err
+	}
+	lsn, err := c.db.log.Enqueue(encodeAdd(r))
+	if err != nil {
+		c.mu.Unlock()
+		return 0, err
+	}
+	c.applyAddLocked(r)
+	c.mu.Unlock()
+	return id, c.db.log.WaitDurable(lsn)
+}
+
+func (c *Collection) writeFilesLocked(r addRec) error {
+	if err := c.vecs.put(r.row, r.vec); err != nil {
+		return err
+	}
+	return c.pays.put(r.payOff, r.payload)
+}
+
+// applyAddLocked applies a logged add to memory (not the files). Replay
+// calls it for records whose memory may already exist (a fuzzy checkpoint
+// caught it), so it replaces rather than assumes.
+// REQUIRES: c.mu held for writing.
+func (c *Collection) applyAddLocked(r addRec) {
+	if old, ok := c.mems[r.id]; ok && old.row != r.row {
+		c.dead.Add(old.row)
+	}
+	c.mems[r.id] = memory{row: r.row, payLen: uint32(len(r.payload)), payOff: r.payOff, created: r.created}
+	for uint32(len(c.rowIDs)) <= r.row {
+		c.rowIDs = append(c.rowIDs, 0)
+	}
+	c.rowIDs[r.row] = r.id
+	c.dead.Remove(r.row)
+	if r.id >= c.nextID {
+		c.nextID = r.id + 1
+	}
+	c.q.Put(r.id, qtable.Entry{Q: r.q, Updated: r.created})
+}
+
+// Delete removes the memories named and returns how many existed.
+func (c *Collection) Delete(ids []uint64) (int, error) {
+	if err := c.lockLive(); err != nil {
+		return 0, err
+	}
+	var found []uint64
+	seen := make(map[uint64]bool, len(ids))
+	for _, id := range ids {
+		if _, ok := c.mems[id]; ok && !seen[id] {
+			seen[id] = true
+			found = append(found, id)
+		}
+	}
+	if len(found) == 0 {
+		c.mu.Unlock()
+		return 0, nil
+	}
+	r := deleteRec{uid: c.uid, ids: found}
+	lsn, err := c.db.log.Enqueue(encodeDelete(r))
+	if err != nil {
+		c.mu.Unlock()
+		return 0, err
+	}
+	c.applyDeleteLocked(r)
+	c.mu.Unlock()
+	return len(found), c.db.log.WaitDurable(lsn)
+}
+
+// REQUIRES: c.mu held for writing.
+func (c *Collection) applyDeleteLocked(r deleteRec) {
+	for _, id := range r.ids {
+		if m, ok := c.mems[id]; ok {
+			c.dead.Add(m.row)
+			delete(c.mems, id)
+			c.q.Delete(id)
+		}
+	}
+}
+
+// Reward applies the temporal-difference update
+//
+//	Q ← Q + α(r + γ·nextQ − Q)
+//
+// to every memory named (each once, however often it is named), counts a
+// visit, and returns the new Q of each id in the order given. nextQ is used
+// only when the collection's γ is not 0; nil means 0. Each memory's update is
+// atomic; concurrent rewards lose no update. If any id is unknown nothing
+// changes.
+func (c *Collection) Reward(reward float64, ids []uint64, nextQ *float64) ([]float64, error) {
+	if !finite(reward) {
+		return nil, fmt.Errorf("%w: reward", ErrBadNumber)
+	}
+	next := 0.0
+	if nextQ != nil {
+		if !finite(*nextQ) {
+			return nil, fmt.Errorf("%w: NEXTQ", ErrBadNumber)
+		}
+		next = *nextQ
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("%w: no memory ids", ErrBadParam)
+	}
+	// The read lock keeps deletes (and drops) out while the ids are checked
+	// and updated, so either all ids are updated or none.
+	if err := c.rlockLive(); err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		if _, ok := c.mems[id]; !ok {
+			c.mu.RUnlock()
+			return nil, fmt.Errorf("%w: %d", ErrNoMemory, id)
+		}
+	}
+	now := time.Now().UnixNano()
+	newQ := make(map[uint64]float64, len(ids))
+	var last wal.LSN
+	for _, id := range ids {
+		if _, done := newQ[id]; done {
+			continue
+		}
+		e, err := c.q.Update(id, func(e *qtable.Entry) error {
+			nq := qtable.TD(e.Q, reward, c.cfg.Alpha, c.cfg.Gamma, next)
+			if !finite(nq) {
+				return fmt.Errorf("%w: the update overflows Q", ErrBadNumber)
+			}
+			r := qRec{uid: c.uid, id: id, q: nq, visits: e.Visits + 1, lastReward: reward,
+				rewardSum: e.RewardSum + reward, updated: now}
+			// Logged under the stripe lock: the log order of one memory's
+			// updates is the order they were applied in.
+			lsn, err := c.db.log.Enqueue(encodeQ(r))
+			if err != nil {
+				return err
+			}
+			last = max(last, lsn)
+			applyQ(e, r)
+			return nil
+		})
+		if err != nil {
+			c.mu.RUnlock()
+			return nil, err
+		}
+		newQ[id] = e.Q
+	}
+	c.mu.RUnlock()
+	if err := c.db.log.WaitDurable(last); err != nil {
+		return nil, err
+	}
+	out := make([]float64, len(ids))
+	for i, id := range ids {
+		out[i] = newQ[id]
+	}
+	return out, nil
+}
+
+func applyQ(e *qtable.Entry, r qRec) {
+	e.Q, e.Visits, e.LastReward, e.RewardSum, e.Updated = r.q, r.visits, r.lastReward, r.rewardSum, r.updated
+}
+
+// MemoryInfo is what Get returns about a memory.
+type MemoryInfo struct {
+	ID         uint64
+	Q          float64
+	Visits     uint64
+	LastReward float64
+	MeanReward float64
+	Created    time.Time
+	Updated    time.Time
+	Payload    []byte
+	Vector     []float32 // as stored: normalised for COSINE
+}
+
+// Get returns a memory.
+func (c *Collection) Get(id uint64) (MemoryInfo, error) {
+	if err := c.rlockLive(); err != nil {
+		return MemoryInfo{}, err
+	}
+	defer c.mu.RUnlock()
+	m, ok := c.mems[id]
+	if !ok {
+		return MemoryInfo{}, fmt.Errorf("%w: %d", ErrNoMemory, id)
+	}
+	e, _ := c.q.Get(id)
+	p, err := c.pays.get(m.payOff, m.payLen)
+	if err != nil {
+		return MemoryInfo{}, err
+	}
+	return MemoryInfo{
+		ID: id, Q: e.Q, Visits: e.Visits, LastReward: e.LastReward, MeanReward: e.MeanReward(),
+		Created: time.Unix(0, m.created), Updated: time.Unix(0, e.Updated), Payload: p,
+		Vector: append([]float32(nil), c.vecs.row(m.row)...),
+	}, nil
+}
+
+// Info describes a collection.
+type Info struct {
+	Name string
+	Config
+	Count     int    // live memories
+	Rows      uint32 // rows of the vector file, live or dead
+	NextID    uint64
+	Index     string // "flat" (exact scan) or the IVF-PQ description
+	PayloadMB float64
+}
+
+// Info returns the collection's description.
+func (c *Collection) Info() (Info, error) {
+	if err := c.rlockLive(); err != nil {
+		return Info{}, err
+	}
+	defer c.mu.RUnlock()
+	return Info{
+		Name: c.name, Config: c.cfg, Count: len(c.mems), Rows: c.vecs.nrows, NextID: c.nextID,
+		Index: "flat", PayloadMB: float64(c.pays.size) / (1 << 20),
+	}, nil
+}

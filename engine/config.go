@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Metric is how a collection measures similarity. Similarity is always
+// "higher is more similar".
+type Metric uint8
+
+const (
+	// Cosine similarity. Vectors are normalised to unit length when they
+	// are added (and queries when they are asked), so the similarity is a
+	// dot product of stored vectors.
+	Cosine Metric = iota
+	// L2: similarity is minus the squared Euclidean distance.
+	L2
+	// IP: similarity is the inner (dot) product.
+	IP
+)
+
+func (m Metric) String() string {
+	switch m {
+	case Cosine:
+		return "COSINE"
+	case L2:
+		return "L2"
+	case IP:
+		return "IP"
+	}
+	return fmt.Sprintf("Metric(%d)", uint8(m))
+}
+
+// ParseMetric parses COSINE, L2 or IP (any case).
+func ParseMetric(s string) (Metric, error) {
+	switch strings.ToUpper(s) {
+	case "COSINE":
+		return Cosine, nil
+	case "L2":
+		return L2, nil
+	case "IP":
+		return IP, nil
+	}
+	return 0, fmt.Errorf("%w: unknown metric %q (want COSINE, L2 or IP)", ErrBadParam, s)
+}
+
+// Defaults of a collection's learning parameters.
+const (
+	DefaultAlpha = 0.3
+	DefaultGamma = 0.0
+	DefaultQInit = 0.0
+)
+
+// MaxDim bounds a collection's dimension; it keeps a single vector (and a
+// WAL record) at 256 KiB.
+const MaxDim = 65536
+
+// MaxPayload bounds a memory's payload. Payloads are opaque bytes: a plan, a
+// trajectory, a reflection.
+const MaxPayload = 16 << 20
+
+// Config describes a collection. Its zero value is not valid: Dim is
+// required. Use NewConfig for the defaults.
+type Config struct {
+	Dim    int     // vector dimension, 1..MaxDim
+	Metric Metric  // similarity; the zero value is Cosine
+	Alpha  float64 // learning rate, in [0, 1]
+	Gamma  float64 // discount of nextQ in the TD target, in [0, 1]
+	QInit  float64 // Q of a memory added without an explicit Q
+}
+
+// NewConfig returns a Config of dimension dim with the default metric and
+// learning parameters.
+func NewConfig(dim int) Config {
+	return Config{Dim: dim, Metric: Cosine, Alpha: DefaultAlpha, Gamma: DefaultGamma, QInit: DefaultQInit}
+}
+
+// Validate reports whether c is a valid collection configuration.
+func (c Config) Validate() error {
+	if c.Dim < 1 || c.Dim > MaxDim {
+		return fmt.Errorf("%w: DIM must be 1..%d, got %d", ErrBadParam, MaxDim, c.Dim)
+	}
+	if c.Metric > IP {
+		return fmt.Errorf("%w: unknown metric %d", ErrBadParam, c.Metric)
+	}
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"ALPHA", c.Alpha}, {"GAMMA", c.Gamma}} {
+		if math.IsNaN(p.v) || p.v < 0 || p.v > 1 {
+			return fmt.Errorf("%w: %s must be in [0, 1], got %v", ErrBadParam, p.name, p.v)
+		}
+	}
+	if !finite(c.QInit) {
+		return fmt.Errorf("%w: QINIT", ErrBadNumber)
+	}
+	return nil
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// validName enforces ErrBadName. Names become part of nothing on disk (a
+// collection's folder is named by its uid), but they travel in the line
+// protocol, so they are kept to printable characters without spaces.
+func validName(s string) error {
+	if len(s) == 0 || len(s) > 128 {
+		return ErrBadName
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '_' || c == '.' || c == ':' || c == '-'
+		if !ok {
+			return ErrBadName
+		}
+	}
+	return nil
+}

@@ -1,0 +1,273 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/memrl/memrl/wal"
+)
+
+// Options configure Open. The zero value is usable: SyncAlways, the OS file
+// system, checkpoints every 5 minutes or 256 MiB of log.
+type Options struct {
+	// FS is the file system; nil means the operating system's.
+	FS wal.FS
+	// Sync is the WAL durability policy; the zero value is wal.SyncAlways:
+	// a method returns only once its change is fsynced.
+	Sync wal.SyncPolicy
+	// SyncInterval is the fsync period of wal.SyncInterval; <= 0 means
+	// the WAL's default.
+	SyncInterval time.Duration
+	// SegmentSize is the WAL segment size; <= 0 means the WAL's default.
+	SegmentSize int64
+	// CheckpointInterval is the longest time between background
+	// checkpoints; 0 means 5 minutes, < 0 disables them (Close still
+	// checkpoints).
+	CheckpointInterval time.Duration
+	// CheckpointBytes triggers a background checkpoint once the log has
+	// grown this much since the last one; 0 means 256 MiB, < 0 disables.
+	CheckpointBytes int64
+	// Logf receives recovery reports and background errors; nil means the
+	// standard logger.
+	Logf func(format string, args ...any)
+}
+
+// DB is a memrl database: a folder of named collections and the write-ahead
+// log that makes their changes durable. Its methods are safe for concurrent
+// use. You must Close a DB to stop its background checkpoints and release
+// its files; Close checkpoints, so the next Open replays little.
+type DB struct {
+	dir  string
+	fs   wal.FS
+	opts Options
+	log  *wal.Log
+	lock *dirLock
+
+	// ckptMu serialises checkpoints with each other and with Drop, which
+	// closes a collection's files.
+	ckptMu sync.Mutex
+
+	// mu guards colls, byUID, nextUID and closed. Create and Drop hold it
+	// for writing while they log and apply their record, so the log order
+	// of collection changes is the order they were applied in.
+	mu      sync.RWMutex
+	colls   map[string]*Collection
+	byUID   map[uint64]*Collection
+	nextUID uint64
+	closed  bool
+
+	stop chan struct{} // closed by Close to end the checkpointer
+	done chan struct{} // closed when the checkpointer has ended
+
+	// Recovery describes what Open found: the checkpoint, the records
+	// replayed and any torn tail cut off the log.
+	Recovery RecoveryInfo
+}
+
+// RecoveryInfo reports what Open did to bring the database back.
+type RecoveryInfo struct {
+	CheckpointLSN   uint64        // WAL position the checkpoint covers up to
+	RecordsReplayed int           // log records applied on top of it
+	TornTail        string        // non-empty when a torn log tail was cut off
+	Duration        time.Duration // time Open took
+}
+
+// Open opens the database in dir, creating it if needed, and recovers it:
+// the checkpoint is loaded, the log replayed on top of it, a torn last
+// record cut off (and reported in db.Recovery). Corruption anywhere else is
+// an error: memrl never opens a database it cannot read whole.
+func Open(dir string, opts Options) (*DB, error) {
+	start := time.Now()
+	if opts.FS == nil {
+		opts.FS = wal.Default
+	}
+	if opts.Logf == nil {
+		opts.Logf = log.Printf
+	}
+	if opts.CheckpointInterval == 0 {
+		opts.CheckpointInterval = 5 * time.Minute
+	}
+	if opts.CheckpointBytes == 0 {
+		opts.CheckpointBytes = 256 << 20
+	}
+	fs := opts.FS
+	if err := fs.MkdirAll(filepath.Join(dir, "collections"), 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(fs, dir)
+	if err != nil {
+		return nil, err
+	}
+	db := &DB{
+		dir: dir, fs: fs, opts: opts, lock: lock, nextUID: 1,
+		colls: make(map[string]*Collection), byUID: make(map[uint64]*Collection),
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	if err := db.recover(); err != nil {
+		db.closeFiles()
+		lock.release()
+		return nil, err
+	}
+	db.Recovery.Duration = time.Since(start)
+	go db.checkpointer()
+	return db, nil
+}
+
+func (db *DB) closeFiles() {
+	for _, c := range db.byUID {
+		c.closeFiles()
+	}
+	if db.log != nil {
+		db.log.Close()
+	}
+}
+
+// Create makes a new, empty collection.
+func (db *DB) Create(name string, cfg Config) error {
+	if err := validName(name); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return ErrClosed
+	}
+	if _, ok := db.colls[name]; ok {
+		db.mu.Unlock()
+		return fmt.Errorf("%w: %q", ErrCollectionExists, name)
+	}
+	r := createRec{uid: db.nextUID, name: name, cfg: cfg}
+	c, err := openCollection(db, name, r.uid, cfg, 0, 0)
+	if err != nil {
+		db.mu.Unlock()
+		return err
+	}
+	lsn, err := db.log.Enqueue(encodeCreate(r))
+	if err != nil {
+		c.closeFiles()
+		db.mu.Unlock()
+		return err
+	}
+	db.addCollectionLocked(c)
+	db.mu.Unlock()
+	return db.log.WaitDurable(lsn)
+}
+
+// REQUIRES: db.mu held for writing.
+func (db *DB) addCollectionLocked(c *Collection) {
+	db.colls[c.name] = c
+	db.byUID[c.uid] = c
+	if c.uid >= db.nextUID {
+		db.nextUID = c.uid + 1
+	}
+}
+
+// Drop deletes a collection and all its memories. Its files are removed by
+// the next checkpoint that no longer needs them.
+func (db *DB) Drop(name string) error {
+	db.ckptMu.Lock()
+	defer db.ckptMu.Unlock()
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return ErrClosed
+	}
+	c, ok := db.colls[name]
+	if !ok {
+		db.mu.Unlock()
+		return fmt.Errorf("%w: %q", ErrNoCollection, name)
+	}
+	c.mu.Lock() // waits for the collection's in-flight operations
+	lsn, err := db.log.Enqueue(encodeDrop(c.uid))
+	if err != nil {
+		c.mu.Unlock()
+		db.mu.Unlock()
+		return err
+	}
+	db.dropLocked(c)
+	c.mu.Unlock()
+	db.mu.Unlock()
+	return db.log.WaitDurable(lsn)
+}
+
+// REQUIRES: db.mu and c.mu held for writing.
+func (db *DB) dropLocked(c *Collection) {
+	c.dropped = true
+	delete(db.colls, c.name)
+	delete(db.byUID, c.uid)
+	c.closeFiles()
+}
+
+// Collection returns the named collection.
+func (db *DB) Collection(name string) (*Collection, error) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.closed {
+		return nil, ErrClosed
+	}
+	c, ok := db.colls[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrNoCollection, name)
+	}
+	return c, nil
+}
+
+// List returns the collection names, sorted.
+func (db *DB) List() []string {
+	db.mu.RLock()
+	names := make([]string, 0, len(db.colls))
+	for n := range db.colls {
+		names = append(names, n)
+	}
+	db.mu.RUnlock()
+	sort.Strings(names)
+	return names
+}
+
+// SyncPolicy returns the WAL's durability policy.
+func (db *DB) SyncPolicy() wal.SyncPolicy { return db.opts.Sync }
+
+// Err returns the sticky error that stopped the database accepting writes
+// (a failed write or fsync of the log), or nil.
+func (db *DB) Err() error { return db.log.Err() }
+
+// Close stops background work, checkpoints, and closes every file. Methods
+// called after Close fail with ErrClosed (or a closed-log error).
+func (db *DB) Close() error {
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return ErrClosed
+	}
+	db.mu.Unlock()
+	close(db.stop)
+	<-db.done
+	var err error
+	if db.log.Err() == nil {
+		err = db.Checkpoint()
+	}
+	db.ckptMu.Lock()
+	defer db.ckptMu.Unlock()
+	db.mu.Lock()
+	db.closed = true
+	for _, c := range db.byUID {
+		c.mu.Lock()
+		c.dropped = true // not dropped, but closed: methods fail the same way
+		c.closeFiles()
+		c.mu.Unlock()
+	}
+	db.mu.Unlock()
+	if cerr := db.log.Close(); err == nil && !errors.Is(cerr, wal.ErrClosed) {
+		err = cerr
+	}
+	db.lock.release()
+	return err
+}

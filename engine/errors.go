@@ -1,0 +1,31 @@
+package engine
+
+import "errors"
+
+// Sentinel errors. Each names the rule it enforces; callers match them with
+// errors.Is, and the server turns them into ERR replies.
+var (
+	// ErrCollectionExists: a collection name is unique within a database.
+	ErrCollectionExists = errors.New("collection already exists")
+	// ErrNoCollection: operations name an existing collection.
+	ErrNoCollection = errors.New("no such collection")
+	// ErrBadName: collection names are 1 to 128 bytes of [A-Za-z0-9_.:-].
+	ErrBadName = errors.New("invalid collection name: use 1-128 characters of A-Z a-z 0-9 _ . : -")
+	// ErrDimension: every vector of a collection has the collection's dimension.
+	ErrDimension = errors.New("vector dimension does not match the collection")
+	// ErrBadVector: vector components are finite (no NaN or Inf), and a
+	// COSINE collection's vectors are not all zero.
+	ErrBadVector = errors.New("vector has a NaN or infinite component, or is zero in a COSINE collection")
+	// ErrBadNumber: rewards, Q values and learning parameters are finite.
+	ErrBadNumber = errors.New("value must be a finite number")
+	// ErrBadParam: a parameter is out of its documented range.
+	ErrBadParam = errors.New("parameter out of range")
+	// ErrIDExists: memory ids are unique within a collection.
+	ErrIDExists = errors.New("memory id already exists")
+	// ErrNoMemory: rewards and reads name existing memories.
+	ErrNoMemory = errors.New("no such memory")
+	// ErrPayloadTooLarge: a payload is at most MaxPayload bytes.
+	ErrPayloadTooLarge = errors.New("payload too large")
+	// ErrClosed: the database was closed.
+	ErrClosed = errors.New("database is closed")
+)

@@ -1,0 +1,62 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/memrl/memrl/wal"
+)
+
+// payloadStore is a collection's append-only payload file. A memory's
+// payload is the bytes [off, off+len) of the file; the memory table holds
+// off and len. Like the vector file it has no header and is derived data:
+// the log holds every payload and a checkpoint records the synced size.
+//
+// REQUIRES: put with the collection's lock held for writing; get is safe
+// concurrently with put (pread of bytes already written).
+type payloadStore struct {
+	f    wal.File
+	size uint64 // bytes in use; the next payload goes here
+}
+
+func openPayloadStore(fs wal.FS, path string, size uint64) (*payloadStore, error) {
+	f, err := fs.OpenReadWrite(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if uint64(st.Size()) < size {
+		f.Close()
+		return nil, fmt.Errorf("engine: payload file %s has %d bytes, the checkpoint needs %d", path, st.Size(), size)
+	}
+	return &payloadStore{f: f, size: size}, nil
+}
+
+// put writes p at off and extends size past it.
+func (s *payloadStore) put(off uint64, p []byte) error {
+	if len(p) == 0 {
+		return nil
+	}
+	if _, err := s.f.WriteAt(p, int64(off)); err != nil {
+		return err
+	}
+	s.size = max(s.size, off+uint64(len(p)))
+	return nil
+}
+
+func (s *payloadStore) get(off uint64, n uint32) ([]byte, error) {
+	p := make([]byte, n)
+	if n == 0 {
+		return p, nil
+	}
+	if _, err := s.f.ReadAt(p, int64(off)); err != nil {
+		return nil, fmt.Errorf("engine: read payload: %w", err)
+	}
+	return p, nil
+}
+
+func (s *payloadStore) sync() error  { return s.f.Sync() }
+func (s *payloadStore) close() error { return s.f.Close() }

@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"math"
+	"sort"
+)
+
+// zClip bounds the z-score of Q, so that one memory with an extreme learned
+// utility cannot drown the similarity signal of the whole pool.
+const zClip = 3.0
+
+// scored is a phase-2 candidate.
+type scored struct {
+	id    uint64
+	row   uint32
+	sim   float64
+	q     float64
+	score float64
+}
+
+// rankPhase2 scores the pool by (1-λ)·z(sim) + λ·clip(z(Q), ±3), where z is
+// the z-score over the pool (population standard deviation; a pool whose
+// standard deviation is 0 gives z = 0), sorts best first (ties: higher
+// similarity, then lower id) and keeps the first k2.
+func rankPhase2(pool []scored, lambda float64, k2 int) []scored {
+	ms, ss := meanStd(pool, func(s scored) float64 { return s.sim })
+	mq, sq := meanStd(pool, func(s scored) float64 { return s.q })
+	for i := range pool {
+		zs := zscore(pool[i].sim, ms, ss)
+		zq := math.Max(-zClip, math.Min(zClip, zscore(pool[i].q, mq, sq)))
+		pool[i].score = (1-lambda)*zs + lambda*zq
+	}
+	sort.SliceStable(pool, func(i, j int) bool {
+		a, b := pool[i], pool[j]
+		if a.score != b.score {
+			return a.score > b.score
+		}
+		if a.sim != b.sim {
+			return a.sim > b.sim
+		}
+		return a.id < b.id
+	})
+	if k2 < len(pool) {
+		pool = pool[:k2]
+	}
+	return pool
+}
+
+func meanStd(pool []scored, f func(scored) float64) (mean, std float64) {
+	if len(pool) == 0 {
+		return 0, 0
+	}
+	for _, s := range pool {
+		mean += f(s)
+	}
+	mean /= float64(len(pool))
+	var v float64
+	for _, s := range pool {
+		d := f(s) - mean
+		v += d * d
+	}
+	return mean, math.Sqrt(v / float64(len(pool)))
+}
+
+// zscore returns (x-mean)/std, or 0 when std is 0 (or too small to divide
+// by without the rounding noise of identical values turning into ±big).
+func zscore(x, mean, std float64) float64 {
+	if std <= 1e-12*math.Max(1, math.Abs(mean)) {
+		return 0
+	}
+	return (x - mean) / std
+}

@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/memrl/memrl/wal"
+)
+
+// recover loads the checkpoint, opens the log and replays it.
+//
+// Replay starts at the checkpoint's WAL position. The checkpoint is fuzzy
+// (taken while rewards keep flowing), so records at or after that position
+// may already be reflected in it; every record logs a result rather than an
+// operation, and replaying the log suffix in order converges to the state
+// the log describes whatever the starting point. That is also why replay is
+// lenient about rewards and deletes of memories it does not know: they were
+// deleted later, and the checkpoint already saw it.
+func (db *DB) recover() error {
+	var cp checkpoint
+	data, err := wal.ReadFile(db.fs, filepath.Join(db.dir, ckptName))
+	switch {
+	case err == nil:
+		if cp, err = decodeCheckpoint(data); err != nil {
+			return fmt.Errorf("%w (file %s)", err, filepath.Join(db.dir, ckptName))
+		}
+	case errors.Is(err, os.ErrNotExist):
+	default:
+		return err
+	}
+	db.nextUID = max(cp.nextUID, 1)
+	db.Recovery.CheckpointLSN = cp.walLSN
+	for _, cc := range cp.colls {
+		c, err := openCollection(db, cc.name, cc.uid, cc.cfg, cc.nrows, cc.paySize)
+		if err != nil {
+			return fmt.Errorf("engine: open collection %q: %w", cc.name, err)
+		}
+		c.loadCheckpointLocked(cc)
+		db.addCollectionLocked(c)
+	}
+
+	l, report, err := wal.Open(wal.Options{
+		FS: db.fs, Dir: filepath.Join(db.dir, "wal"), Sync: db.opts.Sync,
+		SyncInterval: db.opts.SyncInterval, SegmentSize: db.opts.SegmentSize,
+	})
+	if err != nil {
+		return err
+	}
+	db.log = l
+	if t := report.Torn; t != nil {
+		db.Recovery.TornTail = fmt.Sprintf("%s: cut at offset %d, %d bytes dropped (%s)", t.File, t.Offset, t.Dropped, t.Reason)
+		db.opts.Logf("memrl: recovery: torn log tail cut off: %s", db.Recovery.TornTail)
+	}
+	err = l.Replay(wal.LSN(cp.walLSN), func(lsn wal.LSN, rec []byte) error {
+		db.Recovery.RecordsReplayed++
+		if err := db.replayRecord(rec); err != nil {
+			return fmt.Errorf("engine: replay record %d: %w", lsn, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range db.byUID {
+		c.rebuildDeadLocked()
+	}
+	return nil
+}
+
+// replayRecord applies one logged change. REQUIRES: no concurrent use of db
+// (Open has not returned yet).
+func (db *DB) replayRecord(rec []byte) error {
+	if len(rec) == 0 {
+		return fmt.Errorf("%w: empty", errBadRecord)
+	}
+	switch rec[0] {
+	case recCreate:
+		r, err := decodeCreate(rec)
+		if err != nil {
+			return err
+		}
+		if _, ok := db.byUID[r.uid]; ok {
+			return nil
+		}
+		c, err := openCollection(db, r.name, r.uid, r.cfg, 0, 0)
+		if err != nil {
+			return err
+		}
+		db.addCollectionLocked(c)
+	case recDrop:
+		uid, err := decodeDrop(rec)
+		if err != nil {
+			return err
+		}
+		if c, ok := db.byUID[uid]; ok {
+			db.dropLocked(c)
+		}
+	case recAdd:
+		uid, err := addRecUID(rec)
+		if err != nil {
+			return err
+		}
+		c, ok := db.byUID[uid]
+		if !ok {
+			return fmt.Errorf("add to unknown collection %d", uid)
+		}
+		r, err := decodeAdd(rec, c.cfg.Dim)
+		if err != nil {
+			return err
+		}
+		if err := c.writeFilesLocked(r); err != nil {
+			return err
+		}
+		c.applyAddLocked(r)
+	case recDelete:
+		r, err := decodeDelete(rec)
+		if err != nil {
+			return err
+		}
+		if c, ok := db.byUID[r.uid]; ok {
+			c.applyDeleteLocked(r)
+		}
+	case recQ:
+		r, err := decodeQ(rec)
+		if err != nil {
+			return err
+		}
+		if c, ok := db.byUID[r.uid]; ok {
+			if e, ok := c.q.Get(r.id); ok {
+				applyQ(&e, r)
+				c.q.Put(r.id, e)
+			}
+		}
+	default:
+		return fmt.Errorf("%w: unknown type %d", errBadRecord, rec[0])
+	}
+	return nil
+}
+
+// loadCheckpointLocked fills a freshly opened collection from its
+// checkpointed state. REQUIRES: c not yet shared.
+func (c *Collection) loadCheckpointLocked(cc ckptCollection) {
+	c.nextID = max(cc.nextID, 1)
+	c.rowIDs = make([]uint64, cc.nrows)
+	for _, m := range cc.mems {
+		c.mems[m.id] = m.m
+		c.rowIDs[m.m.row] = m.id
+		c.q.Put(m.id, qEntry(m))
+	}
+}
+
+// rebuildDeadLocked marks every row of the vector file that no live memory
+// holds: deleted memories, and rows whose add never reached the log.
+func (c *Collection) rebuildDeadLocked() {
+	c.dead.Clear()
+	for uint32(len(c.rowIDs)) < c.vecs.nrows {
+		c.rowIDs = append(c.rowIDs, 0)
+	}
+	live := make([]bool, c.vecs.nrows)
+	for _, m := range c.mems {
+		live[m.row] = true
+	}
+	for r, ok := range live {
+		if !ok {
+			c.dead.Add(uint32(r))
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+)
+
+// Defaults of a retrieval.
+const (
+	DefaultK1     = 10
+	DefaultK2     = 5
+	DefaultLambda = 0.5
+	// MaxK bounds K1 and K2: a retrieval is a prompt's worth of memories,
+	// not a bulk export.
+	MaxK = 10000
+)
+
+// RetrieveOptions are the knobs of a two-phase retrieval. Use
+// NewRetrieveOptions for the defaults.
+type RetrieveOptions struct {
+	SearchOptions         // phase 1: K1, DELTA, and the index's NPROBE/REFINE
+	K2            int     // memories returned
+	Lambda        float64 // weight of Q against similarity in phase 2, in [0, 1]
+	WithPayload   bool
+}
+
+// NewRetrieveOptions returns the defaults: K1=10, K2=5, λ=0.5, no threshold.
+func NewRetrieveOptions() RetrieveOptions {
+	return RetrieveOptions{SearchOptions: SearchOptions{K1: DefaultK1}, K2: DefaultK2, Lambda: DefaultLambda}
+}
+
+// Validate reports whether o is usable.
+func (o RetrieveOptions) Validate() error {
+	if o.K1 < 1 || o.K1 > MaxK {
+		return fmt.Errorf("%w: K1 must be 1..%d, got %d", ErrBadParam, MaxK, o.K1)
+	}
+	if o.K2 < 1 || o.K2 > MaxK {
+		return fmt.Errorf("%w: K2 must be 1..%d, got %d", ErrBadParam, MaxK, o.K2)
+	}
+	if math.IsNaN(o.Lambda) || o.Lambda < 0 || o.Lambda > 1 {
+		return fmt.Errorf("%w: LAMBDA must be in [0, 1], got %v", ErrBadParam, o.Lambda)
+	}
+	if o.HasDelta && !finite(o.Delta) {
+		return fmt.Errorf("%w: DELTA", ErrBadNumber)
+	}
+	return nil
+}
+
+// Result is one retrieved memory.
+type Result struct {
+	ID      uint64
+	Sim     float64 // phase-1 similarity (cosine, dot product, or minus squared L2)
+	Q       float64 // learned utility at retrieval time
+	Score   float64 // phase-2 score
+	Payload []byte  // set when WithPayload
+}
+
+// Retrieve runs two-phase retrieval: phase 1 recalls the K1 memories most
+// similar to query whose similarity is at least DELTA; phase 2 ranks them by
+// (1-λ)·z(sim) + λ·clip(z(Q), ±3) and returns the best K2, best first.
+func (c *Collection) Retrieve(query []float32, opt RetrieveOptions) ([]Result, error) {
+	if err := opt.Validate(); err != nil {
+		return nil, err
+	}
+	q, err := c.checkVector(query)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.rlockLive(); err != nil {
+		return nil, err
+	}
+	defer c.mu.RUnlock()
+	cands := c.index.search(q, opt.SearchOptions)
+	pool := make([]scored, len(cands))
+	for i, cd := range cands {
+		id := c.rowIDs[cd.row]
+		e, _ := c.q.Get(id)
+		pool[i] = scored{id: id, row: cd.row, sim: float64(cd.sim), q: e.Q}
+	}
+	ranked := rankPhase2(pool, opt.Lambda, opt.K2)
+	out := make([]Result, len(ranked))
+	for i, s := range ranked {
+		out[i] = Result{ID: s.id, Sim: s.sim, Q: s.q, Score: s.score}
+		if opt.WithPayload {
+			m := c.mems[s.id]
+			if out[i].Payload, err = c.pays.get(m.payOff, m.payLen); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,165 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"unsafe"
+
+	"github.com/edsrzf/mmap-go"
+
+	"github.com/memrl/memrl/wal"
+)
+
+// vectorStore is a collection's append-only vector file: row r holds the
+// dim float32 components (little-endian, the host order on every platform
+// memrl supports) at offset r*dim*4. There is no header: the file is derived
+// data. The log holds every vector, and a checkpoint records how many rows
+// the file had when it was synced, so recovery never trusts bytes past that.
+//
+// Rows are written with WriteAt (pwrite) and read through a read-only shared
+// mmap of the whole file, so a database of millions of vectors opens without
+// reading them into the heap; on Linux the page cache makes the written bytes
+// visible through the mapping at once. The file grows by doubling (a sparse
+// truncate) and the mapping is replaced when it does.
+//
+// A file without an OS descriptor (an in-memory FS in tests) keeps a heap
+// copy instead of a mapping.
+//
+// Not safe for concurrent use: the owning collection guards it. REQUIRES:
+// put and grow with the collection's lock held for writing; row and rows
+// with it held at least for reading (a put may replace the mapping).
+type vectorStore struct {
+	f       wal.File
+	osf     *os.File // f's *os.File, nil when f has none
+	dim     int
+	rowSize int64     // dim*4
+	mm      mmap.MMap // maps capRows rows; nil when capRows is 0 or osf is nil
+	heap    []float32 // used instead of mm when osf is nil
+	capRows uint32    // rows the file (and mapping) can hold
+	nrows   uint32    // rows in use: the highest row written + 1
+}
+
+// osFiler is implemented by files of the OS file system.
+type osFiler interface{ OSFile() *os.File }
+
+// openVectorStore opens (creating) the vector file at path holding nrows rows
+// of dim components. Bytes past nrows rows are ignored and overwritten.
+func openVectorStore(fs wal.FS, path string, dim int, nrows uint32) (*vectorStore, error) {
+	f, err := fs.OpenReadWrite(path)
+	if err != nil {
+		return nil, err
+	}
+	s := &vectorStore{f: f, dim: dim, rowSize: int64(dim) * 4}
+	if of, ok := f.(osFiler); ok {
+		s.osf = of.OSFile()
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if st.Size() < int64(nrows)*s.rowSize {
+		f.Close()
+		return nil, fmt.Errorf("engine: vector file %s has %d bytes, the checkpoint needs %d rows of %d", path, st.Size(), nrows, s.rowSize)
+	}
+	if err := s.mapRows(uint32(st.Size()/s.rowSize), nrows); err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.nrows = nrows
+	return s, nil
+}
+
+// mapRows maps (or reads into the heap) a file of capRows rows, of which the
+// first valid rows hold data.
+func (s *vectorStore) mapRows(capRows, valid uint32) error {
+	if s.mm != nil {
+		if err := s.mm.Unmap(); err != nil {
+			return err
+		}
+		s.mm = nil
+	}
+	s.capRows = capRows
+	if capRows == 0 {
+		return nil
+	}
+	if s.osf == nil {
+		heap := make([]float32, int(capRows)*s.dim)
+		copy(heap, s.heap)
+		if s.heap == nil && valid > 0 {
+			buf := unsafe.Slice((*byte)(unsafe.Pointer(&heap[0])), int64(valid)*s.rowSize)
+			if _, err := s.f.ReadAt(buf, 0); err != nil {
+				return err
+			}
+		}
+		s.heap = heap
+		return nil
+	}
+	mm, err := mmap.MapRegion(s.osf, int(int64(capRows)*s.rowSize), mmap.RDONLY, 0, 0)
+	if err != nil {
+		return fmt.Errorf("engine: mmap vector file: %w", err)
+	}
+	s.mm = mm
+	return nil
+}
+
+// grow makes room for at least need rows.
+func (s *vectorStore) grow(need uint32) error {
+	newCap := max(s.capRows*2, need, 1024)
+	if err := s.f.Truncate(int64(newCap) * s.rowSize); err != nil {
+		return err
+	}
+	return s.mapRows(newCap, s.nrows)
+}
+
+// put writes v as row r, growing the file as needed.
+func (s *vectorStore) put(r uint32, v []float32) error {
+	if r >= s.capRows {
+		if err := s.grow(r + 1); err != nil {
+			return err
+		}
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), s.rowSize)
+	if _, err := s.f.WriteAt(b, int64(r)*s.rowSize); err != nil {
+		return err
+	}
+	if s.heap != nil {
+		copy(s.heap[int(r)*s.dim:], v)
+	}
+	if r >= s.nrows {
+		s.nrows = r + 1
+	}
+	return nil
+}
+
+// rows returns rows [0, nrows) as one contiguous slice. It aliases the
+// mapping: REQUIRES the caller to stop using it before releasing the lock
+// under which it was obtained.
+func (s *vectorStore) rows() []float32 {
+	if s.nrows == 0 {
+		return nil
+	}
+	if s.heap != nil {
+		return s.heap[:int(s.nrows)*s.dim]
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&s.mm[0])), int(s.nrows)*s.dim)
+}
+
+// row returns row r (aliasing, as rows). REQUIRES: r < nrows.
+func (s *vectorStore) row(r uint32) []float32 {
+	return s.rows()[int(r)*s.dim : int(r+1)*s.dim]
+}
+
+func (s *vectorStore) sync() error { return s.f.Sync() }
+
+func (s *vectorStore) close() error {
+	var err error
+	if s.mm != nil {
+		err = s.mm.Unmap()
+		s.mm = nil
+	}
+	if cerr := s.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
