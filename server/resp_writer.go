@@ -24,7 +24,7 @@ const writeBufSize = 16 << 10
 // A Writer is not safe for concurrent use.
 type Writer struct {
 	bw      *bufio.Writer
-	scratch [32]byte // number formatting without allocation
+	scratch [64]byte // number formatting without allocation
 	n       int64    // bytes accepted so far; lets the server see whether a handler replied
 }
 
@@ -160,21 +160,19 @@ func (w *Writer) WriteFloat64(f float64) { w.writeFloat(f, 64) }
 func (w *Writer) WriteFloat32(f float32) { w.writeFloat(float64(f), 32) }
 
 func (w *Writer) writeFloat(f float64, bits int) {
-	var b []byte
+	// The digits go in the upper half of scratch; header uses the lower.
+	b := w.scratch[32:32]
 	switch {
 	case math.IsInf(f, 1):
-		b = append(w.scratch[:0], "inf"...)
+		b = append(b, "inf"...)
 	case math.IsInf(f, -1):
-		b = append(w.scratch[:0], "-inf"...)
+		b = append(b, "-inf"...)
 	case math.IsNaN(f):
-		b = append(w.scratch[:0], "nan"...)
+		b = append(b, "nan"...)
 	default:
-		b = strconv.AppendFloat(w.scratch[:0], f, 'g', -1, bits)
+		b = strconv.AppendFloat(b, f, 'g', -1, bits) // at most 24 bytes
 	}
-	// b aliases scratch, which header reuses: copy the digits first.
-	var digits [32]byte
-	n := copy(digits[:], b)
-	w.header('$', n)
-	w.raw(digits[:n])
+	w.header('$', len(b))
+	w.raw(b)
 	w.rawString("\r\n")
 }

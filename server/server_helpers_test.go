@@ -67,7 +67,7 @@ func (c countingConn) Write(p []byte) (int, error) {
 
 // startServer serves cfg on 127.0.0.1:0 and shuts it down at test end.
 // register runs before Serve.
-func startServer(t *testing.T, cfg Config, register func(*Server)) *testServer {
+func startServer(t testing.TB, cfg Config, register func(*Server)) *testServer {
 	t.Helper()
 	ts := &testServer{serveErr: make(chan error, 1), logBuf: &syncBuffer{}, writes: new(atomic.Int64)}
 	if cfg.Logger == nil {
@@ -104,7 +104,7 @@ func (ts *testServer) client(t *testing.T) *redis.Client {
 }
 
 // rawConn dials the server for byte-level tests.
-func (ts *testServer) rawConn(t *testing.T) net.Conn {
+func (ts *testServer) rawConn(t testing.TB) net.Conn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", ts.addr, 5*time.Second)
 	if err != nil {

@@ -1,0 +1,103 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// repeatReader serves the same bytes forever, like a client that keeps
+// pipelining one command.
+type repeatReader struct {
+	data []byte
+	off  int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		c := copy(p[n:], r.data[r.off:])
+		n += c
+		r.off = (r.off + c) % len(r.data)
+	}
+	return n, nil
+}
+
+func benchReader(b *testing.B, cmd string) {
+	rd := NewReader(&repeatReader{data: []byte(cmd)}, Limits{})
+	b.SetBytes(int64(len(cmd)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := rd.ReadCommand(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkReaderRESP(b *testing.B) {
+	benchReader(b, "*3\r\n$7\r\nMEM.GET\r\n$4\r\ncoll\r\n$2\r\n42\r\n")
+}
+
+func BenchmarkReaderInline(b *testing.B) {
+	benchReader(b, "MEM.GET coll 42\r\n")
+}
+
+func BenchmarkReaderVector768(b *testing.B) {
+	// MEM.ADD with a 768-dim FP32 vector and a 1 KiB payload.
+	vec := strings.Repeat("v", 768*4)
+	pay := strings.Repeat("p", 1024)
+	benchReader(b, "*5\r\n$7\r\nMEM.ADD\r\n$4\r\ncoll\r\n$3\r\nVEC\r\n$3072\r\n"+vec+"\r\n$1024\r\n"+pay+"\r\n")
+}
+
+func BenchmarkWriterMixed(b *testing.B) {
+	w := NewWriter(io.Discard)
+	payload := bytes.Repeat([]byte("x"), 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		w.WriteArrayHeader(3)
+		w.WriteInt(12345)
+		w.WriteFloat32(0.123)
+		w.WriteBulk(payload)
+	}
+	w.Flush()
+}
+
+// BenchmarkServerPipeline measures end-to-end throughput of pipelined PINGs
+// over loopback, 100 per round trip.
+func BenchmarkServerPipeline(b *testing.B) {
+	ts := startServer(b, Config{}, nil)
+	c := redis.NewClient(&redis.Options{Addr: ts.addr})
+	defer c.Close()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		p := c.Pipeline()
+		for range 100 {
+			p.Ping(ctx)
+		}
+		if _, err := p.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "cmds/s")
+}
+
+// BenchmarkServerRoundTrip measures one PING per round trip on a raw
+// connection (latency-bound).
+func BenchmarkServerRoundTrip(b *testing.B) {
+	ts := startServer(b, Config{}, nil)
+	c := ts.rawConn(b)
+	br := bufio.NewReader(c)
+	ping := []byte("*1\r\n$4\r\nPING\r\n")
+	for b.Loop() {
+		c.Write(ping)
+		if _, err := br.ReadSlice('\n'); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
