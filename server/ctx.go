@@ -17,9 +17,12 @@ type Ctx struct {
 	cmd  *command // the command being executed
 }
 
-// Context returns a context that is cancelled when the connection closes
-// or when Shutdown gives up waiting for in-flight commands. Blocking
-// handlers should honour it.
+// Context returns a context that is cancelled when the server ends the
+// connection, and in particular when Shutdown gives up waiting for
+// in-flight commands. Blocking handlers should honour it. A client that
+// disconnects while its command executes is noticed only when the handler
+// returns (the socket is not read during a command), so the context is not
+// cancelled by that alone.
 func (c *Ctx) Context() context.Context { return c.conn.ctx }
 
 // Name returns the lower-case name of the command being executed.
