@@ -1,0 +1,21 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/memrl/memrl/bench/rewards"
+)
+
+func bench(args []string) error {
+	if len(args) < 1 {
+		return fmt.Errorf("bench: which one? ann or rewards")
+	}
+	switch args[0] {
+	case "rewards":
+		return rewards.Main(args[1:], os.Stdout)
+	case "ann":
+		return benchANN(args[1:])
+	}
+	return fmt.Errorf("bench: unknown benchmark %q (want ann or rewards)", args[0])
+}

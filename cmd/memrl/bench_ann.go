@@ -1,0 +1,6 @@
+package main
+
+import "fmt"
+
+// benchANN is wired to bench/ann once that package lands.
+func benchANN(args []string) error { return fmt.Errorf("bench ann: not built yet") }

@@ -1,0 +1,346 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/memrl/memrl/engine"
+)
+
+// RegisterMem adds the memory commands (MEM.*), served from db. See
+// docs/PROTOCOL.md for their grammar and replies.
+func (s *Server) RegisterMem(db *engine.DB) {
+	m := memCommands{db}
+	s.Register("MEM.CREATE", 3, m.create)
+	s.Register("MEM.DROP", 1, m.drop)
+	s.Register("MEM.LIST", 0, m.list)
+	s.Register("MEM.ADD", 3, m.add)
+	s.Register("MEM.RETRIEVE", 3, m.retrieve)
+	s.Register("MEM.REWARD", 3, m.reward)
+	s.Register("MEM.GET", 2, m.get)
+	s.Register("MEM.DEL", 2, m.del)
+	s.Register("MEM.INFO", 1, m.info)
+	s.Register("MEM.CHECKPOINT", 0, m.checkpoint)
+	s.AddInfoSection("memrl", m.infoSection)
+}
+
+type memCommands struct{ db *engine.DB }
+
+func (m memCommands) coll(name []byte) (*engine.Collection, error) {
+	return m.db.Collection(string(name))
+}
+
+// MEM.CREATE coll DIM d [METRIC COSINE|L2|IP] [ALPHA a] [GAMMA g] [QINIT q]
+func (m memCommands) create(c *Ctx, args [][]byte) error {
+	a := argList{args: args, i: 1}
+	cfg := engine.NewConfig(0)
+	hasDim := false
+	for a.more() {
+		var err error
+		switch k := a.keyword(); k {
+		case "DIM":
+			cfg.Dim, err = a.int("DIM")
+			hasDim = true
+		case "METRIC":
+			var b []byte
+			if b, err = a.next("METRIC"); err == nil {
+				cfg.Metric, err = engine.ParseMetric(string(b))
+			}
+		case "ALPHA":
+			cfg.Alpha, err = a.float("ALPHA")
+		case "GAMMA":
+			cfg.Gamma, err = a.float("GAMMA")
+		case "QINIT":
+			cfg.QInit, err = a.float("QINIT")
+		default:
+			err = fmt.Errorf("syntax error: unknown MEM.CREATE option %q", k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if !hasDim {
+		return fmt.Errorf("syntax error: DIM is required")
+	}
+	if err := m.db.Create(string(args[0]), cfg); err != nil {
+		return err
+	}
+	c.WriteOK()
+	return nil
+}
+
+// MEM.DROP coll
+func (m memCommands) drop(c *Ctx, args [][]byte) error {
+	if len(args) != 1 {
+		return c.WrongArity()
+	}
+	if err := m.db.Drop(string(args[0])); err != nil {
+		return err
+	}
+	c.WriteOK()
+	return nil
+}
+
+// MEM.LIST
+func (m memCommands) list(c *Ctx, args [][]byte) error {
+	if len(args) != 0 {
+		return c.WrongArity()
+	}
+	names := m.db.List()
+	c.WriteArrayHeader(len(names))
+	for _, n := range names {
+		c.WriteBulkString(n)
+	}
+	return nil
+}
+
+// MEM.ADD coll (FP32 blob | VALUES d v1 … vd) [ID id] [Q q0] [PAYLOAD bytes]
+func (m memCommands) add(c *Ctx, args [][]byte) error {
+	coll, err := m.coll(args[0])
+	if err != nil {
+		return err
+	}
+	a := argList{args: args, i: 1}
+	var req engine.AddRequest
+	if req.Vector, err = a.vector(); err != nil {
+		return err
+	}
+	for a.more() {
+		switch k := a.keyword(); k {
+		case "ID":
+			req.ID, err = a.uint64("ID")
+			req.HasID = true
+		case "Q":
+			req.Q, err = a.float("Q")
+			req.HasQ = true
+		case "PAYLOAD":
+			var p []byte
+			p, err = a.next("PAYLOAD")
+			req.Payload = bytes.Clone(p) // args alias the read buffer
+		default:
+			err = fmt.Errorf("syntax error: unknown MEM.ADD option %q", k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	id, err := coll.Add(req)
+	if err != nil {
+		return err
+	}
+	c.WriteInt(int64(id))
+	return nil
+}
+
+// MEM.RETRIEVE coll (FP32 blob | VALUES d v1 … vd) [K1 n] [K2 n] [LAMBDA l]
+// [DELTA x] [NPROBE n] [REFINE n] [WITHPAYLOAD]
+func (m memCommands) retrieve(c *Ctx, args [][]byte) error {
+	coll, err := m.coll(args[0])
+	if err != nil {
+		return err
+	}
+	a := argList{args: args, i: 1}
+	q, err := a.vector()
+	if err != nil {
+		return err
+	}
+	opt := engine.NewRetrieveOptions()
+	for a.more() {
+		switch k := a.keyword(); k {
+		case "K1":
+			opt.K1, err = a.int("K1")
+		case "K2":
+			opt.K2, err = a.int("K2")
+		case "LAMBDA":
+			opt.Lambda, err = a.float("LAMBDA")
+		case "DELTA":
+			opt.Delta, err = a.float("DELTA")
+			opt.HasDelta = true
+		case "NPROBE":
+			opt.NProbe, err = a.int("NPROBE")
+		case "REFINE":
+			opt.Refine, err = a.int("REFINE")
+		case "WITHPAYLOAD":
+			opt.WithPayload = true
+		default:
+			err = fmt.Errorf("syntax error: unknown MEM.RETRIEVE option %q", k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	res, err := coll.Retrieve(q, opt)
+	if err != nil {
+		return err
+	}
+	width := 4
+	if opt.WithPayload {
+		width = 5
+	}
+	c.WriteArrayHeader(len(res))
+	for _, r := range res {
+		c.WriteArrayHeader(width)
+		c.WriteInt(int64(r.ID))
+		c.WriteFloat32(float32(r.Sim))
+		c.WriteFloat64(r.Q)
+		c.WriteFloat64(r.Score)
+		if opt.WithPayload {
+			c.WriteBulk(r.Payload)
+		}
+	}
+	return nil
+}
+
+// MEM.REWARD coll reward id [id …] [NEXTQ v]
+func (m memCommands) reward(c *Ctx, args [][]byte) error {
+	coll, err := m.coll(args[0])
+	if err != nil {
+		return err
+	}
+	r, err := parseFloat(args[1], "reward")
+	if err != nil {
+		return err
+	}
+	var ids []uint64
+	var nextQ *float64
+	for i := 2; i < len(args); i++ {
+		if bytes.EqualFold(args[i], []byte("NEXTQ")) {
+			if i+2 != len(args) {
+				return fmt.Errorf("syntax error: NEXTQ takes one value and comes last")
+			}
+			v, err := parseFloat(args[i+1], "NEXTQ")
+			if err != nil {
+				return err
+			}
+			nextQ = &v
+			break
+		}
+		id, err := parseID(args[i], "memory id")
+		if err != nil {
+			return err
+		}
+		ids = append(ids, id)
+	}
+	qs, err := coll.Reward(r, ids, nextQ)
+	if err != nil {
+		return err
+	}
+	c.WriteArrayHeader(len(qs))
+	for _, q := range qs {
+		c.WriteFloat64(q)
+	}
+	return nil
+}
+
+// MEM.GET coll id
+func (m memCommands) get(c *Ctx, args [][]byte) error {
+	if len(args) != 2 {
+		return c.WrongArity()
+	}
+	coll, err := m.coll(args[0])
+	if err != nil {
+		return err
+	}
+	id, err := parseID(args[1], "memory id")
+	if err != nil {
+		return err
+	}
+	mi, err := coll.Get(id)
+	if err != nil {
+		return err
+	}
+	c.WriteArrayHeader(14)
+	c.WriteBulkString("id")
+	c.WriteInt(int64(mi.ID))
+	c.WriteBulkString("q")
+	c.WriteFloat64(mi.Q)
+	c.WriteBulkString("visits")
+	c.WriteInt(int64(mi.Visits))
+	c.WriteBulkString("last_reward")
+	c.WriteFloat64(mi.LastReward)
+	c.WriteBulkString("created")
+	c.WriteInt(mi.Created.UnixMilli())
+	c.WriteBulkString("updated")
+	c.WriteInt(mi.Updated.UnixMilli())
+	c.WriteBulkString("payload")
+	c.WriteBulk(mi.Payload)
+	return nil
+}
+
+// MEM.DEL coll id [id …]
+func (m memCommands) del(c *Ctx, args [][]byte) error {
+	coll, err := m.coll(args[0])
+	if err != nil {
+		return err
+	}
+	ids := make([]uint64, 0, len(args)-1)
+	for _, b := range args[1:] {
+		id, err := parseID(b, "memory id")
+		if err != nil {
+			return err
+		}
+		ids = append(ids, id)
+	}
+	n, err := coll.Delete(ids)
+	if err != nil {
+		return err
+	}
+	c.WriteInt(int64(n))
+	return nil
+}
+
+// MEM.INFO coll
+func (m memCommands) info(c *Ctx, args [][]byte) error {
+	if len(args) != 1 {
+		return c.WrongArity()
+	}
+	coll, err := m.coll(args[0])
+	if err != nil {
+		return err
+	}
+	in, err := coll.Info()
+	if err != nil {
+		return err
+	}
+	c.WriteArrayHeader(20)
+	c.WriteBulkString("name")
+	c.WriteBulkString(in.Name)
+	c.WriteBulkString("dim")
+	c.WriteInt(int64(in.Dim))
+	c.WriteBulkString("metric")
+	c.WriteBulkString(in.Metric.String())
+	c.WriteBulkString("count")
+	c.WriteInt(int64(in.Count))
+	c.WriteBulkString("alpha")
+	c.WriteFloat64(in.Alpha)
+	c.WriteBulkString("gamma")
+	c.WriteFloat64(in.Gamma)
+	c.WriteBulkString("qinit")
+	c.WriteFloat64(in.QInit)
+	c.WriteBulkString("rows")
+	c.WriteInt(int64(in.Rows))
+	c.WriteBulkString("next_id")
+	c.WriteInt(int64(in.NextID))
+	c.WriteBulkString("index")
+	c.WriteBulkString(in.Index)
+	return nil
+}
+
+// MEM.CHECKPOINT
+func (m memCommands) checkpoint(c *Ctx, args [][]byte) error {
+	if len(args) != 0 {
+		return c.WrongArity()
+	}
+	if err := m.db.Checkpoint(); err != nil {
+		return err
+	}
+	c.WriteOK()
+	return nil
+}
+
+func (m memCommands) infoSection() [][2]string {
+	return [][2]string{
+		{"collections", fmt.Sprint(len(m.db.List()))},
+		{"sync", m.db.SyncPolicy().String()},
+	}
+}
