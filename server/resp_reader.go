@@ -88,6 +88,9 @@ func (r *Reader) ReadCommand() ([][]byte, error) {
 	if cap(r.offs) > 2*keepArgs {
 		r.offs, r.args = nil, nil
 	}
+	if len(r.buf) > readBufSize && r.r == r.w {
+		r.buf, r.r, r.w = make([]byte, readBufSize), 0, 0 // grown for one long line
+	}
 	for {
 		r.arena = r.arena[:0]
 		r.offs = r.offs[:0]

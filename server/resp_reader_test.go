@@ -249,3 +249,20 @@ func TestParseInt(t *testing.T) {
 		}
 	}
 }
+
+// Inline lines longer than the initial buffer grow it, up to the limit.
+func TestReaderLongInline(t *testing.T) {
+	long := strings.Repeat("y", 40<<10)
+	in := "ECHO " + long + "\r\nPING\r\n"
+	for _, src := range []io.Reader{strings.NewReader(in), iotest.HalfReader(strings.NewReader(in))} {
+		got, err := readAll(t, NewReader(src, Limits{}))
+		if err != io.EOF || !equalCmds(got, [][]string{{"ECHO", long}, {"PING"}}) {
+			t.Fatalf("got %d commands, err %v", len(got), err)
+		}
+	}
+	_, err := readAll(t, NewReader(strings.NewReader("ECHO "+strings.Repeat("y", DefaultMaxInlineLen)+"\n"), Limits{}))
+	var pe *ProtocolError
+	if !errors.As(err, &pe) || pe.Msg != "too big inline request" {
+		t.Fatalf("err = %v", err)
+	}
+}
