@@ -38,5 +38,8 @@
 //	go test ./fuzz -run=^$ -fuzz=FuzzReadCommand -fuzztime=20s
 //
 // Longer local runs use a larger -fuzztime; -parallel bounds the workers on
-// a shared machine.
+// a shared machine. When the fuzzer finds a new interesting input it
+// minimizes it (up to 60 s by default) and the execs/sec line may show 0
+// meanwhile; minimization still runs the target and checks the
+// invariants. -fuzzminimizetime=1s keeps short runs exploring instead.
 package fuzz
