@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -50,7 +51,9 @@ func serve(args []string) error {
 
 	srv := server.New(server.Config{Addr: *addr, Logger: slog.Default()})
 	srv.RegisterMem(db)
-	srv.AddInfoSection("simd", func() [][2]string { return [][2]string{{"simd_level", simd.Level()}} })
+	srv.AddInfoSection("simd", func() [][2]string {
+		return [][2]string{{"simd_level", simd.Level()}, {"simd_supported", strings.Join(simd.Levels(), ",")}}
+	})
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
