@@ -17,8 +17,8 @@ import (
 //	| 8 bytes   | u32     | u64     | u64     |            |                | u64     |
 //	+-----------+---------+---------+---------+------------+----------------+---------+
 //
-//	collection: uid u64 | name u16-len bytes | dim u32 | metric u8 | alpha f64 | gamma f64 |
-//	            qinit f64 | nrows u32 | paySize u64 | nextID u64 | nmem u64 | nmem × memory
+//	collection: uid u64 | name u16-len bytes | config (engine/config.go encodeConfig) |
+//	            nrows u32 | paySize u64 | nextID u64 | nmem u64 | nmem × memory
 //	memory:     id u64 | row u32 | payOff u64 | payLen u32 | created i64 | q f64 | visits u64 |
 //	            lastReward f64 | rewardSum f64 | updated i64                      (72 bytes)
 //
@@ -65,7 +65,7 @@ type checkpoint struct {
 func encodeCheckpoint(cp checkpoint) []byte {
 	n := 40
 	for _, c := range cp.colls {
-		n += 80 + len(c.name) + 72*len(c.mems)
+		n += 96 + len(c.name) + 72*len(c.mems)
 	}
 	b := make([]byte, 0, n)
 	b = append(b, ckptMagic...)
@@ -77,11 +77,7 @@ func encodeCheckpoint(cp checkpoint) []byte {
 		b = le.AppendUint64(b, c.uid)
 		b = le.AppendUint16(b, uint16(len(c.name)))
 		b = append(b, c.name...)
-		b = le.AppendUint32(b, uint32(c.cfg.Dim))
-		b = append(b, byte(c.cfg.Metric))
-		b = putF64(b, c.cfg.Alpha)
-		b = putF64(b, c.cfg.Gamma)
-		b = putF64(b, c.cfg.QInit)
+		b = encodeConfig(b, c.cfg)
 		b = le.AppendUint32(b, c.nrows)
 		b = le.AppendUint64(b, c.paySize)
 		b = le.AppendUint64(b, c.nextID)
@@ -122,11 +118,7 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 		var c ckptCollection
 		c.uid = d.u64()
 		c.name = string(d.take(int(d.u16())))
-		c.cfg.Dim = int(d.u32())
-		c.cfg.Metric = Metric(d.u8())
-		c.cfg.Alpha = d.f64()
-		c.cfg.Gamma = d.f64()
-		c.cfg.QInit = d.f64()
+		c.cfg = decodeConfig(&d)
 		c.nrows = d.u32()
 		c.paySize = d.u64()
 		c.nextID = d.u64()

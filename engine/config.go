@@ -69,6 +69,41 @@ type Config struct {
 	Alpha  float64 // learning rate, in [0, 1]
 	Gamma  float64 // discount of nextQ in the TD target, in [0, 1]
 	QInit  float64 // Q of a memory added without an explicit Q
+	Index  IndexConfig
+}
+
+// encodeConfig appends c's fields in the layout shared by the create record
+// and the checkpoint:
+//
+//	dim u32 | metric u8 | alpha f64 | gamma f64 | qinit f64 |
+//	index kind u8 | nlist u32 | pqm u32 | pqbits u8 | train u32
+func encodeConfig(b []byte, c Config) []byte {
+	b = le.AppendUint32(b, uint32(c.Dim))
+	b = append(b, byte(c.Metric))
+	b = putF64(b, c.Alpha)
+	b = putF64(b, c.Gamma)
+	b = putF64(b, c.QInit)
+	b = append(b, byte(c.Index.Kind))
+	b = le.AppendUint32(b, uint32(c.Index.NList))
+	b = le.AppendUint32(b, uint32(c.Index.PQM))
+	b = append(b, byte(c.Index.PQBits))
+	b = le.AppendUint32(b, uint32(c.Index.TrainThreshold))
+	return b
+}
+
+func decodeConfig(d *decoder) Config {
+	var c Config
+	c.Dim = int(d.u32())
+	c.Metric = Metric(d.u8())
+	c.Alpha = d.f64()
+	c.Gamma = d.f64()
+	c.QInit = d.f64()
+	c.Index.Kind = IndexKind(d.u8())
+	c.Index.NList = int(d.u32())
+	c.Index.PQM = int(d.u32())
+	c.Index.PQBits = int(d.u8())
+	c.Index.TrainThreshold = int(d.u32())
+	return c
 }
 
 // NewConfig returns a Config of dimension dim with the default metric and
@@ -96,7 +131,7 @@ func (c Config) Validate() error {
 	if !finite(c.QInit) {
 		return fmt.Errorf("%w: QINIT", ErrBadNumber)
 	}
-	return nil
+	return c.Index.validate(c.Dim)
 }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

@@ -12,7 +12,7 @@ import (
 // body's layout gets a new type number, so old logs stay readable. All
 // integers are little-endian.
 //
-//	recCreate   uid u64 | name u16-len bytes | dim u32 | metric u8 | alpha f64 | gamma f64 | qinit f64
+//	recCreate   uid u64 | name u16-len bytes | config (encodeConfig)
 //	recDrop     uid u64
 //	recAdd      uid u64 | id u64 | row u32 | payOff u64 | created i64 | q f64 | payload u32-len bytes | vector dim×f32
 //	recDelete   uid u64 | n u32 | n × id u64
@@ -74,12 +74,7 @@ func encodeCreate(r createRec) []byte {
 	b = le.AppendUint64(b, r.uid)
 	b = le.AppendUint16(b, uint16(len(r.name)))
 	b = append(b, r.name...)
-	b = le.AppendUint32(b, uint32(r.cfg.Dim))
-	b = append(b, byte(r.cfg.Metric))
-	b = putF64(b, r.cfg.Alpha)
-	b = putF64(b, r.cfg.Gamma)
-	b = putF64(b, r.cfg.QInit)
-	return b
+	return encodeConfig(b, r.cfg)
 }
 
 func encodeDrop(uid uint64) []byte {
@@ -161,11 +156,7 @@ func decodeCreate(b []byte) (createRec, error) {
 	var r createRec
 	r.uid = d.u64()
 	r.name = string(d.take(int(d.u16())))
-	r.cfg.Dim = int(d.u32())
-	r.cfg.Metric = Metric(d.u8())
-	r.cfg.Alpha = d.f64()
-	r.cfg.Gamma = d.f64()
-	r.cfg.QInit = d.f64()
+	r.cfg = decodeConfig(&d)
 	return r, d.done("create")
 }
 

@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+)
+
+// IndexKind chooses a collection's phase-1 search.
+type IndexKind uint8
+
+const (
+	// IndexIVFPQ (the default) searches exactly while the collection is
+	// small, then trains an IVF-PQ index in the background once it holds
+	// TrainThreshold memories and swaps it in, retraining as it grows.
+	IndexIVFPQ IndexKind = iota
+	// IndexFlat always searches exactly.
+	IndexFlat
+)
+
+func (k IndexKind) String() string {
+	if k == IndexFlat {
+		return "FLAT"
+	}
+	return "IVFPQ"
+}
+
+// ParseIndexKind parses FLAT or IVFPQ (any case).
+func ParseIndexKind(s string) (IndexKind, error) {
+	switch strings.ToUpper(s) {
+	case "FLAT":
+		return IndexFlat, nil
+	case "IVFPQ":
+		return IndexIVFPQ, nil
+	}
+	return 0, fmt.Errorf("%w: unknown index %q (want FLAT or IVFPQ)", ErrBadParam, s)
+}
+
+// DefaultTrainThreshold is the number of memories at which an IVFPQ
+// collection trains its index: below it an exact scan is fast enough
+// (10k × 768 floats is a few milliseconds) and k-means would have too few
+// points per centroid.
+const DefaultTrainThreshold = 10000
+
+// IndexConfig configures the IVF-PQ index. Zero fields take defaults chosen
+// from the collection's size and dimension when the index is trained (see
+// ivfpq.DefaultParams): NList ≈ 4·√n, PQM the largest divisor of the
+// dimension up to dim/4 (and 64), PQBits 8.
+type IndexConfig struct {
+	Kind           IndexKind
+	NList          int // coarse centroids; 0 means the default
+	PQM            int // PQ sub-spaces; must divide the dimension; 0 means the default
+	PQBits         int // 4 or 8; 0 means 8
+	TrainThreshold int // memories before training; 0 means DefaultTrainThreshold (and at least 40·NList)
+}
+
+func (ic IndexConfig) validate(dim int) error {
+	if ic.Kind > IndexFlat {
+		return fmt.Errorf("%w: unknown index kind %d", ErrBadParam, ic.Kind)
+	}
+	if ic.NList < 0 || ic.NList > 65536 {
+		return fmt.Errorf("%w: NLIST must be 1..65536, got %d", ErrBadParam, ic.NList)
+	}
+	if ic.PQM < 0 || ic.PQM > 0 && (dim%ic.PQM != 0 || ic.PQM > 256) {
+		return fmt.Errorf("%w: PQM must divide DIM %d (and be at most 256), got %d", ErrBadParam, dim, ic.PQM)
+	}
+	if ic.PQBits != 0 && ic.PQBits != 4 && ic.PQBits != 8 {
+		return fmt.Errorf("%w: PQBITS must be 4 or 8, got %d", ErrBadParam, ic.PQBits)
+	}
+	if ic.TrainThreshold < 0 {
+		return fmt.Errorf("%w: TRAIN must be >= 0, got %d", ErrBadParam, ic.TrainThreshold)
+	}
+	return nil
+}
+
+// trainThreshold is the number of live memories that triggers training.
+func (ic IndexConfig) trainThreshold() int {
+	t := ic.TrainThreshold
+	if t == 0 {
+		t = DefaultTrainThreshold
+	}
+	return max(t, 40*ic.NList)
+}
