@@ -37,6 +37,9 @@ type MemFS struct {
 	dirs map[string]*memDir
 	// faults are pending one-shot injected faults. Guarded by mu.
 	faults []memFault
+	// ops counts mutating operations; powerOff, when > 0, is the
+	// operation number from which they fail (PowerOffAt). Guarded by mu.
+	ops, powerOff int64
 	// syncDelay is a simulated fsync latency, in nanoseconds (atomic:
 	// read without mu so that a sleeping Sync does not block others).
 	syncDelay atomic.Int64
@@ -180,6 +183,9 @@ func (d *memDir) applyLocked(op nsOp) {
 func (m *MemFS) Create(name string) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.mutateLocked("create", name); err != nil {
+		return nil, err
+	}
 	d, base, err := m.lookupLocked("create", name)
 	if err != nil {
 		return nil, err
@@ -204,6 +210,9 @@ func (m *MemFS) OpenReadWrite(name string) (File, error) {
 	}
 	n, ok := d.cur[base]
 	if !ok {
+		if err := m.mutateLocked("open", name); err != nil {
+			return nil, err
+		}
 		n = &memNode{modTime: time.Now()}
 		d.applyLocked(nsOp{set: base, node: n})
 	}
@@ -230,6 +239,9 @@ func (m *MemFS) Open(name string) (File, error) {
 func (m *MemFS) Rename(oldname, newname string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.mutateLocked("rename", oldname); err != nil {
+		return err
+	}
 	od, obase, err := m.lookupLocked("rename", oldname)
 	if err != nil {
 		return err
@@ -258,6 +270,9 @@ func (m *MemFS) Rename(oldname, newname string) error {
 func (m *MemFS) Remove(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.mutateLocked("remove", name); err != nil {
+		return err
+	}
 	clean := filepath.Clean(name)
 	if _, ok := m.dirs[clean]; ok {
 		if len(m.childrenLocked(clean)) > 0 {
@@ -283,6 +298,10 @@ func (m *MemFS) RemoveAll(name string) error {
 	m.mu.Lock()
 	clean := filepath.Clean(name)
 	if _, ok := m.dirs[clean]; ok {
+		if err := m.mutateLocked("removeall", name); err != nil {
+			m.mu.Unlock()
+			return err
+		}
 		prefix := clean + string(filepath.Separator)
 		for p := range m.dirs {
 			if p == clean || strings.HasPrefix(p, prefix) {
@@ -304,6 +323,9 @@ func (m *MemFS) RemoveAll(name string) error {
 func (m *MemFS) MkdirAll(dir string, perm os.FileMode) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.mutateLocked("mkdir", dir); err != nil {
+		return err
+	}
 	dir = filepath.Clean(dir)
 	var chain []string
 	for p := dir; ; p = filepath.Dir(p) {
@@ -383,6 +405,9 @@ func (m *MemFS) SyncDir(dir string) error {
 	d, ok := m.dirs[dir]
 	if !ok {
 		return &fs.PathError{Op: "sync", Path: dir, Err: fs.ErrNotExist}
+	}
+	if err := m.mutateLocked("sync", dir); err != nil {
+		return err
 	}
 	if m.takeFaultLocked(faultSyncDir, dir) {
 		return &fs.PathError{Op: "sync", Path: dir, Err: ErrInjected}
@@ -526,6 +551,9 @@ func (f *memFile) writeAtLocked(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, &fs.PathError{Op: "write", Path: f.name, Err: fs.ErrInvalid}
 	}
+	if err := f.fs.mutateLocked("write", f.name); err != nil {
+		return 0, err
+	}
 	if f.fs.takeFaultLocked(faultWrite, f.name) {
 		return 0, &fs.PathError{Op: "write", Path: f.name, Err: ErrInjected}
 	}
@@ -540,6 +568,9 @@ func (f *memFile) Sync() error {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
 	if err := f.checkLocked("sync", false); err != nil {
+		return err
+	}
+	if err := f.fs.mutateLocked("sync", f.name); err != nil {
 		return err
 	}
 	if f.fs.takeFaultLocked(faultSync, f.name) {
@@ -557,6 +588,9 @@ func (f *memFile) Truncate(size int64) error {
 	}
 	if size < 0 {
 		return &fs.PathError{Op: "truncate", Path: f.name, Err: fs.ErrInvalid}
+	}
+	if err := f.fs.mutateLocked("truncate", f.name); err != nil {
+		return err
 	}
 	f.node.truncateLocked(size)
 	return nil
