@@ -7,8 +7,10 @@
 // the operating system; MemFS is an in-memory FS for crash tests that
 // keeps durable and non-durable state apart and can Crash (DropUnsynced,
 // KeepRandomPrefix, TearLastSector) and inject faults (FailNextSync,
-// FailNextWrite, FailNextSyncDir). WriteFileAtomic and ReadFile are the
-// helpers for the engine's checkpoint files.
+// FailNextWrite, FailNextSyncDir), and can lose power at the k-th
+// mutating operation (PowerOffAt): crash tests crash a workload at every
+// file operation that way. WriteFileAtomic and ReadFile are the helpers for
+// the engine's checkpoint files.
 //
 // # Records and LSNs
 //
