@@ -9,6 +9,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 
+	"github.com/memrl/memrl/ivfpq"
 	"github.com/memrl/memrl/qtable"
 	"github.com/memrl/memrl/wal"
 )
@@ -43,7 +44,16 @@ type Collection struct {
 	nextID  uint64            // the id an ADD without ID gets: above every id ever used
 	vecs    *vectorStore
 	pays    *payloadStore
-	index   phase1
+	index   phase1 // exactScan, or ivfPhase1 once an index is built
+
+	// Index state (index.go).
+	ivf       *ivfpq.Index   // the index in use, or nil
+	trainedOn int            // live memories when ivf was trained
+	savedRows uint32         // rows of ivf in its saved file
+	building  bool           // a background build is running
+	saving    bool           // a background save is running
+	retired   []*ivfpq.Index // replaced indexes, closed by closeRetired
+	bg        sync.WaitGroup // background saves (not builds); not guarded
 
 	q *qtable.Table // Q, visits, rewards: safe for concurrent use on its own
 }
@@ -209,6 +219,7 @@ func (c *Collection) Add(req AddRequest) (uint64, error) {
 		return 0, err
 	}
 	c.applyAddLocked(r)
+	c.indexAddLocked(r.row, r.vec)
 	c.mu.Unlock()
 	return id, c.db.log.WaitDurable(lsn)
 }
@@ -400,7 +411,7 @@ type Info struct {
 	Count     int    // live memories
 	Rows      uint32 // rows of the vector file, live or dead
 	NextID    uint64
-	Index     string // "flat" (exact scan) or the IVF-PQ description
+	Index     string // "flat" (exact scan) or the IVF-PQ index in use
 	PayloadMB float64
 }
 
@@ -410,8 +421,14 @@ func (c *Collection) Info() (Info, error) {
 		return Info{}, err
 	}
 	defer c.mu.RUnlock()
+	index := "flat"
+	if p, ok := c.index.(ivfPhase1); ok {
+		index = p.describe()
+	} else if c.building {
+		index = "flat (building ivfpq)"
+	}
 	return Info{
 		Name: c.name, Config: c.cfg, Count: len(c.mems), Rows: c.vecs.nrows, NextID: c.nextID,
-		Index: "flat", PayloadMB: float64(c.pays.size) / (1 << 20),
+		Index: index, PayloadMB: float64(c.pays.size) / (1 << 20),
 	}, nil
 }

@@ -195,15 +195,18 @@ func (db *DB) Drop(name string) error {
 	db.dropLocked(c)
 	c.mu.Unlock()
 	db.mu.Unlock()
+	c.closeIndex(false)
+	c.closeFiles()
 	return db.log.WaitDurable(lsn)
 }
 
+// dropLocked removes c from the database. Every method of c fails from now
+// on, so its files and index can be closed once the locks are released.
 // REQUIRES: db.mu and c.mu held for writing.
 func (db *DB) dropLocked(c *Collection) {
 	c.dropped = true
 	delete(db.colls, c.name)
 	delete(db.byUID, c.uid)
-	c.closeFiles()
 }
 
 // Collection returns the named collection.
@@ -261,8 +264,9 @@ func (db *DB) Close() error {
 	for _, c := range db.byUID {
 		c.mu.Lock()
 		c.dropped = true // not dropped, but closed: methods fail the same way
-		c.closeFiles()
 		c.mu.Unlock()
+		c.closeIndex(true)
+		c.closeFiles()
 	}
 	db.mu.Unlock()
 	if cerr := db.log.Close(); err == nil && !errors.Is(cerr, wal.ErrClosed) {

@@ -31,7 +31,7 @@ type SearchOptions struct {
 //
 // REQUIRES: the collection's lock held at least for reading.
 type phase1 interface {
-	search(q []float32, opt SearchOptions) []candidate
+	search(q []float32, opt SearchOptions) ([]candidate, error)
 }
 
 // exactScan is brute-force phase 1 over every live row of the vector file.
@@ -43,8 +43,8 @@ type exactScan struct {
 // amortise the call, few enough that the scores stay in L1.
 const scanBatch = 256
 
-func (e exactScan) search(q []float32, opt SearchOptions) []candidate {
-	return exactSearch(e.c.vecs.rows(), e.c.dim(), e.c.cfg.Metric, e.c.dead, q, opt)
+func (e exactScan) search(q []float32, opt SearchOptions) ([]candidate, error) {
+	return exactSearch(e.c.vecs.rows(), e.c.dim(), e.c.cfg.Metric, e.c.dead, q, opt), nil
 }
 
 // exactSearch scans rows (n*dim values) for the K1 most similar rows not in

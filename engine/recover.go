@@ -65,6 +65,7 @@ func (db *DB) recover() error {
 	}
 	for _, c := range db.byUID {
 		c.rebuildDeadLocked()
+		c.openIndexLocked()
 	}
 	return nil
 }
@@ -96,6 +97,7 @@ func (db *DB) replayRecord(rec []byte) error {
 		}
 		if c, ok := db.byUID[uid]; ok {
 			db.dropLocked(c)
+			c.closeFiles()
 		}
 	case recAdd:
 		uid, err := addRecUID(rec)

@@ -70,12 +70,19 @@ func (c *Collection) Retrieve(query []float32, opt RetrieveOptions) ([]Result, e
 		return nil, err
 	}
 	defer c.mu.RUnlock()
-	cands := c.index.search(q, opt.SearchOptions)
+	cands, err := c.index.search(q, opt.SearchOptions)
+	if err != nil {
+		return nil, err
+	}
 	pool := make([]scored, len(cands))
 	for i, cd := range cands {
 		id := c.rowIDs[cd.row]
 		e, _ := c.q.Get(id)
-		pool[i] = scored{id: id, row: cd.row, sim: float64(cd.sim), q: e.Q}
+		sim := float64(cd.sim)
+		if sim == 0 {
+			sim = 0 // -0 (an L2 distance of 0, negated) reads as "-0"
+		}
+		pool[i] = scored{id: id, row: cd.row, sim: sim, q: e.Q}
 	}
 	ranked := rankPhase2(pool, opt.Lambda, opt.K2)
 	out := make([]Result, len(ranked))

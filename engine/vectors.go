@@ -150,6 +150,10 @@ func (s *vectorStore) row(r uint32) []float32 {
 	return s.rows()[int(r)*s.dim : int(r+1)*s.dim]
 }
 
+// Vector returns row r; it makes vectorStore an ivfpq.VectorSource.
+// REQUIRES: as row.
+func (s *vectorStore) Vector(r uint32) []float32 { return s.row(r) }
+
 func (s *vectorStore) sync() error { return s.f.Sync() }
 
 func (s *vectorStore) close() error {

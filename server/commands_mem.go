@@ -31,6 +31,7 @@ func (m memCommands) coll(name []byte) (*engine.Collection, error) {
 }
 
 // MEM.CREATE coll DIM d [METRIC COSINE|L2|IP] [ALPHA a] [GAMMA g] [QINIT q]
+// [INDEX FLAT|IVFPQ] [NLIST n] [PQM m] [PQBITS 4|8] [TRAIN n]
 func (m memCommands) create(c *Ctx, args [][]byte) error {
 	a := argList{args: args, i: 1}
 	cfg := engine.NewConfig(0)
@@ -52,6 +53,19 @@ func (m memCommands) create(c *Ctx, args [][]byte) error {
 			cfg.Gamma, err = a.float("GAMMA")
 		case "QINIT":
 			cfg.QInit, err = a.float("QINIT")
+		case "INDEX":
+			var b []byte
+			if b, err = a.next("INDEX"); err == nil {
+				cfg.Index.Kind, err = engine.ParseIndexKind(string(b))
+			}
+		case "NLIST":
+			cfg.Index.NList, err = a.int("NLIST")
+		case "PQM":
+			cfg.Index.PQM, err = a.int("PQM")
+		case "PQBITS":
+			cfg.Index.PQBits, err = a.int("PQBITS")
+		case "TRAIN":
+			cfg.Index.TrainThreshold, err = a.int("TRAIN")
 		default:
 			err = fmt.Errorf("syntax error: unknown MEM.CREATE option %q", k)
 		}

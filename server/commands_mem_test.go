@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -154,6 +155,10 @@ func TestMemBadInput(t *testing.T) {
 		{"unknown metric", []any{"MEM.CREATE", "d", "DIM", 2, "METRIC", "HAMMING"}},
 		{"ALPHA must be", []any{"MEM.CREATE", "d", "DIM", 2, "ALPHA", 7}},
 		{"unknown MEM.CREATE option", []any{"MEM.CREATE", "d", "DIM", 2, "BOGUS", 1}},
+		{"unknown index", []any{"MEM.CREATE", "d", "DIM", 2, "INDEX", "HNSW"}},
+		{"PQM must divide", []any{"MEM.CREATE", "d", "DIM", 6, "PQM", 4}},
+		{"PQBITS must be 4 or 8", []any{"MEM.CREATE", "d", "DIM", 8, "PQBITS", 6}},
+		{"NLIST must be", []any{"MEM.CREATE", "d", "DIM", 8, "NLIST", -3}},
 		{"no such collection", []any{"MEM.ADD", "nope", "VALUES", 1, 1}},
 		{"dimension", []any{"MEM.ADD", "c", "VALUES", 2, 1, 2}},
 		{"dimension", []any{"MEM.ADD", "c", "FP32", fp32(1, 2, 3, 4)}},
@@ -262,5 +267,45 @@ func TestMemRedisCLI(t *testing.T) {
 		`ERR vector dimension does not match the collection: got 2, collection "plans" has 4` + "\n\nplans\n"
 	if string(out) != want {
 		t.Fatalf("redis-cli output:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+// TestMemIVFPQOverProtocol creates an IVFPQ collection with a low training
+// threshold, fills it past it, and retrieves with NPROBE and REFINE once the
+// index is in use.
+func TestMemIVFPQOverProtocol(t *testing.T) {
+	ts, _ := startMem(t)
+	ctx := context.Background()
+	rdb := ts.client(t)
+	mustDo(t, rdb, "MEM.CREATE", "big", "DIM", 8, "METRIC", "L2", "INDEX", "IVFPQ", "NLIST", 8, "PQM", 4, "PQBITS", 8, "TRAIN", 400)
+	p := rdb.Pipeline()
+	for i := 1; i <= 800; i++ {
+		args := []any{"MEM.ADD", "big", "VALUES", 8}
+		for j := 0; j < 8; j++ {
+			args = append(args, float32((i*(j+3))%97))
+		}
+		p.Do(ctx, args...)
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info := mustDo(t, rdb, "MEM.INFO", "big").([]any)
+		if s, _ := info[19].(string); strings.HasPrefix(s, "ivfpq nlist=8 pqm=4 pqbits=8") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("index not built: %v", info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	args := []any{"MEM.RETRIEVE", "big", "VALUES", 8}
+	for j := 0; j < 8; j++ {
+		args = append(args, float32((5*(j+3))%97))
+	}
+	res := mustDo(t, rdb, append(args, "K1", 5, "K2", 1, "LAMBDA", 0, "NPROBE", 8, "REFINE", 4)...).([]any)
+	if len(res) != 1 || res[0].([]any)[0] != int64(5) || res[0].([]any)[1] != "0" {
+		t.Fatalf("nearest to memory 5: %v", res)
 	}
 }

@@ -1,0 +1,365 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/memrl/memrl/ivfpq"
+	"github.com/memrl/memrl/wal"
+)
+
+// The IVF-PQ index of a collection.
+//
+// An IVFPQ collection is searched exactly until it holds its training
+// threshold of memories. Then a background build samples live vectors,
+// trains the index, adds every row in chunks (copied out of the mapping
+// under the read lock, so adds and searches go on), and finally, under the
+// write lock, adds the few rows that arrived meanwhile and swaps the index
+// in. From then on every add is also added to the index under the
+// collection's write lock. When the collection has grown to retrainFactor
+// times the size the index was trained on, the same build runs again and the
+// new index replaces the old.
+//
+// The index is derived data, saved to DIR/collections/<uid>/ivfpq/ after a
+// build, when it has grown by a quarter since its last save, and at Close.
+// It is never trusted beyond the log: the index file holds rows [0, R), and
+// after replay it is used only if R <= the rows the log recreated. Rows are
+// appended in log order, so rows below that count hold exactly the vectors
+// the index encoded; a file past it describes adds a crash took away, and is
+// discarded and rebuilt. Rows in [R, rows) are added at open.
+
+// retrainFactor is how much a collection grows past its training size
+// before the index is trained again: coarse lists trained on n points serve
+// well up to a few n, after which lists grow long and recall per probe falls.
+const retrainFactor = 4
+
+// buildChunk is the number of rows copied out of the mapping and encoded per
+// step of a build.
+const buildChunk = 65536
+
+// ivfPhase1 is phase 1 through a trained index.
+type ivfPhase1 struct {
+	c  *Collection
+	ix *ivfpq.Index
+}
+
+func (p ivfPhase1) search(q []float32, opt SearchOptions) ([]candidate, error) {
+	res, err := p.ix.Search(q, opt.K1, ivfpq.SearchParams{NProbe: opt.NProbe, Refine: opt.Refine}, p.c.dead, p.c.vecs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]candidate, 0, len(res))
+	for _, n := range res {
+		if opt.HasDelta && float64(n.Sim) < opt.Delta {
+			continue
+		}
+		out = append(out, candidate{row: n.Row, sim: n.Sim})
+	}
+	return out, nil
+}
+
+func (p ivfPhase1) describe() string {
+	pp := p.ix.Params()
+	return fmt.Sprintf("ivfpq nlist=%d pqm=%d pqbits=%d rows=%d", pp.NList, pp.M, pp.Bits, p.ix.Rows())
+}
+
+func (c *Collection) ivfMetric() ivfpq.Metric {
+	if c.cfg.Metric == L2 {
+		return ivfpq.L2
+	}
+	return ivfpq.IP // COSINE vectors are stored normalised
+}
+
+// ivfParams returns the index parameters for a collection of n memories.
+func (c *Collection) ivfParams(n int) ivfpq.Params {
+	p := ivfpq.DefaultParams(n, c.cfg.Dim, c.ivfMetric())
+	ic := c.cfg.Index
+	if ic.NList > 0 {
+		p.NList = ic.NList
+	}
+	if ic.PQM > 0 {
+		p.M = ic.PQM
+	}
+	if ic.PQBits > 0 {
+		p.Bits = ic.PQBits
+	}
+	return p
+}
+
+// indexAddLocked adds a new row to the live index, and starts a build when
+// one is due. REQUIRES: c.mu held for writing; row == the index's Rows().
+func (c *Collection) indexAddLocked(row uint32, v []float32) {
+	if c.ivf != nil {
+		if err := c.ivf.Add(row, v); err != nil {
+			// Cannot happen while rows are appended in order; fall back to
+			// exact search rather than serve an index missing a row.
+			c.db.opts.Logf("memrl: collection %q: index add failed, searching exactly until rebuilt: %v", c.name, err)
+			c.dropIndexLocked()
+		} else if c.ivf.Rows() >= c.savedRows+c.savedRows/4+buildChunk {
+			c.saveIndexAsyncLocked()
+		}
+	}
+	c.maybeBuildLocked()
+}
+
+// maybeBuildLocked starts a background build if one is due.
+// REQUIRES: c.mu held for writing.
+func (c *Collection) maybeBuildLocked() {
+	if c.cfg.Index.Kind != IndexIVFPQ || c.building || c.dropped {
+		return
+	}
+	n := len(c.mems)
+	due := c.ivf == nil && n >= c.cfg.Index.trainThreshold() ||
+		c.ivf != nil && n >= retrainFactor*max(c.trainedOn, 1) && c.cfg.Index.NList == 0
+	if !due {
+		return
+	}
+	c.building = true
+	go c.build()
+}
+
+// dropIndexLocked stops using the index. REQUIRES: c.mu held for writing.
+func (c *Collection) dropIndexLocked() {
+	if c.ivf != nil {
+		c.retired = append(c.retired, c.ivf)
+		c.ivf = nil
+		c.index = exactScan{c}
+	}
+}
+
+// build trains and fills a new index in the background and swaps it in.
+// It is not waited for at Close (training a large index takes a while): it
+// checks c.dropped, which Close and Drop set, under the lock before each
+// use of the collection, and discards its index if set.
+func (c *Collection) build() {
+	start := time.Now()
+	ix, n, err := c.buildIndex()
+	c.mu.Lock()
+	c.building = false
+	if err != nil || c.dropped {
+		c.mu.Unlock()
+		if ix != nil {
+			ix.Close()
+		}
+		if err != nil && !errors.Is(err, errDropped) {
+			c.db.opts.Logf("memrl: collection %q: index build failed: %v", c.name, err)
+		}
+		return
+	}
+	// Rows added since the last chunk; few, so adds wait only briefly.
+	for r := ix.Rows(); r < c.vecs.nrows; r++ {
+		if err := ix.Add(r, c.vecs.row(r)); err != nil {
+			c.mu.Unlock()
+			ix.Close()
+			c.db.opts.Logf("memrl: collection %q: index build failed: %v", c.name, err)
+			return
+		}
+	}
+	c.dropIndexLocked()
+	c.ivf, c.trainedOn, c.savedRows = ix, n, 0
+	c.index = ivfPhase1{c, ix}
+	c.saveIndexAsyncLocked()
+	c.mu.Unlock()
+	c.closeRetired()
+	p := ix.Params()
+	c.db.opts.Logf("memrl: collection %q: IVF-PQ index (nlist %d, pqm %d, pqbits %d) built on %d memories in %v",
+		c.name, p.NList, p.M, p.Bits, n, time.Since(start).Round(time.Millisecond))
+}
+
+var errDropped = errors.New("collection dropped")
+
+// buildIndex trains an index on a sample of the live vectors and adds rows
+// in chunks until it is nearly caught up. It holds the read lock only while
+// copying vectors out.
+func (c *Collection) buildIndex() (*ivfpq.Index, int, error) {
+	c.mu.RLock()
+	if c.dropped {
+		c.mu.RUnlock()
+		return nil, 0, errDropped
+	}
+	n := len(c.mems)
+	p := c.ivfParams(n)
+	sample := c.sampleLocked(rand.New(rand.NewSource(int64(n))), 256*p.NList)
+	c.mu.RUnlock()
+
+	workers := runtime.GOMAXPROCS(0)
+	ix, err := ivfpq.Train(p, sample, workers, int64(n))
+	if err != nil {
+		return nil, 0, err
+	}
+	dim := c.cfg.Dim
+	for {
+		c.mu.RLock()
+		if c.dropped {
+			c.mu.RUnlock()
+			ix.Close()
+			return nil, 0, errDropped
+		}
+		from, nrows := ix.Rows(), c.vecs.nrows
+		if nrows-from <= 1024 {
+			c.mu.RUnlock()
+			return ix, n, nil
+		}
+		to := min(from+buildChunk, nrows)
+		chunk := append([]float32(nil), c.vecs.rows()[int(from)*dim:int(to)*dim]...)
+		c.mu.RUnlock()
+		if err := ix.AddBatch(from, chunk, workers); err != nil {
+			ix.Close()
+			return nil, 0, err
+		}
+	}
+}
+
+// sampleLocked copies up to limit live vectors chosen at random.
+// REQUIRES: c.mu held at least for reading.
+func (c *Collection) sampleLocked(rng *rand.Rand, limit int) []float32 {
+	dim := c.cfg.Dim
+	if len(c.mems) <= limit {
+		out := make([]float32, 0, len(c.mems)*dim)
+		for _, m := range c.mems {
+			out = append(out, c.vecs.row(m.row)...)
+		}
+		return out
+	}
+	out := make([]float32, 0, limit*dim)
+	for len(out) < limit*dim {
+		r := uint32(rng.Int63n(int64(c.vecs.nrows)))
+		if !c.dead.Contains(r) {
+			out = append(out, c.vecs.row(r)...)
+		}
+	}
+	return out
+}
+
+// indexDir is where a collection saves its index.
+func (c *Collection) indexDir() string { return filepath.Join(c.dir, "ivfpq") }
+
+// persistIndex reports whether the index is saved to disk: only on the
+// operating system's file system (the index writes its files directly, and
+// an in-memory test file system rebuilds it instead).
+func (c *Collection) persistIndex() bool {
+	_, ok := c.db.fs.(wal.OSFS)
+	return ok
+}
+
+// saveIndexAsyncLocked saves the current index in the background.
+// REQUIRES: c.mu held for writing.
+func (c *Collection) saveIndexAsyncLocked() {
+	if c.ivf == nil || c.saving || !c.persistIndex() {
+		return
+	}
+	c.saving = true
+	ix := c.ivf
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		err := c.saveIndex(ix)
+		c.mu.Lock()
+		c.saving = false
+		c.mu.Unlock()
+		if err != nil && !errors.Is(err, ivfpq.ErrClosed) {
+			c.db.opts.Logf("memrl: collection %q: saving the index: %v", c.name, err)
+		}
+	}()
+}
+
+// saveIndex writes ix to the collection's index folder. The index is closed
+// only after every save of it has returned (see closeRetired).
+func (c *Collection) saveIndex(ix *ivfpq.Index) error {
+	if err := os.MkdirAll(c.indexDir(), 0o755); err != nil {
+		return err
+	}
+	rows := ix.Rows()
+	if err := ix.Save(c.indexDir()); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.ivf == ix {
+		c.savedRows = rows
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// closeRetired closes indexes replaced by a newer one once no save of
+// theirs is running. Searches never hold a retired index: it was swapped
+// out under the write lock.
+func (c *Collection) closeRetired() {
+	c.mu.Lock()
+	if c.saving {
+		c.mu.Unlock()
+		return // the running save's collection will be closed later
+	}
+	old := c.retired
+	c.retired = nil
+	c.mu.Unlock()
+	for _, ix := range old {
+		ix.Close()
+	}
+}
+
+// openIndexLocked loads the saved index after replay and catches it up with
+// the rows added since it was saved, or starts a build if it is missing,
+// damaged or describes rows the log does not have.
+// REQUIRES: c not yet shared (Open has not returned).
+func (c *Collection) openIndexLocked() {
+	if c.cfg.Index.Kind != IndexIVFPQ {
+		return
+	}
+	if c.persistIndex() {
+		ix, err := ivfpq.Open(c.indexDir())
+		switch {
+		case err != nil && errors.Is(err, os.ErrNotExist):
+		case err != nil:
+			c.db.opts.Logf("memrl: collection %q: saved index unusable, rebuilding: %v", c.name, err)
+		case ix.Rows() > c.vecs.nrows || ix.Params().Dim != c.cfg.Dim:
+			c.db.opts.Logf("memrl: collection %q: saved index has %d rows, the log %d; rebuilding", c.name, ix.Rows(), c.vecs.nrows)
+			ix.Close()
+		default:
+			if err := c.catchUpLocked(ix); err != nil {
+				c.db.opts.Logf("memrl: collection %q: saved index unusable, rebuilding: %v", c.name, err)
+				ix.Close()
+				break
+			}
+			c.ivf, c.trainedOn, c.savedRows = ix, int(ix.Rows()), ix.Rows()
+			c.index = ivfPhase1{c, ix}
+		}
+	}
+	c.maybeBuildLocked()
+}
+
+// catchUpLocked adds rows [ix.Rows(), nrows) to ix.
+func (c *Collection) catchUpLocked(ix *ivfpq.Index) error {
+	dim := c.cfg.Dim
+	for from := ix.Rows(); from < c.vecs.nrows; from = ix.Rows() {
+		to := min(from+buildChunk, c.vecs.nrows)
+		if err := ix.AddBatch(from, c.vecs.rows()[int(from)*dim:int(to)*dim], runtime.GOMAXPROCS(0)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// closeIndex waits for background saves, saves the index if it grew since
+// its last save (when save is set), and closes it.
+// REQUIRES: c.dropped set, so no build swaps a new index in.
+func (c *Collection) closeIndex(save bool) {
+	c.bg.Wait()
+	c.mu.Lock()
+	ix, saved := c.ivf, c.savedRows
+	c.mu.Unlock()
+	if save && ix != nil && ix.Rows() > saved && c.persistIndex() {
+		if err := c.saveIndex(ix); err != nil {
+			c.db.opts.Logf("memrl: collection %q: saving the index: %v", c.name, err)
+		}
+	}
+	c.mu.Lock()
+	c.dropIndexLocked()
+	c.mu.Unlock()
+	c.closeRetired()
+}
