@@ -265,18 +265,11 @@ func (l *Log) repairAndActivate(rec *recovery) error {
 // it. An empty record is allowed. Records larger than MaxRecordSize are
 // refused with ErrRecordTooLarge.
 func (l *Log) Append(rec []byte) (LSN, error) {
-	if len(rec) > MaxRecordSize {
-		return 0, ErrRecordTooLarge
-	}
-	d := payloadDigest(rec) // outside mu: the expensive part of encoding
-	l.mu.Lock()
-	if err := l.usableLocked(); err != nil {
-		l.mu.Unlock()
+	lsn, err := l.Enqueue(rec)
+	if err != nil {
 		return 0, err
 	}
-	lsn := l.nextLSN
-	l.appendLocked(rec, d)
-	return lsn, l.waitUnlock()
+	return lsn, l.WaitDurable(lsn)
 }
 
 // AppendBatch appends recs as one group, with consecutive LSNs, and
