@@ -20,3 +20,32 @@ func benchAssign(b *testing.B, n, d, k int) {
 
 func BenchmarkAssignCoarse4096x128(b *testing.B) { benchAssign(b, 256, 128, 4096) }
 func BenchmarkAssignPQ256x4(b *testing.B)        { benchAssign(b, 4096, 4, 256) }
+
+// benchSearch measures one query at a time on a clustered 50k × 64 set.
+func benchSearch(b *testing.B, bits int, metric Metric) {
+	const n, d = 50000, 64
+	base := clustered(n+100, d, 500, 3)
+	if metric == IP {
+		normalize(base, d)
+	}
+	p := Params{Dim: d, NList: 256, M: 16, Bits: bits, Metric: metric}
+	if bits == 4 {
+		p.M = 32
+	}
+	ix := buildIndex(b, p, base[:n*d], 20000)
+	src := sliceSource{base, d}
+	sp := SearchParams{NProbe: 16, Refine: 8}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		q := base[(n+i%100)*d:][:d]
+		if _, err := ix.Search(q, 10, sp, nil, src); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+func BenchmarkSearchL2PQ8(b *testing.B) { benchSearch(b, 8, L2) }
+func BenchmarkSearchL2PQ4(b *testing.B) { benchSearch(b, 4, L2) }
+func BenchmarkSearchIPPQ8(b *testing.B) { benchSearch(b, 8, IP) }

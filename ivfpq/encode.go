@@ -20,6 +20,7 @@ type encoded struct {
 type encodeScratch struct {
 	coarseDist []float32 // [NList]
 	resid      []float32 // [Dim]
+	recon      []float32 // [Dim]
 	lut        []float32 // [M*ksub]
 }
 
@@ -27,13 +28,15 @@ func (ix *Index) newEncodeScratch() *encodeScratch {
 	return &encodeScratch{
 		coarseDist: make([]float32, ix.p.NList),
 		resid:      make([]float32, ix.p.Dim),
+		recon:      make([]float32, ix.p.Dim),
 		lut:        make([]float32, ix.p.M*ix.p.ksub()),
 	}
 }
 
 // encodeOne finds v's nearest coarse centroid and PQ-encodes the residual to
-// it into code ([M]byte).
-func (ix *Index) encodeOne(v []float32, code []byte, s *encodeScratch) int32 {
+// it into code ([M]byte). It returns the list and, for indexes with terms,
+// the L2 term ‖r̂‖² + 2⟨c, r̂⟩ of the reconstructed residual r̂.
+func (ix *Index) encodeOne(v []float32, code []byte, s *encodeScratch) (int32, float32) {
 	d := ix.p.Dim
 	simd.L2SqBatch(v, ix.coarse, s.coarseDist)
 	best, bl := s.coarseDist[0], 0
@@ -44,7 +47,12 @@ func (ix *Index) encodeOne(v []float32, code []byte, s *encodeScratch) int32 {
 	}
 	subtract(s.resid, v, ix.coarse[bl*d:(bl+1)*d])
 	encodePQ(s.resid, ix.book, ix.p.M, ix.p.ksub(), code, s.lut)
-	return int32(bl)
+	var term float32
+	if ix.p.hasTerms() {
+		decodePQ(code, ix.book, ix.p.M, ix.p.ksub(), s.recon)
+		term = simd.Dot(s.recon, s.recon) + 2*simd.Dot(ix.coarse[bl*d:(bl+1)*d], s.recon)
+	}
+	return int32(bl), term
 }
 
 // Add appends vector v as row. Rows are added in increasing order with no
@@ -56,7 +64,7 @@ func (ix *Index) Add(row uint32, v []float32) error {
 		return fmt.Errorf("%w: vector has %d dimensions, index has %d", ErrBadParams, len(v), ix.p.Dim)
 	}
 	code := make([]byte, ix.p.M)
-	l := ix.encodeOne(v, code, ix.newEncodeScratch())
+	l, term := ix.encodeOne(v, code, ix.newEncodeScratch())
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.closed {
@@ -65,7 +73,7 @@ func (ix *Index) Add(row uint32, v []float32) error {
 	if row != ix.rows {
 		return fmt.Errorf("%w: got row %d, expected %d", ErrOutOfOrder, row, ix.rows)
 	}
-	ix.appendLocked(l, row, code)
+	ix.appendLocked(l, row, code, term)
 	ix.rows++
 	return nil
 }
@@ -85,10 +93,11 @@ func (ix *Index) AddBatch(first uint32, vecs []float32, workers int) error {
 	m := ix.p.M
 	codes := make([]byte, n*m)
 	lists := make([]int32, n)
+	terms := make([]float32, n)
 	parallelFor(n, workers, func(_, lo, hi int) {
 		s := ix.newEncodeScratch()
 		for i := lo; i < hi; i++ {
-			lists[i] = ix.encodeOne(vecs[i*d:(i+1)*d], codes[i*m:(i+1)*m], s)
+			lists[i], terms[i] = ix.encodeOne(vecs[i*d:(i+1)*d], codes[i*m:(i+1)*m], s)
 		}
 	})
 	ix.mu.Lock()
@@ -100,7 +109,7 @@ func (ix *Index) AddBatch(first uint32, vecs []float32, workers int) error {
 		return fmt.Errorf("%w: got row %d, expected %d", ErrOutOfOrder, first, ix.rows)
 	}
 	for i := 0; i < n; i++ {
-		ix.appendLocked(lists[i], first+uint32(i), codes[i*m:(i+1)*m])
+		ix.appendLocked(lists[i], first+uint32(i), codes[i*m:(i+1)*m], terms[i])
 	}
 	ix.rows += uint32(n)
 	return nil
@@ -108,7 +117,7 @@ func (ix *Index) AddBatch(first uint32, vecs []float32, workers int) error {
 
 // appendLocked appends one encoded vector to the tail of list l.
 // REQUIRES: ix.mu held exclusively.
-func (ix *Index) appendLocked(l int32, row uint32, code []byte) {
+func (ix *Index) appendLocked(l int32, row uint32, code []byte, term float32) {
 	t := &ix.lists[l].tail
 	before := int64(len(t.codes))
 	if ix.p.Bits == 8 {
@@ -118,4 +127,8 @@ func (ix *Index) appendLocked(l int32, row uint32, code []byte) {
 	}
 	t.ids = append(t.ids, row)
 	ix.listBytes += 4 + int64(len(t.codes)) - before
+	if ix.p.hasTerms() {
+		t.terms = append(t.terms, term)
+		ix.listBytes += 4
+	}
 }

@@ -53,10 +53,18 @@ func codesLenFor(p Params, n int) int {
 	return codes4Len(n, p.M)
 }
 
-// segLenFor is the on-disk length of a list of n vectors: ids and codes,
-// each padded to 8 bytes.
+// termsLenFor is the byte length of n vectors' L2 terms.
+func termsLenFor(p Params, n int) int {
+	if p.hasTerms() {
+		return 4 * n
+	}
+	return 0
+}
+
+// segLenFor is the on-disk length of a list of n vectors: ids, codes and
+// terms, each padded to 8 bytes.
 func segLenFor(p Params, n int) uint64 {
-	return pad8(4*uint64(n)) + pad8(uint64(codesLenFor(p, n)))
+	return pad8(4*uint64(n)) + pad8(uint64(codesLenFor(p, n))) + pad8(uint64(termsLenFor(p, n)))
 }
 
 func (h *header) encode() []byte {
@@ -172,6 +180,17 @@ func idsView(b []byte, n int) []uint32 {
 		out[i] = binary.LittleEndian.Uint32(b[4*i:])
 	}
 	return out
+}
+
+// floatsView returns n little-endian float32s at b, as idsView does.
+func floatsView(b []byte, n int) []float32 {
+	if n == 0 {
+		return nil
+	}
+	if littleEndian {
+		return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), n)
+	}
+	return floatsFrom(b, n)
 }
 
 // floatsFrom decodes n little-endian float32s.

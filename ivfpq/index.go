@@ -10,11 +10,13 @@ import (
 )
 
 // segment is a run of one inverted list's vectors stored contiguously: the
-// row numbers, and the PQ codes in the layout of the index's Bits (8-bit:
-// [n][M] bytes; 4-bit: ceil(n/32) fast-scan blocks, see simd's doc).
+// row numbers, the PQ codes in the layout of the index's Bits (8-bit:
+// [n][M] bytes; 4-bit: ceil(n/32) fast-scan blocks, see simd's doc) and, for
+// 8-bit L2 indexes, one float32 term per vector.
 type segment struct {
 	ids   []uint32
 	codes []byte
+	terms []float32 // per-vector L2 terms when Params.hasTerms, else nil
 }
 
 // invList is one inverted list. The base segment is a view of the mmap'd

@@ -84,11 +84,15 @@ func indexFromMapping(b []byte, size uint64) (*Index, error) {
 		total += uint64(e.n)
 		seg := data[e.off : e.off+segLen]
 		idsLen := pad8(4 * uint64(e.n))
+		codesLen := uint64(codesLenFor(p, int(e.n)))
 		ix.lists[l].base = segment{
 			ids:   idsView(seg, int(e.n)),
-			codes: seg[idsLen : idsLen+uint64(codesLenFor(p, int(e.n)))],
+			codes: seg[idsLen : idsLen+codesLen],
 		}
-		ix.listBytes += 4*int64(e.n) + int64(codesLenFor(p, int(e.n)))
+		if p.hasTerms() {
+			ix.lists[l].base.terms = floatsView(seg[idsLen+pad8(codesLen):], int(e.n))
+		}
+		ix.listBytes += 4*int64(e.n) + int64(codesLen) + int64(termsLenFor(p, int(e.n)))
 		ix.baseSum[l] = e.sum
 		if e.n > 0 {
 			ix.baseState[l].Store(listUnchecked)

@@ -74,6 +74,10 @@ func (p Params) ksub() int { return 1 << p.Bits }
 // dsub is the dimension of one sub-space.
 func (p Params) dsub() int { return p.Dim / p.M }
 
+// hasTerms reports whether each stored vector carries a float32 L2 term
+// ‖r̂‖² + 2⟨c, r̂⟩ (8-bit L2 indexes; see search.go).
+func (p Params) hasTerms() bool { return p.Metric == L2 && p.Bits == 8 }
+
 // codeSize is the number of bytes one vector's PQ code occupies.
 func (p Params) codeSize() int {
 	if p.Bits == 8 {

@@ -6,7 +6,9 @@ import (
 	"github.com/memrl/memrl/simd"
 )
 
-// Precomputed L2 terms. For a vector stored in list l with residual code
+// Precomputed L2 tables, used by 4-bit L2 indexes (8-bit L2 indexes store the
+// list-dependent part per vector instead; see search.go). For a vector
+// stored in list l with residual code
 // (k_1..k_M), its squared distance to q splits as
 //
 //	‖q − c_l − r‖² = ‖q − c_l‖² + Σ_m ( ‖r_mk‖² + 2⟨c_l,m, r_mk⟩ ) − 2 Σ_m ⟨q_m, r_mk⟩
@@ -24,7 +26,7 @@ const maxPrecompBytes = 256 << 20
 
 // usePrecomp reports whether L2 searches use cached per-list tables.
 func (ix *Index) usePrecomp() bool {
-	return ix.p.Metric == L2 && int64(ix.p.NList)*int64(ix.p.M*ix.p.ksub())*4 <= maxPrecompBytes
+	return ix.p.Metric == L2 && !ix.p.hasTerms() && int64(ix.p.NList)*int64(ix.p.M*ix.p.ksub())*4 <= maxPrecompBytes
 }
 
 // initPrecomp sets up the empty cache and the code norms ‖r_mk‖².

@@ -54,7 +54,7 @@ func (ix *Index) Save(dir string) (err error) {
 	var off uint64
 	var buf []byte
 	for l := range ix.lists {
-		ids, codes := ix.mergedListLocked(l)
+		ids, codes, terms := ix.mergedListLocked(l)
 		buf = buf[:0]
 		for _, id := range ids {
 			buf = binary.LittleEndian.AppendUint32(buf, id)
@@ -62,6 +62,8 @@ func (ix *Index) Save(dir string) (err error) {
 		buf = appendZeros(buf, int(pad8(uint64(len(buf)))-uint64(len(buf))))
 		buf = append(buf, codes...)
 		buf = appendZeros(buf, int(pad8(uint64(len(codes)))-uint64(len(codes))))
+		buf = appendFloats(buf, terms)
+		buf = appendZeros(buf, int(pad8(uint64(len(buf)))-uint64(len(buf))))
 		if uint64(len(buf)) != segLenFor(p, len(ids)) {
 			return fmt.Errorf("ivfpq: save: internal error: list %d encodes to %d bytes, want %d", l, len(buf), segLenFor(p, len(ids)))
 		}
@@ -120,22 +122,26 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// mergedListLocked returns list l's ids and codes as one segment (base then
-// tail), copying only when both parts are non-empty. 4-bit codes are
+// mergedListLocked returns list l's ids, codes and terms as one segment
+// (base then tail), copying only when both parts are non-empty. 4-bit codes are
 // repacked because the tail's blocks start at a block boundary of their own.
 // REQUIRES: ix.mu held.
-func (ix *Index) mergedListLocked(l int) ([]uint32, []byte) {
+func (ix *Index) mergedListLocked(l int) ([]uint32, []byte, []float32) {
 	lst := &ix.lists[l]
 	b, t := lst.base, lst.tail
 	switch {
 	case len(t.ids) == 0:
-		return b.ids, b.codes
+		return b.ids, b.codes, b.terms
 	case len(b.ids) == 0:
-		return t.ids, t.codes
+		return t.ids, t.codes, t.terms
 	}
 	ids := append(append(make([]uint32, 0, len(b.ids)+len(t.ids)), b.ids...), t.ids...)
+	var terms []float32
+	if ix.p.hasTerms() {
+		terms = append(append(make([]float32, 0, len(ids)), b.terms...), t.terms...)
+	}
 	if ix.p.Bits == 8 {
-		return ids, append(append(make([]byte, 0, len(b.codes)+len(t.codes)), b.codes...), t.codes...)
+		return ids, append(append(make([]byte, 0, len(b.codes)+len(t.codes)), b.codes...), t.codes...), terms
 	}
 	m := ix.p.M
 	code := make([]byte, m)
@@ -148,5 +154,5 @@ func (ix *Index) mergedListLocked(l int) ([]uint32, []byte) {
 			n++
 		}
 	}
-	return ids, codes
+	return ids, codes, terms
 }

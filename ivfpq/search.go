@@ -118,14 +118,21 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 
 	// For IP the table does not depend on the list: <q, c+r> = <q,c> + <q,r>.
 	// Scores are kept as "smaller is better", so dot products are negated.
-	// For L2 with precomputed list tables, s.qdot holds <q_m, r_mk> and each
-	// list's table is T_l - 2·qdot (see precomp.go).
+	// For 8-bit L2 the table is -2<q_m, r_mk>, shared too: the list adds
+	// ‖q-c‖² and each vector its stored term ‖r̂‖² + 2<c, r̂>. For 4-bit L2,
+	// s.qdot holds <q_m, r_mk> and each list's table is T_l - 2·qdot (see
+	// precomp.go).
 	precomp := ix.usePrecomp()
 	switch {
 	case p.Metric == IP:
 		simd.PQLUTDot(q, ix.book, p.M, p.ksub(), s.lut)
 		for i := range s.lut {
 			s.lut[i] = -s.lut[i]
+		}
+	case p.hasTerms():
+		simd.PQLUTDot(q, ix.book, p.M, p.ksub(), s.lut)
+		for i := range s.lut {
+			s.lut[i] *= -2
 		}
 	case precomp:
 		simd.PQLUTDot(q, ix.book, p.M, p.ksub(), s.qdot)
@@ -145,6 +152,8 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 		switch {
 		case p.Metric == IP:
 			bias = -simd.Dot(q, c)
+		case p.hasTerms():
+			bias = s.coarseDist[l]
 		case precomp:
 			combineTables(s.lut, ix.listTable(l), s.qdot)
 			bias = s.coarseDist[l]
@@ -175,6 +184,11 @@ func (ix *Index) scan8(seg *segment, bias float32, deleted *roaring.Bitmap, s *s
 		c1 := min(c0+scanChunk, n)
 		out := s.out[:c1-c0]
 		simd.ScanPQ8(seg.codes[c0*m:c1*m], m, s.lut, out)
+		if seg.terms != nil {
+			for i, t := range seg.terms[c0:c1] {
+				out[i] += t
+			}
+		}
 		worst := s.cands.worst() - bias
 		for i, d := range out {
 			if d >= worst {
