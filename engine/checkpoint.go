@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/memrl/memrl/qtable"
@@ -13,28 +14,55 @@ func qEntry(m ckptMemory) qtable.Entry {
 	return qtable.Entry{Q: m.q, Visits: m.visits, LastReward: m.lastReward, RewardSum: m.rewardSum, Updated: m.updated}
 }
 
+// snapshotChunk is how many rows of a collection a checkpoint copies per
+// hold of the collection's read lock. Between chunks the lock is released,
+// so an add or delete waits for at most one chunk (about 100 µs), not for
+// the whole copy.
+var snapshotChunk uint32 = 1024 // a variable so that crash tests can make chunks tiny
+
 // Checkpoint writes the state of every collection to the CHECKPOINT file
 // and removes the log segments it makes unnecessary, so that recovery
-// replays only what came after. Rewards keep flowing while it runs; adds and
-// deletes of a collection wait while that collection is copied.
+// replays only what came after. Rewards, adds and deletes keep flowing
+// while it runs: a collection is copied in chunks of rows, holding its read
+// lock for one chunk at a time. Only Drop (and other checkpoints) wait for
+// a checkpoint to finish.
 //
 // The steps, and why they are in this order:
-//  1. Under the database's read lock (no collection is created or dropped
-//     meanwhile), roll the log to a new segment at position L: every
-//     record before L is in older segments.
-//  2. Copy each collection's state. Every change logged before L has been
-//     applied in memory (changes are applied under the same lock they are
-//     logged under), so the copy reflects at least the log before L.
-//  3. Wait until the log before L is durable, and fsync the vector and
-//     payload files up to the sizes copied: the checkpoint must not point
-//     at bytes a crash could take away.
-//  4. Write the checkpoint atomically, with L as its replay position.
-//  5. Remove log segments wholly before L, and the folders of collections
+//  1. Roll the log to a new segment at position L (Rotate): every record
+//     before L is in older segments and durable.
+//  2. Under the database's read lock, list the collections. A create
+//     logged before L was applied before its lock was released, so it is
+//     listed; one logged after L may be listed too (replay skips a create
+//     it already knows). Drops wait for ckptMu, so none happens from here
+//     on.
+//  3. Copy each collection's state (snapshot). Every change logged before
+//     L had been applied in memory before the copy began (changes are
+//     applied under the lock they are logged under, and the copy takes
+//     those locks), so each memory's copy reflects at least the log before
+//     L, and perhaps some records after it: the copy is fuzzy.
+//  4. fsync the vector and payload files up to the sizes copied: the
+//     checkpoint must not point at bytes a crash could take away.
+//  5. Write the checkpoint atomically, with L as its replay position.
+//  6. Remove log segments wholly before L, and the folders of collections
 //     that neither the checkpoint nor the live database knows.
+//
+// Why a fuzzy copy is enough: records log results, and recovery replays
+// every record from L in log order over the copy. For one memory, the
+// records after L are its adds, rewards and deletes in the order they were
+// applied; the last add (if any) resets it, each reward sets Q and the
+// counters to logged values, a delete removes it. So replaying them over
+// any state at least as new as L ends in the state of the last record,
+// which is the logged state. A memory the copy caught mid-way (say, at its
+// old row before a delete and again at a new row after a re-add) is fixed
+// the same way: the delete and re-add are both after L.
 func (db *DB) Checkpoint() error {
 	db.ckptMu.Lock()
 	defer db.ckptMu.Unlock()
 	if err := db.log.Err(); err != nil {
+		return err
+	}
+	lsn, err := db.log.Rotate()
+	if err != nil {
 		return err
 	}
 	db.mu.RLock()
@@ -42,22 +70,17 @@ func (db *DB) Checkpoint() error {
 		db.mu.RUnlock()
 		return ErrClosed
 	}
-	lsn, err := db.log.Rotate()
-	if err != nil {
-		db.mu.RUnlock()
-		return err
-	}
 	cp := checkpoint{walLSN: uint64(lsn), nextUID: db.nextUID}
 	colls := make([]*Collection, 0, len(db.byUID))
 	for _, c := range db.byUID {
-		cp.colls = append(cp.colls, c.snapshot())
 		colls = append(colls, c)
 	}
 	db.mu.RUnlock()
-
-	if err := db.log.Sync(); err != nil {
-		return err
+	sort.Slice(colls, func(i, j int) bool { return colls[i].uid < colls[j].uid })
+	for _, c := range colls {
+		cp.colls = append(cp.colls, c.snapshot())
 	}
+
 	// Drop (the only closer of a live collection's files) waits for
 	// ckptMu, so these files stay open.
 	for _, c := range colls {
@@ -77,20 +100,51 @@ func (db *DB) Checkpoint() error {
 	return db.removeOrphansLocked(cp)
 }
 
-// snapshot copies the collection's checkpointed state.
+// snapshot copies the collection's checkpointed state, snapshotChunk rows
+// at a time, releasing the read lock between chunks. Memories are visited
+// in row order; rows added while the copy runs are visited too, and the
+// file sizes and nextID are read with the last chunk, so every row a copied
+// memory refers to is below the recorded row count.
+//
+// A memory deleted and re-added (at a higher row) during the copy can be
+// copied twice, at its old and its new row; loadCheckpointLocked keeps the
+// later (higher-row) copy, and replay of the delete and the re-add (both
+// logged after the checkpoint's position) settles it either way.
 func (c *Collection) snapshot() ckptCollection {
+	cc := ckptCollection{uid: c.uid, name: c.name, cfg: c.cfg}
 	c.mu.RLock()
-	defer c.mu.RUnlock()
-	cc := ckptCollection{
-		uid: c.uid, name: c.name, cfg: c.cfg, nrows: c.vecs.nrows, paySize: c.pays.size,
-		nextID: c.nextID, mems: make([]ckptMemory, 0, len(c.mems)),
+	cc.mems = make([]ckptMemory, 0, len(c.mems))
+	c.mu.RUnlock()
+	for row := uint32(0); ; {
+		c.mu.RLock()
+		end := min(row+snapshotChunk, c.vecs.nrows)
+		row = c.snapshotRowsLocked(&cc, row, end)
+		if row >= c.vecs.nrows {
+			cc.nrows, cc.paySize, cc.nextID = c.vecs.nrows, c.pays.size, c.nextID
+			c.mu.RUnlock()
+			return cc
+		}
+		c.mu.RUnlock()
 	}
-	for id, m := range c.mems {
+}
+
+// snapshotRowsLocked appends the live memories of rows [from, to) to cc and
+// returns to. A row is live when the memory its row-to-id entry names sits
+// at that row (rows of deleted memories, and rows whose add failed after
+// the file write, fail that test).
+// REQUIRES: c.mu held for reading.
+func (c *Collection) snapshotRowsLocked(cc *ckptCollection, from, to uint32) uint32 {
+	for r := from; r < to && int(r) < len(c.rowIDs); r++ {
+		id := c.rowIDs[r]
+		m, ok := c.mems[id]
+		if !ok || m.row != r {
+			continue
+		}
 		e, _ := c.q.Get(id)
 		cc.mems = append(cc.mems, ckptMemory{id: id, m: m, q: e.Q, visits: e.Visits,
 			lastReward: e.LastReward, rewardSum: e.RewardSum, updated: e.Updated})
 	}
-	return cc
+	return to
 }
 
 // removeOrphansLocked removes collection folders that neither cp nor the

@@ -139,6 +139,12 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 			m.lastReward = d.f64()
 			m.rewardSum = d.f64()
 			m.updated = int64(d.u64())
+			// Loading trusts rows and payload ranges, so a checkpoint
+			// whose checksum verifies but that points past its own file
+			// sizes (a bug, never a torn write) is refused, not indexed.
+			if !d.err && (m.m.row >= c.nrows || m.m.payOff+uint64(m.m.payLen) > c.paySize) {
+				return cp, fmt.Errorf("%w: collection %q: memory %d lies past the recorded file sizes", ErrCorruptCheckpoint, c.name, m.id)
+			}
 		}
 		cp.colls = append(cp.colls, c)
 	}

@@ -210,11 +210,13 @@ func (c *Collection) Add(req AddRequest) (uint64, error) {
 	// fails the add cleanly; they are derived data, and bytes past the
 	// checkpointed sizes are rewritten by replay.
 	if err := c.writeFilesLocked(r); err != nil {
+		c.unwriteFilesLocked(r)
 		c.mu.Unlock()
 		return 0, err
 	}
 	lsn, err := c.db.log.Enqueue(encodeAdd(r))
 	if err != nil {
+		c.unwriteFilesLocked(r)
 		c.mu.Unlock()
 		return 0, err
 	}
@@ -229,6 +231,16 @@ func (c *Collection) writeFilesLocked(r addRec) error {
 		return err
 	}
 	return c.pays.put(r.payOff, r.payload)
+}
+
+// unwriteFilesLocked forgets the rows writeFilesLocked wrote for an add
+// that was not logged: nothing refers to them, and leaving the vector row
+// counted would put a row with no memory into searches (and a gap into the
+// index). The next add overwrites them.
+// REQUIRES: c.mu held for writing since writeFilesLocked(r).
+func (c *Collection) unwriteFilesLocked(r addRec) {
+	c.vecs.nrows = min(c.vecs.nrows, r.row)
+	c.pays.size = min(c.pays.size, r.payOff)
 }
 
 // applyAddLocked applies a logged add to memory (not the files). Replay

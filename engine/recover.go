@@ -147,6 +147,11 @@ func (c *Collection) loadCheckpointLocked(cc ckptCollection) {
 	c.nextID = max(cc.nextID, 1)
 	c.rowIDs = make([]uint64, cc.nrows)
 	for _, m := range cc.mems {
+		// A fuzzy copy may hold a memory twice (see snapshot); keep the
+		// copy at the higher row, the later one. Replay settles it anyway.
+		if old, ok := c.mems[m.id]; ok && old.row > m.m.row {
+			continue
+		}
 		c.mems[m.id] = m.m
 		c.rowIDs[m.m.row] = m.id
 		c.q.Put(m.id, qEntry(m))
