@@ -11,7 +11,6 @@ import (
 
 	"github.com/memrl/memrl/ivfpq"
 	"github.com/memrl/memrl/qtable"
-	"github.com/memrl/memrl/wal"
 )
 
 // memory is a collection's record of one memory, apart from its utility
@@ -312,69 +311,14 @@ func (c *Collection) applyDeleteLocked(r deleteRec) {
 // atomic; concurrent rewards lose no update. If any id is unknown nothing
 // changes.
 func (c *Collection) Reward(reward float64, ids []uint64, nextQ *float64) ([]float64, error) {
-	if !finite(reward) {
-		return nil, fmt.Errorf("%w: reward", ErrBadNumber)
-	}
-	next := 0.0
-	if nextQ != nil {
-		if !finite(*nextQ) {
-			return nil, fmt.Errorf("%w: NEXTQ", ErrBadNumber)
-		}
-		next = *nextQ
-	}
-	if len(ids) == 0 {
-		return nil, fmt.Errorf("%w: no memory ids", ErrBadParam)
-	}
-	// The read lock keeps deletes (and drops) out while the ids are checked
-	// and updated, so either all ids are updated or none.
-	if err := c.rlockLive(); err != nil {
+	qs, t, err := c.RewardDeferred(reward, ids, nextQ)
+	if err != nil {
 		return nil, err
 	}
-	for _, id := range ids {
-		if _, ok := c.mems[id]; !ok {
-			c.mu.RUnlock()
-			return nil, fmt.Errorf("%w: %d", ErrNoMemory, id)
-		}
-	}
-	now := time.Now().UnixNano()
-	newQ := make(map[uint64]float64, len(ids))
-	var last wal.LSN
-	for _, id := range ids {
-		if _, done := newQ[id]; done {
-			continue
-		}
-		e, err := c.q.Update(id, func(e *qtable.Entry) error {
-			nq := qtable.TD(e.Q, reward, c.cfg.Alpha, c.cfg.Gamma, next)
-			if !finite(nq) {
-				return fmt.Errorf("%w: the update overflows Q", ErrBadNumber)
-			}
-			r := qRec{uid: c.uid, id: id, q: nq, visits: e.Visits + 1, lastReward: reward,
-				rewardSum: e.RewardSum + reward, updated: now}
-			// Logged under the stripe lock: the log order of one memory's
-			// updates is the order they were applied in.
-			lsn, err := c.db.log.Enqueue(encodeQ(r))
-			if err != nil {
-				return err
-			}
-			last = max(last, lsn)
-			applyQ(e, r)
-			return nil
-		})
-		if err != nil {
-			c.mu.RUnlock()
-			return nil, err
-		}
-		newQ[id] = e.Q
-	}
-	c.mu.RUnlock()
-	if err := c.db.log.WaitDurable(last); err != nil {
+	if err := c.db.WaitDurable(t); err != nil {
 		return nil, err
 	}
-	out := make([]float64, len(ids))
-	for i, id := range ids {
-		out[i] = newQ[id]
-	}
-	return out, nil
+	return qs, nil
 }
 
 func applyQ(e *qtable.Entry, r qRec) {

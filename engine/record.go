@@ -109,8 +109,14 @@ func encodeDelete(r deleteRec) []byte {
 	return b
 }
 
-func encodeQ(r qRec) []byte {
-	b := make([]byte, 0, 57)
+// qRecSize is the size of a recQ body.
+const qRecSize = 57
+
+func encodeQ(r qRec) []byte { return appendQ(make([]byte, 0, qRecSize), r) }
+
+// appendQ appends r's body to b; the reward path encodes into a stack
+// buffer with it (the log copies the record).
+func appendQ(b []byte, r qRec) []byte {
 	b = append(b, recQ)
 	b = le.AppendUint64(b, r.uid)
 	b = le.AppendUint64(b, r.id)

@@ -10,7 +10,7 @@ import (
 // RegisterMem adds the memory commands (MEM.*), served from db. See
 // docs/PROTOCOL.md for their grammar and replies.
 func (s *Server) RegisterMem(db *engine.DB) {
-	m := memCommands{db}
+	m := memCommands{db: db, wait: func(t uint64) error { return db.WaitDurable(engine.Ticket(t)) }}
 	s.Register("MEM.CREATE", 3, m.create)
 	s.Register("MEM.DROP", 1, m.drop)
 	s.Register("MEM.LIST", 0, m.list)
@@ -24,7 +24,12 @@ func (s *Server) RegisterMem(db *engine.DB) {
 	s.AddInfoSection("memrl", m.infoSection)
 }
 
-type memCommands struct{ db *engine.DB }
+type memCommands struct {
+	db *engine.DB
+	// wait is db.WaitDurable for Ctx.AfterDurable, made once so that a
+	// reward allocates no closure.
+	wait func(uint64) error
+}
 
 func (m memCommands) coll(name []byte) (*engine.Collection, error) {
 	return m.db.Collection(string(name))
@@ -235,8 +240,13 @@ func (m memCommands) reward(c *Ctx, args [][]byte) error {
 		}
 		ids = append(ids, id)
 	}
-	qs, err := coll.Reward(r, ids, nextQ)
+	qs, ticket, err := coll.RewardDeferred(r, ids, nextQ)
 	if err != nil {
+		return err
+	}
+	// The reply is sent only once the update is durable; a pipeline of
+	// rewards on this connection shares one wait (server/durable.go).
+	if err := c.AfterDurable(m.wait, uint64(ticket)); err != nil {
 		return err
 	}
 	c.WriteArrayHeader(len(qs))

@@ -28,6 +28,13 @@ type conn struct {
 	// reply. Only the connection's goroutine touches it.
 	closeAfter bool
 
+	// holdWait and holdToken are the durability wait that must return
+	// before the buffered replies are sent (durable.go); holdToken 0
+	// means none; holdErr is sticky. Only the connection's goroutine touches them.
+	holdWait  func(uint64) error
+	holdToken uint64
+	holdErr   error // a failed hold: nothing more may be sent
+
 	lastActive atomic.Int64 // unix nanoseconds when the last command started
 
 	mu      sync.Mutex // guards the fields below, read by CLIENT LIST from other connections
@@ -44,8 +51,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 		id:      s.nextID.Add(1),
 		created: time.Now(),
 		rd:      NewReader(nc, s.cfg.Limits),
-		w:       NewWriter(nc),
 	}
+	c.w = NewWriter(holdWriter{c})
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.hctx = Ctx{Writer: c.w, conn: c}
 	c.lastActive.Store(c.created.UnixNano())

@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/memrl/memrl/qtable"
+	"github.com/memrl/memrl/wal"
+)
+
+// Deferred durability.
+//
+// Every write method (Add, Reward, Delete, Create, Drop) returns once its
+// change is durable. A server answering a pipeline of writes on one
+// connection would then wait for one fsync per write, one after another.
+// RewardDeferred splits Reward in two, like wal.Log's Enqueue and
+// WaitDurable: it applies and logs the change and returns a Ticket at once;
+// DB.WaitDurable(ticket) blocks until the change is durable. A caller that
+// answers many writes at once waits for the largest ticket only, since the
+// durable log is always a prefix of the logged order.
+//
+// INVARIANT (the caller's): nothing derived from a deferred change — the
+// reply that acknowledges it above all — leaves the process before
+// WaitDurable of its ticket (or of a larger one) has returned nil. The
+// server keeps it by gating its connection writer (server/durable.go).
+//
+// A deferred change is visible to reads at once, like any change between
+// its logging and its durability; if the log then fails, WaitDurable
+// returns the failure and the change may or may not survive a restart.
+
+// Ticket identifies a logged change for WaitDurable. The zero Ticket is
+// durable by definition. Tickets of one database are ordered: waiting for
+// one waits for every smaller one too.
+type Ticket uint64
+
+// WaitDurable blocks until the change of ticket t (and every change logged
+// before it) is durable as the database's sync policy defines durable. It
+// returns the log's failure if it could not be made durable.
+func (db *DB) WaitDurable(t Ticket) error { return db.log.WaitDurable(wal.LSN(t)) }
+
+// RewardDeferred is Reward without the wait: it applies and logs the
+// update and returns the new Q of each id (in the order given) and the
+// ticket to pass to DB.WaitDurable before acknowledging it.
+func (c *Collection) RewardDeferred(reward float64, ids []uint64, nextQ *float64) ([]float64, Ticket, error) {
+	if !finite(reward) {
+		return nil, 0, fmt.Errorf("%w: reward", ErrBadNumber)
+	}
+	next := 0.0
+	if nextQ != nil {
+		if !finite(*nextQ) {
+			return nil, 0, fmt.Errorf("%w: NEXTQ", ErrBadNumber)
+		}
+		next = *nextQ
+	}
+	if len(ids) == 0 {
+		return nil, 0, fmt.Errorf("%w: no memory ids", ErrBadParam)
+	}
+	// The read lock keeps deletes (and drops) out while the ids are checked
+	// and updated, so either all ids are updated or none.
+	if err := c.rlockLive(); err != nil {
+		return nil, 0, err
+	}
+	defer c.mu.RUnlock()
+	for _, id := range ids {
+		if _, ok := c.mems[id]; !ok {
+			return nil, 0, fmt.Errorf("%w: %d", ErrNoMemory, id)
+		}
+	}
+	now := time.Now().UnixNano()
+	out := make([]float64, len(ids))
+	var last wal.LSN
+	var buf [qRecSize]byte
+	for i, id := range ids {
+		if j := firstIndex(ids[:i], id); j >= 0 {
+			out[i] = out[j] // named twice: updated once
+			continue
+		}
+		e, err := c.q.Update(id, func(e *qtable.Entry) error {
+			nq := qtable.TD(e.Q, reward, c.cfg.Alpha, c.cfg.Gamma, next)
+			if !finite(nq) {
+				return fmt.Errorf("%w: the update overflows Q", ErrBadNumber)
+			}
+			r := qRec{uid: c.uid, id: id, q: nq, visits: e.Visits + 1, lastReward: reward,
+				rewardSum: e.RewardSum + reward, updated: now}
+			// Logged under the stripe lock: the log order of one memory's
+			// updates is the order they were applied in.
+			lsn, err := c.db.log.Enqueue(appendQ(buf[:0], r))
+			if err != nil {
+				return err
+			}
+			last = max(last, lsn)
+			applyQ(e, r)
+			return nil
+		})
+		if err != nil {
+			return nil, 0, err
+		}
+		out[i] = e.Q
+	}
+	return out, Ticket(last), nil
+}
+
+// firstIndex returns the index of id in ids, or -1. Rewards name a few
+// ids, so a scan beats a map.
+func firstIndex(ids []uint64, id uint64) int {
+	for i, x := range ids {
+		if x == id {
+			return i
+		}
+	}
+	return -1
+}
