@@ -24,7 +24,11 @@
 // Search(q, k, SearchParams{NProbe, Refine}, deleted, src):
 //  1. the NProbe lists whose centroids are nearest q (L2) are scanned,
 //     nearest first;
-//  2. each code gets an asymmetric distance from a per-query table. IP:
+//  2. each code gets an asymmetric distance from a per-query table. An IP
+//     index whose training sample has unit norm (cosine collections) is
+//     scored exactly as an L2 index: for unit vectors ‖q−x‖² ranks as
+//     −⟨q, x⟩ does, and the L2 ADC accounts for the reconstruction's norm
+//     where the inner-product ADC favours long reconstructions. Other IP:
 //     ⟨q, c+r̂⟩ = ⟨q, c⟩ + Σ_m ⟨q_m, r̂_m⟩, one table for all lists plus the
 //     list's ⟨q, c⟩. L2, 8-bit: ‖q−c−r̂‖² = ‖q−c‖² − 2Σ_m⟨q_m, r̂_m⟩ +
 //     (‖r̂‖² + 2⟨c, r̂⟩); the last term is stored per vector at Add, so
@@ -76,7 +80,9 @@
 //	    72     8  data length (the data section ends the file)
 //	    80     8  checksum of the meta section
 //	    88     8  checksum of the directory
-//	    96    24  reserved, zero
+//	    96     4  flags: bit 0 = IP index over unit-norm vectors, scored by
+//	              L2 ADC; other bits zero
+//	   100    20  reserved, zero
 //	   120     8  checksum of bytes [0, 120)
 //	   128        meta: coarse centroids [NList][Dim]float32, then
 //	              codebooks [M][2^Bits][Dim/M]float32

@@ -17,12 +17,14 @@ import (
 const FileName = "ivfpq.idx"
 
 const (
-	fileMagic      = "MEMRLIVF"
-	fileVersion    = 1
-	headerSize     = 128
-	headerSumOff   = 120
-	dirEntrySize   = 32
-	maxFileListLen = 1 << 32
+	fileMagic    = "MEMRLIVF"
+	fileVersion  = 1
+	headerSize   = 128
+	headerSumOff = 120
+	dirEntrySize = 32
+
+	// flagUnitIP marks an IP index over unit-norm vectors (Params.unitIP).
+	flagUnitIP = 1 << 0
 )
 
 // header is the decoded fixed-size file header.
@@ -86,6 +88,11 @@ func (h *header) encode() []byte {
 	le.PutUint64(b[72:], h.dataLen)
 	le.PutUint64(b[80:], h.metaSum)
 	le.PutUint64(b[88:], h.dirSum)
+	var flags uint32
+	if h.p.unitIP {
+		flags |= flagUnitIP
+	}
+	le.PutUint32(b[96:], flags)
 	le.PutUint64(b[headerSumOff:], xxhash.Sum64(b[:headerSumOff]))
 	return b
 }
@@ -116,6 +123,14 @@ func decodeHeader(b []byte, fileSize uint64) (header, error) {
 	}
 	if err := h.p.Validate(); err != nil {
 		return h, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	switch flags := le.Uint32(b[96:]); {
+	case flags&^flagUnitIP != 0:
+		return h, fmt.Errorf("%w: unknown header flags %#x", ErrCorrupt, flags)
+	case flags&flagUnitIP != 0 && h.p.Metric != IP:
+		return h, fmt.Errorf("%w: unit-norm IP flag on a %v index", ErrCorrupt, h.p.Metric)
+	default:
+		h.p.unitIP = flags&flagUnitIP != 0
 	}
 	h.rows = le.Uint32(b[36:])
 	h.metaOff, h.metaLen = le.Uint64(b[40:]), le.Uint64(b[48:])

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/edsrzf/mmap-go"
+	"github.com/memrl/memrl/simd"
 )
 
 // segment is a run of one inverted list's vectors stored contiguously: the
@@ -67,7 +68,11 @@ const (
 )
 
 // Params returns the parameters the index was trained with.
-func (ix *Index) Params() Params { return ix.p }
+func (ix *Index) Params() Params {
+	p := ix.p
+	p.unitIP = false
+	return p
+}
 
 // Train builds an empty index from a training sample (flat n*Dim float32).
 // The coarse quantizer is k-means with NList centroids on at most 256 points
@@ -89,6 +94,9 @@ func Train(p Params, sample []float32, workers int, seed int64) (*Index, error) 
 		return nil, fmt.Errorf("%w: training needs at least %d vectors, got %d", ErrBadParams, need, n)
 	}
 	workers = max(1, workers)
+	if p.Metric == IP {
+		p.unitIP = unitNorm(sample, p.Dim)
+	}
 	coarse, err := kmeans(sample, p.Dim, kmeansConfig{
 		k: p.NList, niter: coarseIter, maxPerCentroid: coarseMaxPerCent, workers: workers, seed: seed,
 	})
@@ -129,6 +137,18 @@ func newIndex(p Params, coarse, book []float32) *Index {
 	}
 	ix.initPrecomp()
 	return ix
+}
+
+// unitNorm reports whether every vector of x has norm 1 (to within float32
+// rounding of a normalisation).
+func unitNorm(x []float32, d int) bool {
+	for i := 0; i < len(x)/d; i++ {
+		v := x[i*d : (i+1)*d]
+		if n := simd.Dot(v, v); n < 1-1e-3 || n > 1+1e-3 {
+			return false
+		}
+	}
+	return true
 }
 
 // subtract sets dst = a - b.

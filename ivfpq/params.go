@@ -34,7 +34,18 @@ type Params struct {
 	M      int    // number of PQ sub-spaces; must divide Dim
 	Bits   int    // bits per sub-space code: 8 (table look-ups) or 4 (fast scan)
 	Metric Metric // L2 or IP
+
+	// unitIP is set by Train for IP indexes whose training sample has unit
+	// norm (cosine collections): candidates are then scored with the L2
+	// asymmetric distance, which for unit-norm vectors ranks exactly as the
+	// inner product does but, unlike the inner-product ADC, is not biased
+	// towards reconstructions with a larger norm. Stored in the file header;
+	// never set by callers (Index.Params clears it).
+	unitIP bool
 }
+
+// l2ADC reports whether candidates are scored by L2 asymmetric distance.
+func (p Params) l2ADC() bool { return p.Metric == L2 || p.unitIP }
 
 // Sentinel errors. Callers compare with errors.Is.
 var (
@@ -75,8 +86,8 @@ func (p Params) ksub() int { return 1 << p.Bits }
 func (p Params) dsub() int { return p.Dim / p.M }
 
 // hasTerms reports whether each stored vector carries a float32 L2 term
-// ‖r̂‖² + 2⟨c, r̂⟩ (8-bit L2 indexes; see search.go).
-func (p Params) hasTerms() bool { return p.Metric == L2 && p.Bits == 8 }
+// ‖r̂‖² + 2⟨c, r̂⟩ (8-bit indexes scored by L2; see search.go).
+func (p Params) hasTerms() bool { return p.l2ADC() && p.Bits == 8 }
 
 // codeSize is the number of bytes one vector's PQ code occupies.
 func (p Params) codeSize() int {

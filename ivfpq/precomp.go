@@ -26,7 +26,7 @@ const maxPrecompBytes = 256 << 20
 
 // usePrecomp reports whether L2 searches use cached per-list tables.
 func (ix *Index) usePrecomp() bool {
-	return ix.p.Metric == L2 && !ix.p.hasTerms() && int64(ix.p.NList)*int64(ix.p.M*ix.p.ksub())*4 <= maxPrecompBytes
+	return ix.p.l2ADC() && !ix.p.hasTerms() && int64(ix.p.NList)*int64(ix.p.M*ix.p.ksub())*4 <= maxPrecompBytes
 }
 
 // initPrecomp sets up the empty cache and the code norms ‖r_mk‖².

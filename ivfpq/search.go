@@ -124,7 +124,7 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 	// precomp.go).
 	precomp := ix.usePrecomp()
 	switch {
-	case p.Metric == IP:
+	case !p.l2ADC():
 		simd.PQLUTDot(q, ix.book, p.M, p.ksub(), s.lut)
 		for i := range s.lut {
 			s.lut[i] = -s.lut[i]
@@ -150,7 +150,7 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 			continue
 		}
 		switch {
-		case p.Metric == IP:
+		case !p.l2ADC():
 			bias = -simd.Dot(q, c)
 		case p.hasTerms():
 			bias = s.coarseDist[l]
@@ -299,8 +299,16 @@ func quantizeLUT4(lut []float32, m int, q []byte) (scale, offset float32) {
 // rerank turns s.cands into the final k results.
 func (ix *Index) rerank(q []float32, k int, src VectorSource, s *searchScratch) []Neighbor {
 	r := s.rerank[:0]
+	var qq float32
+	if ix.p.unitIP && src == nil {
+		qq = simd.Dot(q, q)
+	}
 	for i, row := range s.cands.row {
 		sim := -s.cands.score[i]
+		if ix.p.unitIP {
+			// ⟨q, x⟩ = (‖q‖² + ‖x‖² − ‖q−x‖²)/2 with ‖x‖ = 1.
+			sim = (qq + 1 - s.cands.score[i]) / 2
+		}
 		if src != nil {
 			v := src.Vector(row)
 			if ix.p.Metric == IP {
