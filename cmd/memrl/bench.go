@@ -4,18 +4,21 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/memrl/memrl/bench/durability"
 	"github.com/memrl/memrl/bench/rewards"
 )
 
 func bench(args []string) error {
 	if len(args) < 1 {
-		return fmt.Errorf("bench: which one? ann or rewards")
+		return fmt.Errorf("bench: which one? ann, rewards or durability")
 	}
 	switch args[0] {
 	case "rewards":
 		return rewards.Main(args[1:], os.Stdout)
+	case "durability":
+		return durability.Main(args[1:], os.Stdout)
 	case "ann":
 		return benchANN(args[1:])
 	}
-	return fmt.Errorf("bench: unknown benchmark %q (want ann or rewards)", args[0])
+	return fmt.Errorf("bench: unknown benchmark %q (want ann, rewards or durability)", args[0])
 }

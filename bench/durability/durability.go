@@ -1,0 +1,330 @@
+// Package durability measures memrl's durable path in process: the fsync
+// latency of the disk (the physical limit of SyncAlways), rewards per
+// second through the engine with and without the log, recovery time for a
+// log of N records, and how long writers stall while a checkpoint copies a
+// large collection. Run it as `memrl bench durability`; the protocol-level
+// figures come from `memrl bench rewards`.
+package durability
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/memrl/memrl/engine"
+	"github.com/memrl/memrl/qtable"
+	"github.com/memrl/memrl/wal"
+)
+
+// Main runs the measurements with command-line args, printing to out.
+func Main(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("bench durability", flag.ContinueOnError)
+	dir := fs.String("dir", os.TempDir(), "folder on the disk to measure")
+	dur := fs.Duration("duration", 2*time.Second, "measuring time per throughput row")
+	records := fs.String("recovery", "1000000", "log sizes (records) to measure recovery for, comma-separated")
+	ckptMems := fs.Int("checkpoint-memories", 1000000, "memories in the collection a checkpoint copies while writers run")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp(*dir, "memrl-durability-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+
+	p50, p99, err := fsyncLatency(work, 500)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "fsync of a 4 KiB append: p50 %v, p99 %v (SyncAlways limit for one writer: %.0f/s)\n\n",
+		p50, p99, float64(time.Second)/float64(p50))
+
+	fmt.Fprintf(out, "%-34s %10s %14s\n", "in-process rewards", "goroutines", "rewards/s")
+	rate := qtableOnly(2, *dur)
+	fmt.Fprintf(out, "%-34s %10d %14.0f\n", "qtable only (no log: not durable)", 2, rate)
+	for _, row := range []struct {
+		policy wal.SyncPolicy
+		g      int
+	}{{wal.SyncNone, 2}, {wal.SyncAlways, 2}, {wal.SyncAlways, 64}, {wal.SyncAlways, 256}} {
+		rate, err := engineRewards(filepath.Join(work, fmt.Sprint("r", row.policy, row.g)), row.policy, row.g, *dur)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%-34s %10d %14.0f\n", "engine, sync "+row.policy.String(), row.g, rate)
+	}
+	fmt.Fprintln(out)
+
+	var sizes []int
+	for _, s := range splitInts(*records) {
+		sizes = append(sizes, s)
+	}
+	for _, n := range sizes {
+		d, replayed, err := recovery(filepath.Join(work, fmt.Sprint("rec", n)), n)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "recovery of %d log records: %v (%d replayed, %.1f M records/s)\n", n, d.Round(time.Millisecond), replayed, float64(replayed)/d.Seconds()/1e6)
+	}
+	fmt.Fprintln(out)
+	return checkpointStall(out, filepath.Join(work, "ckpt"), *ckptMems)
+}
+
+func fsyncLatency(dir string, n int) (time.Duration, time.Duration, error) {
+	f, err := os.Create(filepath.Join(dir, "fsync"))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	lats := make([]time.Duration, n)
+	for i := range lats {
+		t0 := time.Now()
+		if _, err := f.Write(buf); err != nil {
+			return 0, 0, err
+		}
+		if err := f.Sync(); err != nil {
+			return 0, 0, err
+		}
+		lats[i] = time.Since(t0)
+	}
+	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
+	return lats[n/2], lats[n*99/100], nil
+}
+
+// qtableOnly is the in-memory half of a reward with no log at all: what
+// the engine would do with durability switched off. It is not an engine
+// mode; it bounds what the log costs.
+func qtableOnly(g int, dur time.Duration) float64 {
+	t := qtable.New()
+	const mems = 100000
+	for id := uint64(1); id <= mems; id++ {
+		t.Put(id, qtable.Entry{})
+	}
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(dur)
+	start := time.Now()
+	for w := 0; w < g; w++ {
+		wg.Add(1)
+		go func(seed uint64) {
+			defer wg.Done()
+			n, x := int64(0), seed
+			for time.Now().Before(deadline) {
+				for i := 0; i < 1000; i++ {
+					x = x*6364136223846793005 + 1442695040888963407
+					t.Update(x>>40%mems+1, func(e *qtable.Entry) error {
+						e.Q = qtable.TD(e.Q, 1, 0.3, 0, 0)
+						e.Visits++
+						return nil
+					})
+				}
+				n += 1000
+			}
+			total.Add(n)
+		}(uint64(w + 1))
+	}
+	wg.Wait()
+	return float64(total.Load()) / time.Since(start).Seconds()
+}
+
+func openColl(dir string, policy wal.SyncPolicy, mems int) (*engine.DB, *engine.Collection, error) {
+	db, err := engine.Open(dir, engine.Options{Sync: policy, CheckpointInterval: -1, CheckpointBytes: -1, Logf: func(string, ...any) {}})
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := engine.NewConfig(8)
+	cfg.Index.Kind = engine.IndexFlat
+	if err := db.Create("b", cfg); err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	c, _ := db.Collection("b")
+	v := []float32{1, 2, 3, 4, 5, 6, 7, 8}
+	for id := 1; id <= mems; id++ {
+		v[0] = float32(id)
+		if _, err := c.Add(engine.AddRequest{Vector: v, ID: uint64(id), HasID: true}); err != nil {
+			db.Close()
+			return nil, nil, err
+		}
+	}
+	return db, c, nil
+}
+
+func engineRewards(dir string, policy wal.SyncPolicy, g int, dur time.Duration) (float64, error) {
+	const mems = 100000
+	db, c, err := openColl(dir, wal.SyncNone, mems)
+	if err != nil {
+		return 0, err
+	}
+	db.Close()
+	if db, err = engine.Open(dir, engine.Options{Sync: policy, CheckpointInterval: -1, CheckpointBytes: -1, Logf: func(string, ...any) {}}); err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	c, _ = db.Collection("b")
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	deadline := time.Now().Add(dur)
+	start := time.Now()
+	for w := 0; w < g; w++ {
+		wg.Add(1)
+		go func(x uint64) {
+			defer wg.Done()
+			ids := []uint64{0}
+			n := int64(0)
+			for time.Now().Before(deadline) {
+				x = x*6364136223846793005 + 1442695040888963407
+				ids[0] = x>>40%mems + 1
+				if _, err := c.Reward(1, ids, nil); err != nil {
+					firstErr.Store(err)
+					return
+				}
+				n++
+			}
+			total.Add(n)
+		}(uint64(w + 1))
+	}
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return 0, err
+	}
+	return float64(total.Load()) / time.Since(start).Seconds(), nil
+}
+
+// recovery logs n reward records after a checkpoint, copies the folder
+// while the database is open (what a kill -9 leaves, with the log written
+// to the OS), and times opening the copy.
+func recovery(dir string, n int) (time.Duration, int, error) {
+	const mems = 10000
+	db, c, err := openColl(dir, wal.SyncNone, mems)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := db.Checkpoint(); err != nil {
+		return 0, 0, err
+	}
+	ids := []uint64{0}
+	for i := 0; i < n; i++ {
+		ids[0] = uint64(i%mems) + 1
+		if _, err := c.Reward(1, ids, nil); err != nil {
+			return 0, 0, err
+		}
+	}
+	if _, err := c.Add(engine.AddRequest{Vector: []float32{1, 1, 1, 1, 1, 1, 1, 1}, ID: mems + 1, HasID: true}); err != nil {
+		return 0, 0, err
+	}
+	// Under SyncNone the log writes its buffer to the OS every 1 MiB; the
+	// copy holds what was written (the last < 1 MiB may be missing, as
+	// after a real kill), and the replayed count says how much that was.
+	time.Sleep(200 * time.Millisecond)
+	cp := dir + ".copy"
+	if out, err := exec.Command("cp", "-a", dir, cp).CombinedOutput(); err != nil {
+		return 0, 0, fmt.Errorf("cp: %v: %s", err, out)
+	}
+	db.Close()
+	os.Remove(filepath.Join(cp, "LOCK"))
+	db2, err := engine.Open(cp, engine.Options{CheckpointInterval: -1, CheckpointBytes: -1, Logf: func(string, ...any) {}})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(cp)
+	defer db2.Close()
+	return db2.Recovery.Duration, db2.Recovery.RecordsReplayed, nil
+}
+
+// checkpointStall loads mems memories, then runs one adder and one
+// rewarder (SyncNone, so that the stall and not the fsync is measured)
+// while a checkpoint runs, and reports the worst latencies seen during it.
+func checkpointStall(out io.Writer, dir string, mems int) error {
+	db, c, err := openColl(dir, wal.SyncNone, mems)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var maxAdd, maxReward atomic.Int64
+	var adds, rewards atomic.Int64
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		v := []float32{1, 1, 1, 1, 1, 1, 1, 1}
+		for id := uint64(mems + 1); ; id++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			v[0] = float32(id)
+			t0 := time.Now()
+			c.Add(engine.AddRequest{Vector: v, ID: id, HasID: true})
+			storeMax(&maxAdd, int64(time.Since(t0)))
+			adds.Add(1)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		ids := []uint64{0}
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ids[0] = uint64(i%mems) + 1
+			t0 := time.Now()
+			c.Reward(1, ids, nil)
+			storeMax(&maxReward, int64(time.Since(t0)))
+			rewards.Add(1)
+		}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	maxAdd.Store(0)
+	maxReward.Store(0)
+	adds.Store(0)
+	rewards.Store(0)
+	t0 := time.Now()
+	err = db.Checkpoint()
+	d := time.Since(t0)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "checkpoint of %d memories under load: %v; during it %d adds (max latency %v) and %d rewards (max latency %v)\n",
+		mems, d.Round(time.Millisecond), adds.Load(), time.Duration(maxAdd.Load()), rewards.Load(), time.Duration(maxReward.Load()))
+	return nil
+}
+
+func storeMax(a *atomic.Int64, v int64) {
+	for {
+		old := a.Load()
+		if v <= old || a.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+func splitInts(s string) []int {
+	var out []int
+	n, in := 0, false
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			n, in = n*10+int(s[i]-'0'), true
+			continue
+		}
+		if in {
+			out = append(out, n)
+		}
+		n, in = 0, false
+	}
+	return out
+}
