@@ -181,8 +181,8 @@ func (c *Collection) Add(req AddRequest) (uint64, error) {
 	}
 	q := c.cfg.QInit
 	if req.HasQ {
-		if !finite(req.Q) {
-			return 0, fmt.Errorf("%w: Q", ErrBadNumber)
+		if err := boundedValue(req.Q, "Q"); err != nil {
+			return 0, err
 		}
 		q = req.Q
 	}

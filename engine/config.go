@@ -128,13 +128,27 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: %s must be in [0, 1], got %v", ErrBadParam, p.name, p.v)
 		}
 	}
-	if !finite(c.QInit) {
-		return fmt.Errorf("%w: QINIT", ErrBadNumber)
+	if err := boundedValue(c.QInit, "QINIT"); err != nil {
+		return err
 	}
 	return c.Index.validate(c.Dim)
 }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// MaxValue bounds the magnitude of rewards, NEXTQ, initial Q values and
+// QINIT. With α and γ in [0, 1] a TD update is a convex mix of Q and
+// r + γ·nextQ, so |Q| never exceeds 2·MaxValue: no update can overflow, and
+// a reward naming several memories never fails part-way.
+const MaxValue = 1e15
+
+// boundedValue enforces ErrBadNumber for learning values.
+func boundedValue(f float64, what string) error {
+	if !finite(f) || math.Abs(f) > MaxValue {
+		return fmt.Errorf("%w: %s must be a finite number of magnitude at most %g, got %v", ErrBadNumber, what, MaxValue, f)
+	}
+	return nil
+}
 
 // validName enforces ErrBadName. Names become part of nothing on disk (a
 // collection's folder is named by its uid), but they travel in the line

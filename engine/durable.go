@@ -42,13 +42,13 @@ func (db *DB) WaitDurable(t Ticket) error { return db.log.WaitDurable(wal.LSN(t)
 // update and returns the new Q of each id (in the order given) and the
 // ticket to pass to DB.WaitDurable before acknowledging it.
 func (c *Collection) RewardDeferred(reward float64, ids []uint64, nextQ *float64) ([]float64, Ticket, error) {
-	if !finite(reward) {
-		return nil, 0, fmt.Errorf("%w: reward", ErrBadNumber)
+	if err := boundedValue(reward, "reward"); err != nil {
+		return nil, 0, err
 	}
 	next := 0.0
 	if nextQ != nil {
-		if !finite(*nextQ) {
-			return nil, 0, fmt.Errorf("%w: NEXTQ", ErrBadNumber)
+		if err := boundedValue(*nextQ, "NEXTQ"); err != nil {
+			return nil, 0, err
 		}
 		next = *nextQ
 	}
@@ -70,14 +70,28 @@ func (c *Collection) RewardDeferred(reward float64, ids []uint64, nextQ *float64
 	out := make([]float64, len(ids))
 	var last wal.LSN
 	var buf [qRecSize]byte
+	var seen map[uint64]int // for long id lists, where firstIndex would be quadratic
+	if len(ids) > 16 {
+		seen = make(map[uint64]int, len(ids))
+	}
 	for i, id := range ids {
-		if j := firstIndex(ids[:i], id); j >= 0 {
+		j := -1
+		if seen != nil {
+			if k, ok := seen[id]; ok {
+				j = k
+			} else {
+				seen[id] = i
+			}
+		} else {
+			j = firstIndex(ids[:i], id)
+		}
+		if j >= 0 {
 			out[i] = out[j] // named twice: updated once
 			continue
 		}
 		e, err := c.q.Update(id, func(e *qtable.Entry) error {
 			nq := qtable.TD(e.Q, reward, c.cfg.Alpha, c.cfg.Gamma, next)
-			if !finite(nq) {
+			if !finite(nq) { // unreachable with values within MaxValue
 				return fmt.Errorf("%w: the update overflows Q", ErrBadNumber)
 			}
 			r := qRec{uid: c.uid, id: id, q: nq, visits: e.Visits + 1, lastReward: reward,

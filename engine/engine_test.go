@@ -395,3 +395,38 @@ func TestPersistenceAcrossReopenAndCheckpoint(t *testing.T) {
 		}
 	}
 }
+
+func TestValuesAreBounded(t *testing.T) {
+	db, _ := openTemp(t, Options{Sync: wal.SyncNone})
+	c := mustColl(t, db, "v", Config{Dim: 2, Alpha: 1, Gamma: 1})
+	add(t, c, 1, MaxValue, 1, 0)
+	add(t, c, 2, -MaxValue, 0, 1)
+	next := MaxValue
+	// The largest allowed values: Q reaches 2·MaxValue and stays finite.
+	for i := 0; i < 3; i++ {
+		q, err := c.Reward(MaxValue, []uint64{1, 2}, &next)
+		if err != nil || q[0] != 2*MaxValue || q[1] != 2*MaxValue {
+			t.Fatalf("Reward at the bounds: %v %v", q, err)
+		}
+	}
+	for _, bad := range []float64{MaxValue * 1.5, -2e300, math.Inf(1)} {
+		if _, err := c.Reward(bad, []uint64{1}, nil); !errors.Is(err, ErrBadNumber) {
+			t.Errorf("reward %v: %v", bad, err)
+		}
+		if _, err := c.Add(AddRequest{Vector: []float32{1, 1}, Q: bad, HasQ: true}); !errors.Is(err, ErrBadNumber) {
+			t.Errorf("Q %v: %v", bad, err)
+		}
+	}
+	// A long id list with repeats updates each memory once.
+	ids := make([]uint64, 100)
+	for i := range ids {
+		ids[i] = uint64(i%2 + 1)
+	}
+	before, _ := c.Get(1)
+	if _, err := c.Reward(0, ids, nil); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := c.Get(1); after.Visits != before.Visits+1 {
+		t.Fatalf("visits %d -> %d for a memory named 50 times", before.Visits, after.Visits)
+	}
+}
