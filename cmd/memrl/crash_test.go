@@ -109,7 +109,7 @@ func TestKill9LosesNoAcknowledgedWrite(t *testing.T) {
 
 	nextAdd := uint64(1000)
 	var allDeleted []uint64
-	for round := 0; round < 4; round++ {
+	for round := 0; round < 8; round++ {
 		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 64})
 		var wg sync.WaitGroup
 		var mu sync.Mutex // guards added
