@@ -40,10 +40,45 @@ func TD(q, reward, alpha, gamma, nextQ float64) float64 {
 // share a stripe small, at a cost of a few KiB per table.
 const numStripes = 256
 
+// stripe holds the entries of the ids that hash to it. Entries live in a
+// dense slice and the map holds only their positions: an update is one map
+// look-up and an in-place write, and neither the map nor the slice holds a
+// pointer, so the garbage collector never scans a million entries.
 type stripe struct {
-	mu sync.Mutex
-	m  map[uint64]Entry // guarded by mu
-	_  [40]byte         // keeps neighbouring stripes' mutexes off one cache line
+	mu  sync.Mutex
+	pos map[uint64]uint32 // id -> index in ents and ids; guarded by mu
+	// INVARIANT: len(ents) == len(ids) == len(pos), and pos[ids[i]] == i.
+	ents []Entry  // guarded by mu
+	ids  []uint64 // guarded by mu
+	_    [64]byte // pads a stripe to two cache lines: no false sharing between stripes
+}
+
+// putLocked inserts or replaces id's entry. REQUIRES: s.mu held.
+func (s *stripe) putLocked(id uint64, e Entry) {
+	if i, ok := s.pos[id]; ok {
+		s.ents[i] = e
+		return
+	}
+	s.pos[id] = uint32(len(s.ents))
+	s.ents = append(s.ents, e)
+	s.ids = append(s.ids, id)
+}
+
+// deleteLocked removes id, moving the last entry into its place.
+// REQUIRES: s.mu held.
+func (s *stripe) deleteLocked(id uint64) bool {
+	i, ok := s.pos[id]
+	if !ok {
+		return false
+	}
+	last := uint32(len(s.ents) - 1)
+	if i != last {
+		s.ents[i], s.ids[i] = s.ents[last], s.ids[last]
+		s.pos[s.ids[i]] = i
+	}
+	s.ents, s.ids = s.ents[:last], s.ids[:last]
+	delete(s.pos, id)
+	return true
 }
 
 // Table is a lock-striped map from memory id to Entry. The zero value is not
@@ -56,7 +91,7 @@ type Table struct {
 func New() *Table {
 	t := &Table{}
 	for i := range t.stripes {
-		t.stripes[i].m = make(map[uint64]Entry)
+		t.stripes[i].pos = make(map[uint64]uint32)
 	}
 	return t
 }
@@ -72,16 +107,18 @@ func (t *Table) stripeOf(id uint64) *stripe {
 func (t *Table) Get(id uint64) (Entry, bool) {
 	s := t.stripeOf(id)
 	s.mu.Lock()
-	e, ok := s.m[id]
-	s.mu.Unlock()
-	return e, ok
+	defer s.mu.Unlock()
+	if i, ok := s.pos[id]; ok {
+		return s.ents[i], true
+	}
+	return Entry{}, false
 }
 
 // Put sets the entry of id, inserting it if absent.
 func (t *Table) Put(id uint64, e Entry) {
 	s := t.stripeOf(id)
 	s.mu.Lock()
-	s.m[id] = e
+	s.putLocked(id, e)
 	s.mu.Unlock()
 }
 
@@ -89,8 +126,7 @@ func (t *Table) Put(id uint64, e Entry) {
 func (t *Table) Delete(id uint64) bool {
 	s := t.stripeOf(id)
 	s.mu.Lock()
-	_, ok := s.m[id]
-	delete(s.m, id)
+	ok := s.deleteLocked(id)
 	s.mu.Unlock()
 	return ok
 }
@@ -104,15 +140,19 @@ func (t *Table) Update(id uint64, fn func(e *Entry) error) (Entry, error) {
 	s := t.stripeOf(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.m[id]
+	i, ok := s.pos[id]
 	if !ok {
 		return Entry{}, ErrNotFound
 	}
-	if err := fn(&e); err != nil {
+	// fn gets the entry in place (a pointer to a local copy would make the
+	// copy escape to the heap on every update); a failed fn is undone.
+	p := &s.ents[i]
+	old := *p
+	if err := fn(p); err != nil {
+		*p = old
 		return Entry{}, err
 	}
-	s.m[id] = e
-	return e, nil
+	return *p, nil
 }
 
 // Len returns the number of entries. It locks each stripe in turn, so under
@@ -122,7 +162,7 @@ func (t *Table) Len() int {
 	for i := range t.stripes {
 		s := &t.stripes[i]
 		s.mu.Lock()
-		n += len(s.m)
+		n += len(s.ents)
 		s.mu.Unlock()
 	}
 	return n
@@ -136,8 +176,8 @@ func (t *Table) Range(fn func(id uint64, e Entry) bool) {
 	for i := range t.stripes {
 		s := &t.stripes[i]
 		s.mu.Lock()
-		for id, e := range s.m {
-			if !fn(id, e) {
+		for j, e := range s.ents {
+			if !fn(s.ids[j], e) {
 				s.mu.Unlock()
 				return
 			}

@@ -118,3 +118,42 @@ func BenchmarkUpdateParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestDeleteKeepsOthers deletes from the middle of stripes and checks that
+// every remaining id keeps its own entry (the swap-with-last bookkeeping).
+func TestDeleteKeepsOthers(t *testing.T) {
+	tb := New()
+	const n = 5000
+	for i := uint64(0); i < n; i++ {
+		tb.Put(i, Entry{Q: float64(i), Visits: i})
+	}
+	for i := uint64(0); i < n; i += 3 {
+		if !tb.Delete(i) {
+			t.Fatalf("Delete(%d) found nothing", i)
+		}
+	}
+	for i := uint64(0); i < n; i++ {
+		e, ok := tb.Get(i)
+		if ok != (i%3 != 0) || ok && (e.Q != float64(i) || e.Visits != i) {
+			t.Fatalf("id %d: %+v %v", i, e, ok)
+		}
+	}
+	if tb.Len() != n-(n+2)/3 {
+		t.Fatalf("Len %d", tb.Len())
+	}
+	seen := 0
+	tb.Range(func(id uint64, e Entry) bool {
+		if e.Q != float64(id) {
+			t.Fatalf("Range: id %d entry %+v", id, e)
+		}
+		seen++
+		return true
+	})
+	if seen != tb.Len() {
+		t.Fatalf("Range saw %d of %d", seen, tb.Len())
+	}
+	tb.Put(0, Entry{Q: -1}) // re-insert after delete
+	if e, _ := tb.Get(0); e.Q != -1 {
+		t.Fatal("re-insert")
+	}
+}
