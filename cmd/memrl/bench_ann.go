@@ -1,6 +1,10 @@
 package main
 
-import "fmt"
+import (
+	"os"
 
-// benchANN is wired to bench/ann once that package lands.
-func benchANN(args []string) error { return fmt.Errorf("bench ann: not built yet") }
+	"github.com/memrl/memrl/bench/ann"
+)
+
+// benchANN runs the phase-1 index benchmark (bench/ann).
+func benchANN(args []string) error { return ann.Main(args, os.Stdout) }
