@@ -16,6 +16,7 @@ const usage = `usage:
   memrl serve [--dir DIR] [--addr HOST:PORT] [--sync always|interval|none]   run the server
   memrl bench ann [flags]       recall against latency of the phase-1 index
   memrl bench rewards [flags]   acknowledged rewards per second over the protocol
+  memrl bench durability [flags] fsync latency, in-process rewards, recovery time, checkpoint stalls
   memrl info                    build and CPU facts (SIMD kernels in use)
 `
 
