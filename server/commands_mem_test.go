@@ -309,3 +309,24 @@ func TestMemIVFPQOverProtocol(t *testing.T) {
 		t.Fatalf("nearest to memory 5: %v", res)
 	}
 }
+
+// TestMemLargePayload stores and reads back a 2 MiB payload, and
+// retrieves it WITHPAYLOAD.
+func TestMemLargePayload(t *testing.T) {
+	ts, _ := startMem(t)
+	rdb := ts.client(t)
+	mustDo(t, rdb, "MEM.CREATE", "p", "DIM", 2)
+	payload := make([]byte, 2<<20)
+	for i := range payload {
+		payload[i] = byte(i * 7)
+	}
+	id := mustDo(t, rdb, "MEM.ADD", "p", "VALUES", 2, 1, 0, "PAYLOAD", payload)
+	get := mustDo(t, rdb, "MEM.GET", "p", id).([]any)
+	if get[13] != string(payload) {
+		t.Fatalf("payload of %d bytes came back as %d bytes", len(payload), len(get[13].(string)))
+	}
+	res := mustDo(t, rdb, "MEM.RETRIEVE", "p", "VALUES", 2, 1, 0, "WITHPAYLOAD").([]any)
+	if res[0].([]any)[4] != string(payload) {
+		t.Fatal("WITHPAYLOAD payload differs")
+	}
+}
