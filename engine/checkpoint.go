@@ -151,6 +151,14 @@ func (c *Collection) snapshotRowsLocked(cc *ckptCollection, from, to uint32) uin
 // live database refers to: collections dropped before cp was taken.
 // REQUIRES: db.ckptMu held.
 func (db *DB) removeOrphansLocked(cp checkpoint) error {
+	// List the folders before reading the live collections: a collection
+	// created after the listing is not in it, and one created before it is
+	// in byUID (drops wait for ckptMu), so no live folder is removed.
+	root := filepath.Join(db.dir, "collections")
+	names, err := db.fs.List(root)
+	if err != nil {
+		return err
+	}
 	keep := make(map[string]bool)
 	for _, c := range cp.colls {
 		keep[filepath.Base(collectionDir(db.dir, c.uid))] = true
@@ -160,11 +168,6 @@ func (db *DB) removeOrphansLocked(cp checkpoint) error {
 		keep[filepath.Base(collectionDir(db.dir, uid))] = true
 	}
 	db.mu.RUnlock()
-	root := filepath.Join(db.dir, "collections")
-	names, err := db.fs.List(root)
-	if err != nil {
-		return err
-	}
 	for _, n := range names {
 		if !keep[n] {
 			if err := db.fs.RemoveAll(filepath.Join(root, n)); err != nil {

@@ -179,6 +179,10 @@ func (c *Collection) Add(req AddRequest) (uint64, error) {
 	if len(req.Payload) > MaxPayload {
 		return 0, fmt.Errorf("%w: %d bytes, the limit is %d", ErrPayloadTooLarge, len(req.Payload), MaxPayload)
 	}
+	if req.HasID && req.ID == math.MaxUint64 {
+		// Reserved: nextID, one above every id used, must not wrap to ids in use.
+		return 0, fmt.Errorf("%w: ID must be below %d", ErrBadParam, uint64(math.MaxUint64))
+	}
 	q := c.cfg.QInit
 	if req.HasQ {
 		if err := boundedValue(req.Q, "Q"); err != nil {
@@ -190,6 +194,10 @@ func (c *Collection) Add(req AddRequest) (uint64, error) {
 		return 0, err
 	}
 	id := c.nextID
+	if !req.HasID && (id == 0 || id == math.MaxUint64) {
+		c.mu.Unlock()
+		return 0, fmt.Errorf("%w: no memory ids left above %d", ErrBadParam, id-1)
+	}
 	if req.HasID {
 		id = req.ID
 		if _, ok := c.mems[id]; ok {

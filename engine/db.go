@@ -52,7 +52,7 @@ type DB struct {
 	// closes a collection's files.
 	ckptMu sync.Mutex
 
-	// mu guards colls, byUID, nextUID and closed. Create and Drop hold it
+	// mu guards colls, byUID, nextUID, closed and closing. Create and Drop hold it
 	// for writing while they log and apply their record, so the log order
 	// of collection changes is the order they were applied in.
 	mu      sync.RWMutex
@@ -60,6 +60,7 @@ type DB struct {
 	byUID   map[uint64]*Collection
 	nextUID uint64
 	closed  bool
+	closing bool // set by the first Close, so that a concurrent one fails
 
 	stop chan struct{} // closed by Close to end the checkpointer
 	done chan struct{} // closed when the checkpointer has ended
@@ -246,10 +247,11 @@ func (db *DB) Err() error { return db.log.Err() }
 // called after Close fail with ErrClosed (or a closed-log error).
 func (db *DB) Close() error {
 	db.mu.Lock()
-	if db.closed {
+	if db.closed || db.closing {
 		db.mu.Unlock()
 		return ErrClosed
 	}
+	db.closing = true
 	db.mu.Unlock()
 	close(db.stop)
 	<-db.done

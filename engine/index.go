@@ -262,6 +262,9 @@ func (c *Collection) saveIndexAsyncLocked() {
 		c.mu.Lock()
 		c.saving = false
 		c.mu.Unlock()
+		// Indexes retired while this save ran (a build's swap) were left
+		// open for it; close them now.
+		c.closeRetired()
 		if err != nil && !errors.Is(err, ivfpq.ErrClosed) {
 			c.db.opts.Logf("memrl: collection %q: saving the index: %v", c.name, err)
 		}

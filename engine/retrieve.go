@@ -13,6 +13,9 @@ const (
 	// MaxK bounds K1 and K2: a retrieval is a prompt's worth of memories,
 	// not a bulk export.
 	MaxK = 10000
+	// MaxRefine bounds REFINE: the index keeps K1·REFINE candidates, so an
+	// unbounded factor is an allocation (or an overflow) a client chooses.
+	MaxRefine = 256
 )
 
 // RetrieveOptions are the knobs of a two-phase retrieval. Use
@@ -36,6 +39,9 @@ func (o RetrieveOptions) Validate() error {
 	}
 	if o.K2 < 1 || o.K2 > MaxK {
 		return fmt.Errorf("%w: K2 must be 1..%d, got %d", ErrBadParam, MaxK, o.K2)
+	}
+	if o.Refine > MaxRefine {
+		return fmt.Errorf("%w: REFINE must be at most %d, got %d", ErrBadParam, MaxRefine, o.Refine)
 	}
 	if math.IsNaN(o.Lambda) || o.Lambda < 0 || o.Lambda > 1 {
 		return fmt.Errorf("%w: LAMBDA must be in [0, 1], got %v", ErrBadParam, o.Lambda)
