@@ -316,8 +316,10 @@ func (c *Collection) openIndexLocked() {
 	}
 	if c.persistIndex() {
 		ix, err := ivfpq.Open(c.indexDir())
+		discard := true
 		switch {
 		case err != nil && errors.Is(err, os.ErrNotExist):
+			discard = false
 		case err != nil:
 			c.db.opts.Logf("memrl: collection %q: saved index unusable, rebuilding: %v", c.name, err)
 		case ix.Rows() > c.vecs.nrows || ix.Params().Dim != c.cfg.Dim:
@@ -329,8 +331,20 @@ func (c *Collection) openIndexLocked() {
 				ix.Close()
 				break
 			}
+			discard = false
 			c.ivf, c.trainedOn, c.savedRows = ix, int(ix.Rows()), ix.Rows()
 			c.index = ivfPhase1{c, ix}
+		}
+		if discard {
+			// Remove the file: once adds refill the rows it describes
+			// with other vectors, a later open would find it consistent.
+			rerr := os.RemoveAll(c.indexDir())
+			if rerr == nil {
+				rerr = c.db.fs.SyncDir(c.dir)
+			}
+			if rerr != nil {
+				c.db.opts.Logf("memrl: collection %q: removing the discarded index: %v", c.name, rerr)
+			}
 		}
 	}
 	c.maybeBuildLocked()

@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 	"math/rand"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -178,5 +179,89 @@ func TestReviewRetiredIndexIsClosed(t *testing.T) {
 			t.Fatalf("no retrain within 60s (retired %d)", retired)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// An index file discarded at open (it describes rows the log does not
+// have) must not be trusted at a later open, once new adds have refilled
+// those rows with other vectors.
+func TestReviewDiscardedIndexIsNotReusedLater(t *testing.T) {
+	cfg := NewConfig(8)
+	cfg.Metric = L2
+	cfg.Index = IndexConfig{NList: 2, TrainThreshold: 300}
+	opts := Options{Sync: wal.SyncNone, CheckpointInterval: -1, Logf: t.Logf}
+	rng := rand.New(rand.NewSource(4))
+
+	// dirA: an index of 400 rows, saved.
+	dirA := t.TempDir()
+	db, err := Open(dirA, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mustColl(t, db, "c", cfg)
+	for _, v := range clustered(rng, 400, 8) {
+		if _, err := c.Add(AddRequest{Vector: v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitIndexed(t, c)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// dirB: the same collection (uid 1) holding 100 rows, and dirA's index
+	// file: it describes 400 rows the log of dirB does not have.
+	dirB := t.TempDir()
+	db, err = Open(dirB, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = mustColl(t, db, "c", cfg)
+	for _, v := range clustered(rng, 100, 8) {
+		if _, err := c.Add(AddRequest{Vector: v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ixA := filepath.Join(collectionDir(dirA, 1), "ivfpq")
+	ixB := filepath.Join(collectionDir(dirB, 1), "ivfpq")
+	if err := os.CopyFS(ixB, os.DirFS(ixA)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Open: the index is discarded. Rows grow past 400 while the live
+	// count stays under the training threshold (no rebuild).
+	db, err = Open(dirB, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ = db.Collection("c")
+	for _, v := range clustered(rng, 350, 8) {
+		id, err := c.Add(AddRequest{Vector: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Delete([]uint64{id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err = Open(dirB, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c, _ = db.Collection("c")
+	info, err := c.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Count != 100 || info.Index != "flat" {
+		t.Fatalf("count %d, index %q: the discarded index of other vectors is in use", info.Count, info.Index)
 	}
 }
