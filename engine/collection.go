@@ -46,13 +46,14 @@ type Collection struct {
 	index   phase1 // exactScan, or ivfPhase1 once an index is built
 
 	// Index state (index.go).
-	ivf       *ivfpq.Index   // the index in use, or nil
-	trainedOn int            // live memories when ivf was trained
-	savedRows uint32         // rows of ivf in its saved file
-	building  bool           // a background build is running
-	saving    bool           // a background save is running
-	retired   []*ivfpq.Index // replaced indexes, closed by closeRetired
-	bg        sync.WaitGroup // background saves (not builds); not guarded
+	ivf           *ivfpq.Index   // the index in use, or nil
+	trainedOn     int            // live memories when ivf was trained
+	savedRows     uint32         // rows of ivf in its saved file
+	building      bool           // a background build is running
+	buildFailedAt int            // live memories when a build last failed; 0 if none
+	saving        bool           // a background save is running
+	retired       []*ivfpq.Index // replaced indexes, closed by closeRetired
+	bg            sync.WaitGroup // background saves (not builds); not guarded
 
 	q *qtable.Table // Q, visits, rewards: safe for concurrent use on its own
 }
@@ -159,6 +160,11 @@ func (c *Collection) rlockLive() error {
 	return nil
 }
 
+// MaxID is the largest memory id: ids are replied as RESP integers, which
+// are signed 64-bit, so ids stay below 2^63. It also keeps nextID (one
+// above every id used) from wrapping.
+const MaxID = math.MaxInt64
+
 // AddRequest is one memory to add.
 type AddRequest struct {
 	Vector  []float32
@@ -179,9 +185,8 @@ func (c *Collection) Add(req AddRequest) (uint64, error) {
 	if len(req.Payload) > MaxPayload {
 		return 0, fmt.Errorf("%w: %d bytes, the limit is %d", ErrPayloadTooLarge, len(req.Payload), MaxPayload)
 	}
-	if req.HasID && req.ID == math.MaxUint64 {
-		// Reserved: nextID, one above every id used, must not wrap to ids in use.
-		return 0, fmt.Errorf("%w: ID must be below %d", ErrBadParam, uint64(math.MaxUint64))
+	if req.HasID && req.ID > MaxID {
+		return 0, fmt.Errorf("%w: ID must be at most %d", ErrBadParam, uint64(MaxID))
 	}
 	q := c.cfg.QInit
 	if req.HasQ {
@@ -194,7 +199,7 @@ func (c *Collection) Add(req AddRequest) (uint64, error) {
 		return 0, err
 	}
 	id := c.nextID
-	if !req.HasID && (id == 0 || id == math.MaxUint64) {
+	if !req.HasID && id > MaxID {
 		c.mu.Unlock()
 		return 0, fmt.Errorf("%w: no memory ids left above %d", ErrBadParam, id-1)
 	}

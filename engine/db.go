@@ -146,6 +146,13 @@ func (db *DB) Create(name string, cfg Config) error {
 		return fmt.Errorf("%w: %q", ErrCollectionExists, name)
 	}
 	r := createRec{uid: db.nextUID, name: name, cfg: cfg}
+	// A uid is fresh, but a crash may have lost the create record of an
+	// earlier collection that had the same uid; its files must not be
+	// mistaken for this one's (its saved index above all).
+	if err := db.fs.RemoveAll(collectionDir(db.dir, r.uid)); err != nil {
+		db.mu.Unlock()
+		return err
+	}
 	c, err := openCollection(db, name, r.uid, cfg, 0, 0)
 	if err != nil {
 		db.mu.Unlock()

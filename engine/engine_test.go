@@ -430,3 +430,18 @@ func TestValuesAreBounded(t *testing.T) {
 		t.Fatalf("visits %d -> %d for a memory named 50 times", before.Visits, after.Visits)
 	}
 }
+
+func TestIDsStayBelow2To63(t *testing.T) {
+	db, _ := openTemp(t, Options{Sync: wal.SyncNone})
+	c := mustColl(t, db, "ids", NewConfig(2))
+	if _, err := c.Add(AddRequest{Vector: []float32{1, 0}, ID: MaxID + 1, HasID: true}); !errors.Is(err, ErrBadParam) {
+		t.Fatalf("ID 2^63: %v", err)
+	}
+	add(t, c, MaxID, 0, 1, 0)
+	if _, err := c.Add(AddRequest{Vector: []float32{1, 0}}); !errors.Is(err, ErrBadParam) {
+		t.Fatalf("automatic id after MaxID: %v", err)
+	}
+	if info, _ := c.Info(); info.Count != 1 {
+		t.Fatalf("count %d", info.Count)
+	}
+}

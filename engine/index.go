@@ -114,6 +114,9 @@ func (c *Collection) maybeBuildLocked() {
 		return
 	}
 	n := len(c.mems)
+	if c.buildFailedAt > 0 && n < 2*c.buildFailedAt {
+		return // a build failed at buildFailedAt memories: wait for more
+	}
 	due := c.ivf == nil && n >= c.cfg.Index.trainThreshold() ||
 		c.ivf != nil && n >= retrainFactor*max(c.trainedOn, 1) && c.cfg.Index.NList == 0
 	if !due {
@@ -141,6 +144,9 @@ func (c *Collection) build() {
 	ix, n, err := c.buildIndex()
 	c.mu.Lock()
 	c.building = false
+	if err != nil {
+		c.buildFailedAt = max(n, len(c.mems), 1)
+	}
 	if err != nil || c.dropped {
 		c.mu.Unlock()
 		if ix != nil {

@@ -50,7 +50,7 @@ type IndexConfig struct {
 	NList          int // coarse centroids; 0 means the default
 	PQM            int // PQ sub-spaces; must divide the dimension; 0 means the default
 	PQBits         int // 4 or 8; 0 means 8
-	TrainThreshold int // memories before training; 0 means DefaultTrainThreshold (and at least 40·NList)
+	TrainThreshold int // memories before training; 0 means DefaultTrainThreshold (and at least 40·NList and 256)
 }
 
 func (ic IndexConfig) validate(dim int) error {
@@ -78,5 +78,7 @@ func (ic IndexConfig) trainThreshold() int {
 	if t == 0 {
 		t = DefaultTrainThreshold
 	}
-	return max(t, 40*ic.NList)
+	// Training needs at least 256 vectors (the centroids of an 8-bit
+	// sub-space) and some 40 per coarse list.
+	return max(t, 40*ic.NList, 256)
 }

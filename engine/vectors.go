@@ -72,14 +72,10 @@ func openVectorStore(fs wal.FS, path string, dim int, nrows uint32) (*vectorStor
 
 // mapRows maps (or reads into the heap) a file of capRows rows, of which the
 // first valid rows hold data.
+//
+// The new mapping is made before the old one is dropped, so that a failure
+// leaves the store as it was: still readable, with its old capacity.
 func (s *vectorStore) mapRows(capRows, valid uint32) error {
-	if s.mm != nil {
-		if err := s.mm.Unmap(); err != nil {
-			return err
-		}
-		s.mm = nil
-	}
-	s.capRows = capRows
 	if capRows == 0 {
 		return nil
 	}
@@ -92,14 +88,20 @@ func (s *vectorStore) mapRows(capRows, valid uint32) error {
 				return err
 			}
 		}
-		s.heap = heap
+		s.heap, s.capRows = heap, capRows
 		return nil
 	}
 	mm, err := mmap.MapRegion(s.osf, int(int64(capRows)*s.rowSize), mmap.RDONLY, 0, 0)
 	if err != nil {
 		return fmt.Errorf("engine: mmap vector file: %w", err)
 	}
-	s.mm = mm
+	if s.mm != nil {
+		if err := s.mm.Unmap(); err != nil {
+			mm.Unmap()
+			return err
+		}
+	}
+	s.mm, s.capRows = mm, capRows
 	return nil
 }
 
