@@ -64,7 +64,12 @@ func (ix *Index) Add(row uint32, v []float32) error {
 		return fmt.Errorf("%w: vector has %d dimensions, index has %d", ErrBadParams, len(v), ix.p.Dim)
 	}
 	code := make([]byte, ix.p.M)
-	l, term := ix.encodeOne(v, code, ix.newEncodeScratch())
+	s, ok := ix.encScratch.Get().(*encodeScratch)
+	if !ok {
+		s = ix.newEncodeScratch()
+	}
+	l, term := ix.encodeOne(v, code, s)
+	ix.encScratch.Put(s)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.closed {

@@ -58,7 +58,8 @@ type Index struct {
 	codeNorm []float32                   // [M][ksub] ‖codeword‖²; immutable
 	precomp  []atomic.Pointer[[]float32] // per-list L2 tables, filled lazily; nil when not used (precomp.go)
 
-	scratch sync.Pool // *searchScratch sized for this index
+	scratch    sync.Pool // *searchScratch sized for this index
+	encScratch sync.Pool // *encodeScratch sized for this index
 }
 
 const (
