@@ -137,6 +137,12 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 	case precomp:
 		simd.PQLUTDot(q, ix.book, p.M, p.ksub(), s.qdot)
 	}
+	// 4-bit tables are quantized to bytes whenever the float table changes:
+	// once per query when it is shared, else once per probed list.
+	var q4 lut4
+	if p.Bits == 4 && !p.l2ADC() {
+		q4 = quantizeLUT4(s.lut, p.M, s.lut8)
+	}
 
 	s.cands.reset(k * refine)
 	for _, l := range s.probeOrder {
@@ -161,6 +167,9 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 			subtract(s.qres, q, c)
 			simd.PQLUTL2(s.qres, ix.book, p.M, p.ksub(), s.lut)
 		}
+		if p.Bits == 4 && p.l2ADC() {
+			q4 = quantizeLUT4(s.lut, p.M, s.lut8)
+		}
 		for _, seg := range [2]*segment{&lst.base, &lst.tail} {
 			if len(seg.ids) == 0 {
 				continue
@@ -168,7 +177,7 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 			if p.Bits == 8 {
 				ix.scan8(seg, bias, deleted, s)
 			} else {
-				ix.scan4(seg, bias, deleted, s)
+				ix.scan4(seg, q4, bias, deleted, s)
 			}
 		}
 	}
@@ -209,10 +218,9 @@ func (ix *Index) scan8(seg *segment, bias float32, deleted *roaring.Bitmap, s *s
 // scale for all sub-spaces and a per-sub-space offset, so a vector's
 // approximate score is sum/scale + offset; the kernel's threshold mask skips
 // every vector whose quantized sum cannot beat the current worst candidate.
-func (ix *Index) scan4(seg *segment, bias float32, deleted *roaring.Bitmap, s *searchScratch) {
+func (ix *Index) scan4(seg *segment, q4 lut4, bias float32, deleted *roaring.Bitmap, s *searchScratch) {
 	m := ix.p.M
-	scale, offset := quantizeLUT4(s.lut[:m*16], m, s.lut8)
-	offset += bias
+	scale, offset := q4.scale, q4.offset+bias
 	inv := 1 / scale
 	n := len(seg.ids)
 	bb := block4Bytes(m)
@@ -257,43 +265,50 @@ func (ix *Index) scan4(seg *segment, bias float32, deleted *roaring.Bitmap, s *s
 	}
 }
 
+// lut4 describes a quantized 4-bit table: Σ lut ≈ Σ q / scale + offset.
+type lut4 struct{ scale, offset float32 }
+
 // quantizeLUT4 maps the float table lut ([m][16]) to bytes in q
 // ([ceil(m/2)*2][16], the padding row zeroed): q = round((lut - min_s)·scale)
 // with min_s each sub-space's minimum and scale = 255 / the largest
-// sub-space range. It returns scale and Σ min_s, so that
-// Σ lut ≈ Σ q / scale + Σ min_s.
-func quantizeLUT4(lut []float32, m int, q []byte) (scale, offset float32) {
-	var maxRange float32
+// sub-space range, so a sum of m entries fits 16 bits. offset is Σ min_s.
+// Plain comparisons rather than the min/max builtins, whose NaN handling
+// made this a third of 4-bit query time.
+func quantizeLUT4(lut []float32, m int, q []byte) lut4 {
+	var mins [256]float32
+	var maxRange, offset float32
 	for s := 0; s < m; s++ {
-		row := lut[s*16 : (s+1)*16]
+		row := lut[s*16 : s*16+16]
 		lo, hi := row[0], row[0]
 		for _, v := range row[1:] {
-			lo = min(lo, v)
-			hi = max(hi, v)
+			if v < lo {
+				lo = v
+			}
+			if v > hi {
+				hi = v
+			}
 		}
+		mins[s] = lo
 		offset += lo
-		maxRange = max(maxRange, hi-lo)
+		if hi-lo > maxRange {
+			maxRange = hi - lo
+		}
 	}
-	scale = 1
+	scale := float32(1)
 	if maxRange > 0 {
 		scale = 255 / maxRange
 	}
 	for s := 0; s < m; s++ {
-		row := lut[s*16 : (s+1)*16]
-		lo := row[0]
-		for _, v := range row[1:] {
-			lo = min(lo, v)
-		}
+		row := lut[s*16 : s*16+16]
+		out := q[s*16 : s*16+16]
+		lo := mins[s]
 		for c, v := range row {
-			x := (v-lo)*scale + 0.5
-			if x > 255 {
-				x = 255
-			}
-			q[s*16+c] = byte(x)
+			// (v-lo)·scale <= 255, so +0.5 truncates to at most 255.
+			out[c] = byte((v-lo)*scale + 0.5)
 		}
 	}
 	clear(q[m*16:])
-	return scale, offset
+	return lut4{scale: scale, offset: offset}
 }
 
 // rerank turns s.cands into the final k results.
