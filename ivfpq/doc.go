@@ -30,11 +30,12 @@
 //     −⟨q, x⟩ does, and the L2 ADC accounts for the reconstruction's norm
 //     where the inner-product ADC favours long reconstructions. Other IP:
 //     ⟨q, c+r̂⟩ = ⟨q, c⟩ + Σ_m ⟨q_m, r̂_m⟩, one table for all lists plus the
-//     list's ⟨q, c⟩. L2, 8-bit: ‖q−c−r̂‖² = ‖q−c‖² − 2Σ_m⟨q_m, r̂_m⟩ +
+//     list's ⟨q, c⟩. L2: ‖q−c−r̂‖² = ‖q−c‖² − 2Σ_m⟨q_m, r̂_m⟩ +
 //     (‖r̂‖² + 2⟨c, r̂⟩); the last term is stored per vector at Add, so
-//     again one table serves all lists. L2, 4-bit: a per-list table from a
-//     cached per-list part and a per-query part (precomp.go), quantized to
-//     bytes per probe;
+//     again one table serves all lists and a probe costs only its scan.
+//     4-bit tables are quantized to bytes once per query; the fast-scan
+//     threshold uses the smallest stored term of each 256-vector chunk as
+//     its bound;
 //  3. the best k·Refine candidates are kept in a heap; the deleted bitmap
 //     is consulted only for candidates good enough to enter it;
 //  4. the candidates are re-scored exactly from src and the best k returned,
@@ -97,8 +98,9 @@
 //	                codes, zero-padded to 8 bytes: Bits 8: [n][M]byte;
 //	                Bits 4: ceil(n/32) blocks of ceil(M/2)·32 bytes
 //	                (simd's fast-scan layout)
-//	                L2 with Bits 8 only: terms [n]float32 (‖r̂‖² + 2⟨c, r̂⟩),
-//	                zero-padded to 8 bytes
+//	                L2-scored indexes only (L2, or IP with the unit-norm
+//	                flag): terms [n]float32 (‖r̂‖² + 2⟨c, r̂⟩), zero-padded
+//	                to 8 bytes
 //
 // Open checks the header (magic, checksum, version, parameters, every
 // offset against the file size), the meta and directory checksums, and that

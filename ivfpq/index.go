@@ -55,9 +55,6 @@ type Index struct {
 	baseSum   []uint64
 	baseState []atomic.Uint32
 
-	codeNorm []float32                   // [M][ksub] ‖codeword‖²; immutable
-	precomp  []atomic.Pointer[[]float32] // per-list L2 tables, filled lazily; nil when not used (precomp.go)
-
 	scratch    sync.Pool // *searchScratch sized for this index
 	encScratch sync.Pool // *encodeScratch sized for this index
 }
@@ -136,7 +133,6 @@ func newIndex(p Params, coarse, book []float32) *Index {
 	for l := range ix.baseState {
 		ix.baseState[l].Store(listGood) // no base segments yet
 	}
-	ix.initPrecomp()
 	return ix
 }
 

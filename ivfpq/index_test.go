@@ -177,7 +177,7 @@ func TestDeletedRowsNeverReturned(t *testing.T) {
 		src := sliceSource{base, d}
 		for qi := 0; qi < 100; qi++ {
 			q := base[qi*d : (qi+1)*d]
-			got, err := ix.Search(q, 10, SearchParams{NProbe: 16, Refine: 4}, deleted, src)
+			got, err := ix.Search(q, 10, SearchParams{NProbe: 16, Refine: 16}, deleted, src)
 			if err != nil {
 				t.Fatal(err)
 			}

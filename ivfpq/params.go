@@ -86,8 +86,8 @@ func (p Params) ksub() int { return 1 << p.Bits }
 func (p Params) dsub() int { return p.Dim / p.M }
 
 // hasTerms reports whether each stored vector carries a float32 L2 term
-// ‖r̂‖² + 2⟨c, r̂⟩ (8-bit indexes scored by L2; see search.go).
-func (p Params) hasTerms() bool { return p.l2ADC() && p.Bits == 8 }
+// ‖r̂‖² + 2⟨c, r̂⟩ (indexes scored by L2; see search.go).
+func (p Params) hasTerms() bool { return p.l2ADC() }
 
 // codeSize is the number of bytes one vector's PQ code occupies.
 func (p Params) codeSize() int {

@@ -20,9 +20,7 @@ type searchScratch struct {
 	coarseDist []float32 // [NList]
 	probes     topK      // nearest lists
 	probeOrder []int     // probed lists, nearest first
-	qres       []float32 // [Dim] query minus a coarse centroid
 	lut        []float32 // [M*ksub] float look-up table
-	qdot       []float32 // [M*ksub] <q_m, codeword> for precomputed L2 tables
 	lut8       []byte    // [ceil(M/2)*2*16] quantized table (4-bit codes)
 	out        []float32 // [scanChunk] approximate scores
 	sums       []uint16  // [scanChunk] quantized scores (4-bit codes)
@@ -39,9 +37,7 @@ func (ix *Index) getScratch() *searchScratch {
 	p := ix.p
 	return &searchScratch{
 		coarseDist: make([]float32, p.NList),
-		qres:       make([]float32, p.Dim),
 		lut:        make([]float32, p.M*p.ksub()),
-		qdot:       make([]float32, p.M*p.ksub()),
 		lut8:       make([]byte, (p.M+1)/2*2*16),
 		out:        make([]float32, scanChunk),
 		sums:       make([]uint16, scanChunk),
@@ -116,31 +112,21 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 		return a - b
 	})
 
-	// For IP the table does not depend on the list: <q, c+r> = <q,c> + <q,r>.
-	// Scores are kept as "smaller is better", so dot products are negated.
-	// For 8-bit L2 the table is -2<q_m, r_mk>, shared too: the list adds
-	// ‖q-c‖² and each vector its stored term ‖r̂‖² + 2<c, r̂>. For 4-bit L2,
-	// s.qdot holds <q_m, r_mk> and each list's table is T_l - 2·qdot (see
-	// precomp.go).
-	precomp := ix.usePrecomp()
-	switch {
-	case !p.l2ADC():
-		simd.PQLUTDot(q, ix.book, p.M, p.ksub(), s.lut)
-		for i := range s.lut {
-			s.lut[i] = -s.lut[i]
-		}
-	case p.hasTerms():
-		simd.PQLUTDot(q, ix.book, p.M, p.ksub(), s.lut)
-		for i := range s.lut {
-			s.lut[i] *= -2
-		}
-	case precomp:
-		simd.PQLUTDot(q, ix.book, p.M, p.ksub(), s.qdot)
+	// One table serves every list. Scores are kept as "smaller is better".
+	// IP ADC: <q, c+r̂> = <q,c> + Σ<q_m, r̂_m>, so the table is -<q_m, r_mk>
+	// and a list adds -<q,c>. L2 ADC: ‖q-c-r̂‖² = ‖q-c‖² - 2Σ<q_m, r̂_m> +
+	// (‖r̂‖² + 2<c, r̂>), so the table is -2<q_m, r_mk>, a list adds ‖q-c‖²
+	// (already computed above) and each vector its stored term.
+	simd.PQLUTDot(q, ix.book, p.M, p.ksub(), s.lut)
+	factor := float32(-1)
+	if p.l2ADC() {
+		factor = -2
 	}
-	// 4-bit tables are quantized to bytes whenever the float table changes:
-	// once per query when it is shared, else once per probed list.
+	for i := range s.lut {
+		s.lut[i] *= factor
+	}
 	var q4 lut4
-	if p.Bits == 4 && !p.l2ADC() {
+	if p.Bits == 4 {
 		q4 = quantizeLUT4(s.lut, p.M, s.lut8)
 	}
 
@@ -149,26 +135,13 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 		if err := ix.checkList(l); err != nil {
 			return nil, err
 		}
-		c := ix.coarse[l*p.Dim : (l+1)*p.Dim]
-		var bias float32
 		lst := &ix.lists[l]
 		if lst.len() == 0 {
 			continue
 		}
-		switch {
-		case !p.l2ADC():
-			bias = -simd.Dot(q, c)
-		case p.hasTerms():
-			bias = s.coarseDist[l]
-		case precomp:
-			combineTables(s.lut, ix.listTable(l), s.qdot)
-			bias = s.coarseDist[l]
-		default:
-			subtract(s.qres, q, c)
-			simd.PQLUTL2(s.qres, ix.book, p.M, p.ksub(), s.lut)
-		}
-		if p.Bits == 4 && p.l2ADC() {
-			q4 = quantizeLUT4(s.lut, p.M, s.lut8)
+		bias := s.coarseDist[l]
+		if !p.l2ADC() {
+			bias = -simd.Dot(q, ix.coarse[l*p.Dim:(l+1)*p.Dim])
 		}
 		for _, seg := range [2]*segment{&lst.base, &lst.tail} {
 			if len(seg.ids) == 0 {
@@ -214,10 +187,11 @@ func (ix *Index) scan8(seg *segment, bias float32, deleted *roaring.Bitmap, s *s
 }
 
 // scan4 scores one segment of 4-bit fast-scan codes and merges it into
-// s.cands. The float table s.lut ([M][16]) is quantized to bytes with one
-// scale for all sub-spaces and a per-sub-space offset, so a vector's
-// approximate score is sum/scale + offset; the kernel's threshold mask skips
-// every vector whose quantized sum cannot beat the current worst candidate.
+// s.cands. The byte table gives each vector sum/scale + offset; with terms,
+// vector i adds terms[i]. The kernel's threshold mask skips every vector
+// whose quantized sum cannot beat the current worst candidate, using the
+// smallest term of the chunk as the bound, and each vector it lets through
+// is checked with its own term.
 func (ix *Index) scan4(seg *segment, q4 lut4, bias float32, deleted *roaring.Bitmap, s *searchScratch) {
 	m := ix.p.M
 	scale, offset := q4.scale, q4.offset+bias
@@ -228,9 +202,19 @@ func (ix *Index) scan4(seg *segment, q4 lut4, bias float32, deleted *roaring.Bit
 	const chunkBlocks = scanChunk / simd.FastScanBlock
 	for b0 := 0; b0 < nblocks; b0 += chunkBlocks {
 		b1 := min(b0+chunkBlocks, nblocks)
+		v0, v1 := b0*simd.FastScanBlock, min(b1*simd.FastScanBlock, n)
+		var minTerm float32
+		if seg.terms != nil {
+			minTerm = seg.terms[v0]
+			for _, t := range seg.terms[v0+1 : v1] {
+				if t < minTerm {
+					minTerm = t
+				}
+			}
+		}
 		thresh := uint16(math.MaxUint16)
 		if w := s.cands.worst(); !math.IsInf(float64(w), 1) {
-			t := math.Ceil(float64((w - offset) * scale))
+			t := math.Ceil(float64((w - offset - minTerm) * scale))
 			switch {
 			case t <= 0:
 				thresh = 0
@@ -239,7 +223,7 @@ func (ix *Index) scan4(seg *segment, q4 lut4, bias float32, deleted *roaring.Bit
 			}
 		}
 		if thresh == 0 {
-			return // nothing in this segment can beat the candidates
+			continue // nothing in this chunk can beat the candidates
 		}
 		masks := s.masks[:b1-b0]
 		simd.FastScan4(seg.codes[b0*bb:b1*bb], m, s.lut8, thresh, s.sums, masks)
@@ -252,6 +236,9 @@ func (ix *Index) scan4(seg *segment, q4 lut4, bias float32, deleted *roaring.Bit
 					break
 				}
 				d := float32(s.sums[bi*simd.FastScanBlock+j])*inv + offset
+				if seg.terms != nil {
+					d += seg.terms[idx]
+				}
 				if d >= s.cands.worst() {
 					continue
 				}
