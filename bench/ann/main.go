@@ -24,6 +24,7 @@ type config struct {
 	threads                int
 	synthetic, dim         int
 	indexDir               string
+	cpuProfile             string
 	seed                   int64
 }
 
@@ -65,6 +66,7 @@ func parseArgs(args []string, stdout io.Writer) (*config, error) {
 	fs.IntVar(&cfg.synthetic, "synthetic", 0, "generate N clustered base vectors instead of reading files")
 	fs.IntVar(&cfg.dim, "dim", 64, "dimension of --synthetic data")
 	fs.StringVar(&cfg.indexDir, "index-dir", "", "save the index here, reopen it (mmap) and time the open and first query (default: a temporary directory)")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the search sweep to this file")
 	fs.Int64Var(&cfg.seed, "seed", 1, "random seed for training and synthetic data")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

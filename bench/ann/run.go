@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/rand"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -175,6 +176,9 @@ func run(cfg *config, w io.Writer) error {
 		}
 		defer os.RemoveAll(dir)
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
 	if err := ix.Save(dir); err != nil {
 		return err
 	}
@@ -192,6 +196,17 @@ func run(cfg *config, w io.Writer) error {
 	openMS := float64(time.Since(start).Microseconds()) / 1000
 	fmt.Fprintf(w, "open + first query: %.1f ms; index %d bytes\n", openMS, ix.Bytes())
 
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var results []result
 	for _, np := range nprobes {
 		for _, rf := range refines {

@@ -83,6 +83,8 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--json")
     ap.add_argument("--out-ids")
+    ap.add_argument("--index-cache", help="reuse the built index in this file (build_s then comes from "
+                    "the run that built it, stored next to it as FILE.build_s)")
     a = ap.parse_args()
 
     xb = read_vecs(a.base)
@@ -102,14 +104,28 @@ def main():
         base_index = faiss.index_factory(d, name)
         index = faiss.IndexRefineFlat(base_index)
         refines = [int(x) for x in a.refine.split(",")]
-    t0 = time.time()
-    index.train(xt)
-    train_s = time.time() - t0
-    index.add(xb)
-    build_s = time.time() - t0
-    print(f"index: {name} (faiss {faiss.__version__}), trained on {xt.shape[0]} vectors in {train_s:.1f}s, "
-          f"built in {build_s:.1f}s ({a.threads} threads)")
-    ivf = faiss.extract_index_ivf(index)
+    if a.index_cache and os.path.exists(a.index_cache):
+        index = faiss.read_index(a.index_cache)
+        if a.pqbits != 4:
+            index = faiss.downcast_index(index)
+            base_index = faiss.downcast_index(index.base_index)
+        with open(a.index_cache + ".build_s") as f:
+            build_s = float(f.read())
+        print(f"index: {name} (faiss {faiss.__version__}) read from {a.index_cache}, built earlier in {build_s:.1f}s")
+    else:
+        t0 = time.time()
+        index.train(xt)
+        train_s = time.time() - t0
+        index.add(xb)
+        build_s = time.time() - t0
+        print(f"index: {name} (faiss {faiss.__version__}), trained on {xt.shape[0]} vectors in {train_s:.1f}s, "
+              f"built in {build_s:.1f}s ({a.threads} threads)", flush=True)
+        if a.index_cache:
+            faiss.write_index(index, a.index_cache)
+            with open(a.index_cache + ".build_s", "w") as f:
+                f.write(str(build_s))
+    # IVFlib's extract_index_ivf does not look inside IndexRefineFlat in 1.7.3.
+    ivf = faiss.extract_index_ivf(base_index if a.pqbits != 4 else index)
     nbytes = index_bytes(index)
     if a.pqbits != 4:
         # Only the IVF-PQ part is comparable with memrl's index; the refine
