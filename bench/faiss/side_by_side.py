@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """Print memrl's and FAISS's `bench ann` JSON results side by side.
 
-For every memrl setting, "FAISS QPS @ recall" is the best QPS of any FAISS
-setting (of any of the given FAISS files) whose recall@10 is at least memrl's,
+Usage: side_by_side.py FILE.json [FILE.json ...] — rows are told apart by
+their "engine" field, so any number of memrl and FAISS result files can be
+given. For every memrl setting, "FAISS QPS @ recall" is the best QPS of any
+FAISS setting (of any of the given files) whose recall@10 is at least memrl's,
 and the last column is memrl's QPS over it (> 1: memrl is faster at matched
 recall). "-" means no FAISS setting reached that recall.
 """
@@ -19,10 +21,11 @@ def load(paths):
 
 
 def main():
-    if len(sys.argv) < 3:
-        sys.exit("usage: side_by_side.py MEMRL.json FAISS.json [FAISS.json ...]")
-    mem = load([sys.argv[1]])
-    fai = load(sys.argv[2:])
+    if len(sys.argv) < 2:
+        sys.exit("usage: side_by_side.py FILE.json [FILE.json ...]")
+    rows = load(sys.argv[1:])
+    mem = [r for r in rows if r["engine"] == "memrl"]
+    fai = [r for r in rows if r["engine"] != "memrl"]
     hdr = f"{'engine':<7} {'index':<22} {'nprobe':>6} {'refine':>6} {'R@1':>7} {'R@10':>7} {'QPS':>8} {'p99_us':>8} {'build_s':>8} {'index_MB':>9}"
     print(hdr)
     for r in fai + mem:
