@@ -45,6 +45,20 @@
 // searches with different settings do not interact. Cosine similarity is IP
 // over normalised vectors; the caller normalises.
 //
+// # API
+//
+//	p := DefaultParams(n, dim, metric)           // or fill Params by hand
+//	ix, err := Train(p, sample, workers, seed)  // sample: flat n·Dim float32
+//	err = ix.Add(row, v)                        // row == ix.Rows()
+//	err = ix.AddBatch(first, vecs, workers)     // bulk add / rebuild, first == ix.Rows()
+//	res, err := ix.Search(q, k, SearchParams{}, deleted, src)
+//	err = ix.Save(dir); ix, err = Open(dir); err = ix.Verify(); ix.Close()
+//
+// Search returns an error as well as the results, because list data is
+// verified lazily: a list that fails its checksum on first read makes the
+// search fail with ErrCorrupt rather than silently skip memories. With a nil
+// VectorSource no re-rank happens and Sim is the quantized estimate.
+//
 // # Concurrency
 //
 // Index.mu (a sync.RWMutex) guards the inverted lists and the row count.
