@@ -221,6 +221,17 @@ func TestConcurrentSearchesAndAdds(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			dir := t.TempDir()
+			for i := 0; i < 3; i++ {
+				if err := ix.Save(dir); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for i := n; i < n+400; i++ {
 				if err := ix.Add(uint32(i), base[i*d:(i+1)*d]); err != nil {
 					t.Error(err)

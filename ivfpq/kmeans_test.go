@@ -2,6 +2,7 @@ package ivfpq
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -61,21 +62,33 @@ func TestKMeansAssignsEveryPointToItsNearestCentroid(t *testing.T) {
 }
 
 func TestKMeansSplitsEmptyClusters(t *testing.T) {
-	// 4 distinct points repeated, 8 centroids: duplicates in the random
-	// start would leave empty clusters without splitting.
-	const d = 2
+	// Two distinct points repeated, 4 centroids: the random start must pick
+	// duplicates, whose clusters end up empty unless they are split.
+	const d, k = 2, 4
 	var x []float32
 	for i := 0; i < 400; i++ {
-		p := i % 4
-		x = append(x, float32(p), float32(p*p)+float32(i%7)*0.01)
+		if i%2 == 0 {
+			x = append(x, 1, 2)
+		} else {
+			x = append(x, 3, 5)
+		}
 	}
-	cent, err := kmeans(x, d, kmeansConfig{k: 8, niter: 5, workers: 1, seed: 1})
+	cent, err := kmeans(x, d, kmeansConfig{k: k, niter: 5, workers: 1, seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range cent {
 		if math.IsNaN(float64(v)) {
 			t.Fatal("NaN centroid")
+		}
+	}
+	// Every empty cluster was re-seeded by splitting a populated one into
+	// two perturbed copies: no two centroids are equal.
+	for a := 0; a < k; a++ {
+		for b := a + 1; b < k; b++ {
+			if slices.Equal(cent[a*d:(a+1)*d], cent[b*d:(b+1)*d]) {
+				t.Errorf("centroids %d and %d are equal: %v", a, b, cent[a*d:(a+1)*d])
+			}
 		}
 	}
 }
