@@ -105,9 +105,13 @@ def main():
         index = faiss.IndexRefineFlat(base_index)
         refines = [int(x) for x in a.refine.split(",")]
     if a.index_cache and os.path.exists(a.index_cache):
-        index = faiss.read_index(a.index_cache)
+        # `loaded` owns the C++ index; the downcast wrappers do not, so it
+        # must stay referenced for as long as they are used (dropping it
+        # freed the index under them: a segmentation fault).
+        loaded = faiss.read_index(a.index_cache)
+        index = loaded
         if a.pqbits != 4:
-            index = faiss.downcast_index(index)
+            index = faiss.downcast_index(loaded)
             base_index = faiss.downcast_index(index.base_index)
         with open(a.index_cache + ".build_s") as f:
             build_s = float(f.read())
