@@ -113,27 +113,36 @@ func (db *DB) Checkpoint() error {
 func (c *Collection) snapshot() ckptCollection {
 	cc := ckptCollection{uid: c.uid, name: c.name, cfg: c.cfg}
 	c.mu.RLock()
-	cc.mems = make([]ckptMemory, 0, len(c.mems))
+	cc.mems = make([]ckptMemory, 0, len(c.mems)+len(c.mems)/8)
 	c.mu.RUnlock()
+	// Each chunk is copied into chunk under the lock and appended to
+	// cc.mems after it is released: when adds outgrow cc.mems, its
+	// reallocation (tens of MB at a million memories) must not hold
+	// writers up.
+	chunk := make([]ckptMemory, 0, snapshotChunk)
 	for row := uint32(0); ; {
 		c.mu.RLock()
 		end := min(row+snapshotChunk, c.vecs.nrows)
-		row = c.snapshotRowsLocked(&cc, row, end)
-		if row >= c.vecs.nrows {
+		chunk = c.snapshotRowsLocked(chunk[:0], row, end)
+		row = end
+		done := row >= c.vecs.nrows
+		if done {
 			cc.nrows, cc.paySize, cc.nextID = c.vecs.nrows, c.pays.size, c.nextID
-			c.mu.RUnlock()
-			return cc
 		}
 		c.mu.RUnlock()
+		cc.mems = append(cc.mems, chunk...)
+		if done {
+			return cc
+		}
 	}
 }
 
-// snapshotRowsLocked appends the live memories of rows [from, to) to cc and
-// returns to. A row is live when the memory its row-to-id entry names sits
-// at that row (rows of deleted memories, and rows whose add failed after
-// the file write, fail that test).
+// snapshotRowsLocked appends the live memories of rows [from, to) to dst
+// and returns it. A row is live when the memory its row-to-id entry names
+// sits at that row (rows of deleted memories, and rows whose add failed
+// after the file write, fail that test).
 // REQUIRES: c.mu held for reading.
-func (c *Collection) snapshotRowsLocked(cc *ckptCollection, from, to uint32) uint32 {
+func (c *Collection) snapshotRowsLocked(dst []ckptMemory, from, to uint32) []ckptMemory {
 	for r := from; r < to && int(r) < len(c.rowIDs); r++ {
 		id := c.rowIDs[r]
 		m, ok := c.mems[id]
@@ -141,10 +150,10 @@ func (c *Collection) snapshotRowsLocked(cc *ckptCollection, from, to uint32) uin
 			continue
 		}
 		e, _ := c.q.Get(id)
-		cc.mems = append(cc.mems, ckptMemory{id: id, m: m, q: e.Q, visits: e.Visits,
+		dst = append(dst, ckptMemory{id: id, m: m, q: e.Q, visits: e.Visits,
 			lastReward: e.LastReward, rewardSum: e.RewardSum, updated: e.Updated})
 	}
-	return to
+	return dst
 }
 
 // removeOrphansLocked removes collection folders that neither cp nor the
