@@ -178,41 +178,52 @@ type AddRequest struct {
 // Add stores a memory and returns its id once the change is durable (as the
 // database's sync policy defines durable).
 func (c *Collection) Add(req AddRequest) (uint64, error) {
-	vec, err := c.checkVector(req.Vector)
+	id, t, err := c.AddDeferred(req)
 	if err != nil {
 		return 0, err
 	}
+	return id, c.db.WaitDurable(t)
+}
+
+// AddDeferred is Add without the wait: it stores and logs the memory and
+// returns its id and the ticket to pass to DB.WaitDurable before
+// acknowledging it (see durable.go).
+func (c *Collection) AddDeferred(req AddRequest) (uint64, Ticket, error) {
+	vec, err := c.checkVector(req.Vector)
+	if err != nil {
+		return 0, 0, err
+	}
 	if len(req.Payload) > MaxPayload {
-		return 0, fmt.Errorf("%w: %d bytes, the limit is %d", ErrPayloadTooLarge, len(req.Payload), MaxPayload)
+		return 0, 0, fmt.Errorf("%w: %d bytes, the limit is %d", ErrPayloadTooLarge, len(req.Payload), MaxPayload)
 	}
 	if req.HasID && req.ID > MaxID {
-		return 0, fmt.Errorf("%w: ID must be at most %d", ErrBadParam, uint64(MaxID))
+		return 0, 0, fmt.Errorf("%w: ID must be at most %d", ErrBadParam, uint64(MaxID))
 	}
 	q := c.cfg.QInit
 	if req.HasQ {
 		if err := boundedValue(req.Q, "Q"); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		q = req.Q
 	}
 	if err := c.lockLive(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	id := c.nextID
 	if !req.HasID && id > MaxID {
 		c.mu.Unlock()
-		return 0, fmt.Errorf("%w: no memory ids left above %d", ErrBadParam, id-1)
+		return 0, 0, fmt.Errorf("%w: no memory ids left above %d", ErrBadParam, id-1)
 	}
 	if req.HasID {
 		id = req.ID
 		if _, ok := c.mems[id]; ok {
 			c.mu.Unlock()
-			return 0, fmt.Errorf("%w: %d", ErrIDExists, id)
+			return 0, 0, fmt.Errorf("%w: %d", ErrIDExists, id)
 		}
 	}
 	if uint64(c.vecs.nrows) >= math.MaxUint32 {
 		c.mu.Unlock()
-		return 0, fmt.Errorf("%w: collection is full", ErrBadParam)
+		return 0, 0, fmt.Errorf("%w: collection is full", ErrBadParam)
 	}
 	r := addRec{
 		uid: c.uid, id: id, row: c.vecs.nrows, payOff: c.pays.size,
@@ -224,18 +235,18 @@ func (c *Collection) Add(req AddRequest) (uint64, error) {
 	if err := c.writeFilesLocked(r); err != nil {
 		c.unwriteFilesLocked(r)
 		c.mu.Unlock()
-		return 0, err
+		return 0, 0, err
 	}
 	lsn, err := c.db.log.Enqueue(encodeAdd(r))
 	if err != nil {
 		c.unwriteFilesLocked(r)
 		c.mu.Unlock()
-		return 0, err
+		return 0, 0, err
 	}
 	c.applyAddLocked(r)
 	c.indexAddLocked(r.row, r.vec)
 	c.mu.Unlock()
-	return id, c.db.log.WaitDurable(lsn)
+	return id, Ticket(lsn), nil
 }
 
 func (c *Collection) writeFilesLocked(r addRec) error {
@@ -275,10 +286,21 @@ func (c *Collection) applyAddLocked(r addRec) {
 	c.q.Put(r.id, qtable.Entry{Q: r.q, Updated: r.created})
 }
 
-// Delete removes the memories named and returns how many existed.
+// Delete removes the memories named and returns how many existed, once the
+// change is durable.
 func (c *Collection) Delete(ids []uint64) (int, error) {
-	if err := c.lockLive(); err != nil {
+	n, t, err := c.DeleteDeferred(ids)
+	if err != nil {
 		return 0, err
+	}
+	return n, c.db.WaitDurable(t)
+}
+
+// DeleteDeferred is Delete without the wait (see durable.go). The ticket is
+// 0 when nothing was deleted.
+func (c *Collection) DeleteDeferred(ids []uint64) (int, Ticket, error) {
+	if err := c.lockLive(); err != nil {
+		return 0, 0, err
 	}
 	var found []uint64
 	seen := make(map[uint64]bool, len(ids))
@@ -290,17 +312,17 @@ func (c *Collection) Delete(ids []uint64) (int, error) {
 	}
 	if len(found) == 0 {
 		c.mu.Unlock()
-		return 0, nil
+		return 0, 0, nil
 	}
 	r := deleteRec{uid: c.uid, ids: found}
 	lsn, err := c.db.log.Enqueue(encodeDelete(r))
 	if err != nil {
 		c.mu.Unlock()
-		return 0, err
+		return 0, 0, err
 	}
 	c.applyDeleteLocked(r)
 	c.mu.Unlock()
-	return len(found), c.db.log.WaitDurable(lsn)
+	return len(found), Ticket(lsn), nil
 }
 
 // REQUIRES: c.mu held for writing.

@@ -13,9 +13,10 @@ import (
 // Every write method (Add, Reward, Delete, Create, Drop) returns once its
 // change is durable. A server answering a pipeline of writes on one
 // connection would then wait for one fsync per write, one after another.
-// RewardDeferred splits Reward in two, like wal.Log's Enqueue and
-// WaitDurable: it applies and logs the change and returns a Ticket at once;
-// DB.WaitDurable(ticket) blocks until the change is durable. A caller that
+// AddDeferred, RewardDeferred and DeleteDeferred split those methods in
+// two, like wal.Log's Enqueue and WaitDurable: each applies and logs its
+// change and returns a Ticket at once; DB.WaitDurable(ticket) blocks until
+// the change is durable. A caller that
 // answers many writes at once waits for the largest ticket only, since the
 // durable log is always a prefix of the logged order.
 //

@@ -143,8 +143,12 @@ func (m memCommands) add(c *Ctx, args [][]byte) error {
 			return err
 		}
 	}
-	id, err := coll.Add(req)
+	id, ticket, err := coll.AddDeferred(req)
 	if err != nil {
+		return err
+	}
+	// Replied once durable; pipelined adds share one wait (durable.go).
+	if err := c.AfterDurable(m.wait, uint64(ticket)); err != nil {
 		return err
 	}
 	c.WriteInt(int64(id))
@@ -305,8 +309,11 @@ func (m memCommands) del(c *Ctx, args [][]byte) error {
 		}
 		ids = append(ids, id)
 	}
-	n, err := coll.Delete(ids)
+	n, ticket, err := coll.DeleteDeferred(ids)
 	if err != nil {
+		return err
+	}
+	if err := c.AfterDurable(m.wait, uint64(ticket)); err != nil {
 		return err
 	}
 	c.WriteInt(int64(n))

@@ -152,3 +152,62 @@ func TestFailedFsyncClosesPipeline(t *testing.T) {
 		t.Fatalf("a reward was answered although its fsync failed: %q", got)
 	}
 }
+
+// TestPipelinedAddsAndDeletesWaitForDurability: the same check for MEM.ADD
+// and MEM.DEL, which also reply through AfterDurable: a pipeline of adds,
+// then one of deletes, crashing a copy of the disk as replies arrive.
+func TestPipelinedAddsAndDeletesWaitForDurability(t *testing.T) {
+	ts, _, fs := startMemFS(t, 5*time.Millisecond)
+	nc := ts.rawConn(t)
+	br := bufio.NewReader(nc)
+	const n = 120
+	// check crashes a copy of the disk and checks ids [100, 100+added) are
+	// there except the first deleted even ones.
+	check := func(added, deleted int) {
+		crashed := fs.Crash(wal.DropUnsynced, rand.New(rand.NewSource(int64(added+deleted))))
+		db2, err := engine.Open("/db", engine.Options{FS: crashed, CheckpointInterval: -1, CheckpointBytes: -1, Logf: func(string, ...any) {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db2.Close()
+		c2, _ := db2.Collection("k")
+		for j := 0; j < added; j++ {
+			id := uint64(100 + j)
+			_, err := c2.Get(id)
+			gone := j%2 == 0 && j/2 < deleted
+			inFlight := j%2 == 0 && deleted > 0 && !gone // a pipelined delete may be durable before its reply
+			if !gone && !inFlight && err != nil {
+				t.Fatalf("%d adds and %d deletes answered: add of %d missing: %v", added, deleted, id, err)
+			}
+			if gone && err == nil {
+				t.Fatalf("%d adds and %d deletes answered: delete of %d undone", added, deleted, id)
+			}
+		}
+	}
+	var req strings.Builder
+	for id := 100; id < 100+n; id++ {
+		fmt.Fprintf(&req, "MEM.ADD k VALUES 2 1 %d ID %d\r\n", id, id)
+	}
+	io.WriteString(nc, req.String())
+	for i := 1; i <= n; i++ {
+		if line, err := br.ReadString('\n'); err != nil || line[0] != ':' {
+			t.Fatalf("add reply %d: %q %v", i, line, err)
+		}
+		if i%20 == 1 || i == n {
+			check(i, 0)
+		}
+	}
+	req.Reset()
+	for id := 100; id < 100+n; id += 2 {
+		fmt.Fprintf(&req, "MEM.DEL k %d\r\n", id)
+	}
+	io.WriteString(nc, req.String())
+	for i := 1; i <= n/2; i++ {
+		if line, err := br.ReadString('\n'); err != nil || line != ":1\r\n" {
+			t.Fatalf("delete reply %d: %q %v", i, line, err)
+		}
+		if i%10 == 1 || i == n/2 {
+			check(n, i)
+		}
+	}
+}
