@@ -294,7 +294,15 @@ func (l *Log) AppendBatch(recs [][]byte) (LSN, error) {
 	for i, r := range recs {
 		l.appendLocked(r, digests[i])
 	}
-	return lsn, l.waitUnlock()
+	if l.opts.Sync == SyncAlways {
+		l.cur.sync = true
+	}
+	last := l.nextLSN - 1
+	l.mu.Unlock()
+	if len(recs) == 0 {
+		return lsn, nil
+	}
+	return lsn, l.WaitDurable(last)
 }
 
 // usableLocked returns why the log cannot take records, or nil.
@@ -318,32 +326,6 @@ func (l *Log) appendLocked(rec []byte, d xxhash.Digest) {
 	l.nextLSN++
 	l.buffered += len(l.cur.buf) - before
 	l.stats.records.Add(1)
-}
-
-// waitUnlock wakes the flusher if the policy needs it and waits, per the
-// policy, for the current batch. It releases l.mu.
-// REQUIRES: l.mu held.
-func (l *Log) waitUnlock() error {
-	b := l.cur
-	switch l.opts.Sync {
-	case SyncAlways:
-		b.sync = true
-	case SyncNone:
-		if l.buffered < flushThreshold {
-			l.mu.Unlock()
-			return nil
-		}
-		if l.buffered < maxBuffered {
-			l.mu.Unlock()
-			l.wake()
-			return nil
-		}
-		// Too much buffered: wait for the write, to bound memory.
-	}
-	l.mu.Unlock()
-	l.wake()
-	<-b.done
-	return b.err
 }
 
 // wake kicks the flusher without blocking.
