@@ -120,7 +120,9 @@ func (c *Collection) snapshot() ckptCollection {
 	// reallocation (tens of MB at a million memories) must not hold
 	// writers up.
 	chunk := make([]ckptMemory, 0, snapshotChunk)
+	pace := newPacer()
 	for row := uint32(0); ; {
+		pace.step()
 		c.mu.RLock()
 		end := min(row+snapshotChunk, c.vecs.nrows)
 		chunk = c.snapshotRowsLocked(chunk[:0], row, end)

@@ -68,6 +68,7 @@ func encodeCheckpoint(cp checkpoint) []byte {
 		n += 96 + len(c.name) + 72*len(c.mems)
 	}
 	b := make([]byte, 0, n)
+	pace := newPacer()
 	b = append(b, ckptMagic...)
 	b = le.AppendUint32(b, ckptVersion)
 	b = le.AppendUint64(b, cp.walLSN)
@@ -82,7 +83,10 @@ func encodeCheckpoint(cp checkpoint) []byte {
 		b = le.AppendUint64(b, c.paySize)
 		b = le.AppendUint64(b, c.nextID)
 		b = le.AppendUint64(b, uint64(len(c.mems)))
-		for _, m := range c.mems {
+		for i, m := range c.mems {
+			if i%4096 == 4095 {
+				pace.step()
+			}
 			b = le.AppendUint64(b, m.id)
 			b = le.AppendUint32(b, m.m.row)
 			b = le.AppendUint64(b, m.m.payOff)
