@@ -28,20 +28,26 @@ var snapshotChunk uint32 = 1024 // a variable so that crash tests can make chunk
 // a checkpoint to finish.
 //
 // The steps, and why they are in this order:
-//  1. Roll the log to a new segment at position L (Rotate): every record
-//     before L is in older segments and durable.
+//  1. Take the log's next position L (NextLSN): every record enqueued so
+//     far is below L. (The log is not rolled: a roll fsyncs and creates
+//     segment files, and every writer would queue behind it. Segments are
+//     removed once wholly below some checkpoint's L, and replay can start
+//     in the middle of one.)
 //  2. Under the database's read lock, list the collections. A create
 //     logged before L was applied before its lock was released, so it is
 //     listed; one logged after L may be listed too (replay skips a create
 //     it already knows). Drops wait for ckptMu, so none happens from here
 //     on.
-//  3. Copy each collection's state (snapshot). Every change logged before
-//     L had been applied in memory before the copy began (changes are
-//     applied under the lock they are logged under, and the copy takes
-//     those locks), so each memory's copy reflects at least the log before
-//     L, and perhaps some records after it: the copy is fuzzy.
-//  4. fsync the vector and payload files up to the sizes copied: the
-//     checkpoint must not point at bytes a crash could take away.
+//  3. Copy each collection's state (snapshot). A change is applied under
+//     the same lock it is logged under, and the copy takes those locks (the
+//     collection's, and the qtable stripe's for Q), so when the copy reads
+//     a memory every change to it logged before L has been applied: each
+//     memory's copy reflects at least the log before L, and perhaps some
+//     records after it: the copy is fuzzy.
+//  4. fsync the log (the part before L must be durable before the
+//     checkpoint that replaces it), and the vector and payload files up to
+//     the sizes copied: the checkpoint must not point at bytes a crash
+//     could take away.
 //  5. Write the checkpoint atomically, with L as its replay position.
 //  6. Remove log segments wholly before L, and the folders of collections
 //     that neither the checkpoint nor the live database knows.
@@ -61,10 +67,7 @@ func (db *DB) Checkpoint() error {
 	if err := db.log.Err(); err != nil {
 		return err
 	}
-	lsn, err := db.log.Rotate()
-	if err != nil {
-		return err
-	}
+	lsn := db.log.NextLSN()
 	db.mu.RLock()
 	if db.closed {
 		db.mu.RUnlock()
@@ -81,6 +84,11 @@ func (db *DB) Checkpoint() error {
 		cp.colls = append(cp.colls, c.snapshot())
 	}
 
+	// The checkpoint replaces the log before L, so that part must be
+	// durable before the checkpoint is.
+	if err := db.log.Sync(); err != nil {
+		return err
+	}
 	// Drop (the only closer of a live collection's files) waits for
 	// ckptMu, so these files stay open.
 	for _, c := range colls {

@@ -94,3 +94,13 @@ func (l *Log) batchOfLocked(lsn LSN) *batch {
 	}
 	return nil
 }
+
+// NextLSN returns the LSN the next enqueued record will get: every record
+// enqueued before the call has a smaller one. A checkpoint takes it as its
+// replay position instead of rolling the log (Rotate), which would make
+// every writer wait behind a segment switch and its fsyncs.
+func (l *Log) NextLSN() LSN {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.nextLSN
+}
