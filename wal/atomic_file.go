@@ -3,6 +3,7 @@ package wal
 import (
 	"io"
 	"path/filepath"
+	"time"
 )
 
 // atomicTempSuffix names the temporary file WriteFileAtomic writes first.
@@ -10,7 +11,7 @@ import (
 const atomicTempSuffix = ".tmp"
 
 // bytesPerSync is how much WriteFileAtomic writes between fsyncs.
-const bytesPerSync = 4 << 20
+const bytesPerSync = 1 << 20
 
 // WriteFileAtomic replaces the file at path with data such that, after a
 // crash at any point, path holds either its old contents or data, never a
@@ -20,8 +21,9 @@ const bytesPerSync = 4 << 20
 // directory. (Without the first fsync, a crash after the rename could
 // leave path naming a file whose data never reached the disk.)
 //
-// A large file is written and fsynced bytesPerSync at a time, so that the
-// disk never holds more than that of its dirty data at once: a single
+// A large file is written and fsynced bytesPerSync at a time, pausing after
+// each fsync for as long as it took, so that the disk never holds more than
+// that of its dirty data at once and is left idle half the time: a single
 // fsync of tens of megabytes makes every other fsync on the file system
 // (the WAL's, which writers wait for) queue behind it.
 func WriteFileAtomic(fs FS, path string, data []byte) error {
@@ -41,11 +43,13 @@ func WriteFileAtomic(fs FS, path string, data []byte) error {
 		if len(data) == 0 {
 			break
 		}
+		t := time.Now()
 		if err := f.Sync(); err != nil {
 			f.Close()
 			fs.Remove(tmp)
 			return err
 		}
+		time.Sleep(time.Since(t))
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
