@@ -18,6 +18,16 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// withoutID removes the first occurrence of id from ids.
+func withoutID(ids []uint64, id uint64) []uint64 {
+	for i, a := range ids {
+		if a == id {
+			return append(ids[:i], ids[i+1:]...)
+		}
+	}
+	return ids
+}
+
 // rng2 is a goroutine-safe random index below n.
 func rng2(n int) int { return rand.Intn(n) }
 
@@ -177,12 +187,7 @@ func TestKill9LosesNoAcknowledgedWrite(t *testing.T) {
 				mu.Lock()
 				deleted = append(deleted, id)
 				deleting = 0
-				for i, a := range added {
-					if a == id {
-						added = append(added[:i], added[i+1:]...)
-						break
-					}
-				}
+				added = withoutID(added, id)
 				mu.Unlock()
 			}
 		}()
@@ -267,12 +272,7 @@ func TestKill9LosesNoAcknowledgedWrite(t *testing.T) {
 		// that did is no longer a live memory to check.
 		if deleting != 0 {
 			if rdb.Do(ctx, "MEM.GET", "k", deleting).Err() != nil {
-				for i, a := range added {
-					if a == deleting {
-						added = append(added[:i], added[i+1:]...)
-						break
-					}
-				}
+				added = withoutID(added, deleting)
 			}
 		}
 		mu.Unlock()
