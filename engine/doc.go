@@ -26,6 +26,7 @@
 //	dir/wal/                        the write-ahead log (package wal)
 //	dir/collections/<uid>/vectors.f32   row-major float32 vectors, read through mmap
 //	dir/collections/<uid>/payloads.dat  payload bytes, appended
+//	dir/collections/<uid>/ivfpq/        the IVF-PQ index once trained (index.go)
 //
 // A collection's folder is named by its uid (a counter never reused), so a
 // collection dropped and created again under the same name never meets its
