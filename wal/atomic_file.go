@@ -6,65 +6,116 @@ import (
 	"time"
 )
 
-// atomicTempSuffix names the temporary file WriteFileAtomic writes first.
+// atomicTempSuffix names the temporary file an AtomicFile writes first.
 // A leftover one (from a crash) is harmless and is overwritten next time.
 const atomicTempSuffix = ".tmp"
 
-// bytesPerSync is how much WriteFileAtomic writes between fsyncs.
-const bytesPerSync = 1 << 20
-
-// WriteFileAtomic replaces the file at path with data such that, after a
-// crash at any point, path holds either its old contents or data, never a
-// mix, and once it returns nil the new contents are durable.
+// AtomicFile writes a file that replaces another atomically: after a crash
+// at any point, the path holds either its old contents or everything
+// written before Commit, never a mix. Create one with CreateAtomic, Write
+// to it, then call Commit to publish it or Abort to discard it. You must
+// call one of the two exactly once, even after a failed Write.
 //
 // It writes path+".tmp", fsyncs it, renames it over path, and fsyncs the
-// directory. (Without the first fsync, a crash after the rename could
-// leave path naming a file whose data never reached the disk.)
+// directory. (Without the first fsync, a crash after the rename could leave
+// path naming a file whose data never reached the disk.)
 //
-// A large file is written and fsynced bytesPerSync at a time, pausing after
-// each fsync for as long as it took, so that the disk never holds more than
-// that of its dirty data at once and is left idle half the time: a single
-// fsync of tens of megabytes makes every other fsync on the file system
-// (the WAL's, which writers wait for) queue behind it.
+// Large files are written back as they are written, writeBackChunk at a
+// time and paced (see SyncPaced), so the final fsync has little left to do
+// and the WAL's fsyncs are never queued behind tens of megabytes.
+//
+// Not safe for concurrent use.
+type AtomicFile struct {
+	fs       FS
+	path     string
+	f        File
+	written  int64 // bytes written so far
+	backedTo int64 // bytes [0, backedTo) have been written back
+	err      error // the first failure; Commit returns it
+}
+
+// CreateAtomic starts writing a new version of the file at path.
+func CreateAtomic(fs FS, path string) (*AtomicFile, error) {
+	f, err := fs.Create(path + atomicTempSuffix)
+	if err != nil {
+		return nil, err
+	}
+	return &AtomicFile{fs: fs, path: path, f: f}, nil
+}
+
+// Write appends p to the new version. After a failure every later Write
+// and Commit returns the same error.
+func (a *AtomicFile) Write(p []byte) (int, error) {
+	if a.err != nil {
+		return 0, a.err
+	}
+	n, err := a.f.Write(p)
+	a.written += int64(n)
+	if err != nil {
+		a.err = err
+		return n, err
+	}
+	if wb, ok := a.f.(WriteBacker); ok {
+		for a.written-a.backedTo >= writeBackChunk {
+			t := time.Now()
+			if err := wb.WriteBack(a.backedTo, writeBackChunk); err != nil {
+				a.err = err
+				return n, err
+			}
+			a.backedTo += writeBackChunk
+			time.Sleep(time.Since(t))
+		}
+	}
+	return n, nil
+}
+
+// Commit makes the new version durable and puts it in place of the old
+// one. Once it returns nil the new contents survive a crash; if it fails,
+// the path holds the old contents or (only if the final directory sync
+// failed) possibly the new ones.
+func (a *AtomicFile) Commit() error {
+	tmp := a.path + atomicTempSuffix
+	if a.err != nil {
+		a.Abort()
+		return a.err
+	}
+	if err := SyncPaced(a.f, a.backedTo, a.written); err != nil {
+		a.Abort()
+		return err
+	}
+	if err := a.f.Close(); err != nil {
+		a.fs.Remove(tmp)
+		return err
+	}
+	if err := a.fs.Rename(tmp, a.path); err != nil {
+		a.fs.Remove(tmp)
+		return err
+	}
+	return a.fs.SyncDir(filepath.Dir(a.path))
+}
+
+// Abort discards the new version; the old one stays.
+func (a *AtomicFile) Abort() {
+	a.f.Close()
+	a.fs.Remove(a.path + atomicTempSuffix)
+}
+
+// WriteFileAtomic replaces the file at path with data, as an AtomicFile
+// does: after a crash path holds its old contents or data, and once it
+// returns nil the new contents are durable.
 func WriteFileAtomic(fs FS, path string, data []byte) error {
-	tmp := path + atomicTempSuffix
-	f, err := fs.Create(tmp)
+	a, err := CreateAtomic(fs, path)
 	if err != nil {
 		return err
 	}
 	for len(data) > 0 {
-		n := min(len(data), bytesPerSync)
-		if _, err := f.Write(data[:n]); err != nil {
-			f.Close()
-			fs.Remove(tmp)
-			return err
+		n := min(len(data), writeBackChunk)
+		if _, err := a.Write(data[:n]); err != nil {
+			break // Commit reports it
 		}
 		data = data[n:]
-		if len(data) == 0 {
-			break
-		}
-		t := time.Now()
-		if err := f.Sync(); err != nil {
-			f.Close()
-			fs.Remove(tmp)
-			return err
-		}
-		time.Sleep(time.Since(t))
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		fs.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		fs.Remove(tmp)
-		return err
-	}
-	if err := fs.Rename(tmp, path); err != nil {
-		fs.Remove(tmp)
-		return err
-	}
-	return fs.SyncDir(filepath.Dir(path))
+	return a.Commit()
 }
 
 // ReadFile returns the contents of the file at path.

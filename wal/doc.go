@@ -9,8 +9,12 @@
 // KeepRandomPrefix, TearLastSector) and inject faults (FailNextSync,
 // FailNextWrite, FailNextSyncDir), and can lose power at the k-th
 // mutating operation (PowerOffAt): crash tests crash a workload at every
-// file operation that way. WriteFileAtomic and ReadFile are the helpers for
-// the engine's checkpoint files.
+// file operation that way. AtomicFile (CreateAtomic, WriteFileAtomic) and
+// ReadFile are the helpers for the engine's checkpoint files, and SyncPaced
+// syncs a large file without holding up the log's fsyncs: files that are
+// WriteBackers (OS files on Linux, through sync_file_range) are written
+// back a megabyte at a time, paced, before the one fsync that makes them
+// durable.
 //
 // # Records and LSNs
 //
@@ -121,8 +125,9 @@
 //
 // # Checkpoints and compaction
 //
-// The engine calls Rotate at a checkpoint, which returns the LSN the new
-// segment starts at; it stores that LSN in its checkpoint (written with
-// WriteFileAtomic), calls RemoveBefore(lsn) to delete older segments, and
-// after a restart calls Replay(lsn, ...).
+// At a checkpoint the engine takes NextLSN (every record enqueued so far
+// is below it), stores it in its checkpoint (written with an AtomicFile),
+// calls RemoveBefore(lsn) to delete segments wholly below it, and after a
+// restart calls Replay(lsn, ...), which may start in the middle of a
+// segment. (Rotate also exists, to start a new segment on demand.)
 package wal
