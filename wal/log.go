@@ -358,9 +358,9 @@ func (l *Log) Sync() error {
 // larger one. If the current segment holds no records it is kept and its
 // first LSN returned.
 //
-// The engine calls Rotate at a checkpoint, stores the returned LSN in the
-// checkpoint, and once the checkpoint is durable calls RemoveBefore with
-// it and replays from it after a restart.
+// The engine does not rotate at a checkpoint (a roll fsyncs and creates a
+// file while writers wait); it takes NextLSN instead. Rotate is for
+// callers that want a segment boundary at a known LSN.
 func (l *Log) Rotate() (LSN, error) {
 	l.mu.Lock()
 	if err := l.usableLocked(); err != nil {
