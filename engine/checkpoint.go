@@ -24,8 +24,10 @@ var snapshotChunk uint32 = 1024 // a variable so that crash tests can make chunk
 // and removes the log segments it makes unnecessary, so that recovery
 // replays only what came after. Rewards, adds and deletes keep flowing
 // while it runs: a collection is copied in chunks of rows, holding its read
-// lock for one chunk at a time. Only Drop (and other checkpoints) wait for
-// a checkpoint to finish.
+// lock for one chunk at a time, and each chunk is encoded and written to
+// the new checkpoint file before the next is copied, so no copy of the
+// whole table is ever held in memory. Only Drop (and other checkpoints)
+// wait for a checkpoint to finish.
 //
 // The steps, and why they are in this order:
 //  1. Take the log's next position L (NextLSN): every record enqueued so
@@ -38,17 +40,18 @@ var snapshotChunk uint32 = 1024 // a variable so that crash tests can make chunk
 //     listed; one logged after L may be listed too (replay skips a create
 //     it already knows). Drops wait for ckptMu, so none happens from here
 //     on.
-//  3. Copy each collection's state (snapshot). A change is applied under
-//     the same lock it is logged under, and the copy takes those locks (the
-//     collection's, and the qtable stripe's for Q), so when the copy reads
-//     a memory every change to it logged before L has been applied: each
-//     memory's copy reflects at least the log before L, and perhaps some
-//     records after it: the copy is fuzzy.
+//  3. Copy each collection's state into the new file (snapshotTo). A
+//     change is applied under the same lock it is logged under, and the
+//     copy takes those locks (the collection's, and the qtable stripe's for
+//     Q), so when the copy reads a memory every change to it logged before
+//     L has been applied: each memory's copy reflects at least the log
+//     before L, and perhaps some records after it: the copy is fuzzy.
 //  4. fsync the log (the part before L must be durable before the
 //     checkpoint that replaces it), and the vector and payload files up to
 //     the sizes copied: the checkpoint must not point at bytes a crash
-//     could take away.
-//  5. Write the checkpoint atomically, with L as its replay position.
+//     could take away. The files are written back in paced pieces first
+//     (wal.SyncPaced), so the log's own fsyncs never queue behind them.
+//  5. Commit the checkpoint file atomically, with L as its replay position.
 //  6. Remove log segments wholly before L, and the folders of collections
 //     that neither the checkpoint nor the live database knows.
 //
@@ -61,9 +64,19 @@ var snapshotChunk uint32 = 1024 // a variable so that crash tests can make chunk
 // which is the logged state. A memory the copy caught mid-way (say, at its
 // old row before a delete and again at a new row after a re-add) is fixed
 // the same way: the delete and re-add are both after L.
+//
+// A failed sync of a vector, payload or checkpoint file stops checkpoints
+// for good (ErrCheckpointsStopped): after a failed fsync the kernel may
+// have marked unwritten pages clean, so a later fsync that succeeds would
+// prove nothing, and a checkpoint trusting it could let the log go. The
+// log keeps every record meanwhile and writes go on; restarting the
+// process rewrites the files from the log.
 func (db *DB) Checkpoint() error {
 	db.ckptMu.Lock()
 	defer db.ckptMu.Unlock()
+	if db.ckptErr != nil {
+		return db.ckptErr
+	}
 	if err := db.log.Err(); err != nil {
 		return err
 	}
@@ -73,15 +86,34 @@ func (db *DB) Checkpoint() error {
 		db.mu.RUnlock()
 		return ErrClosed
 	}
-	cp := checkpoint{walLSN: uint64(lsn), nextUID: db.nextUID}
+	nextUID := db.nextUID
 	colls := make([]*Collection, 0, len(db.byUID))
 	for _, c := range db.byUID {
 		colls = append(colls, c)
 	}
 	db.mu.RUnlock()
 	sort.Slice(colls, func(i, j int) bool { return colls[i].uid < colls[j].uid })
-	for _, c := range colls {
-		cp.colls = append(cp.colls, c.snapshot())
+
+	af, err := wal.CreateAtomic(db.fs, filepath.Join(db.dir, ckptName))
+	if err != nil {
+		return err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			af.Abort()
+		}
+	}()
+	cw := newCkptWriter(af)
+	cw.header(uint64(lsn), nextUID, len(colls))
+	sizes := make([]ckptSizes, len(colls))
+	for i, c := range colls {
+		cw.beginCollection(c.uid, c.name, c.cfg)
+		sizes[i] = c.snapshotTo(cw)
+		cw.endCollection(sizes[i].nrows, sizes[i].paySize, sizes[i].nextID)
+	}
+	if err := cw.finish(); err != nil {
+		return fmt.Errorf("engine: write checkpoint: %w", err)
 	}
 
 	// The checkpoint replaces the log before L, so that part must be
@@ -91,42 +123,57 @@ func (db *DB) Checkpoint() error {
 	}
 	// Drop (the only closer of a live collection's files) waits for
 	// ckptMu, so these files stay open.
-	for _, c := range colls {
-		if err := c.vecs.sync(); err != nil {
-			return fmt.Errorf("engine: sync vectors of %q: %w", c.name, err)
+	for i, c := range colls {
+		if err := c.vecs.syncTo(sizes[i].nrows); err != nil {
+			return db.stopCheckpointsLocked(fmt.Errorf("sync vectors of %q: %w", c.name, err))
 		}
-		if err := c.pays.sync(); err != nil {
-			return fmt.Errorf("engine: sync payloads of %q: %w", c.name, err)
+		if err := c.pays.syncTo(sizes[i].paySize); err != nil {
+			return db.stopCheckpointsLocked(fmt.Errorf("sync payloads of %q: %w", c.name, err))
 		}
 	}
-	if err := wal.WriteFileAtomic(db.fs, filepath.Join(db.dir, ckptName), encodeCheckpoint(cp)); err != nil {
-		return err
+	committed = true
+	if err := af.Commit(); err != nil {
+		return db.stopCheckpointsLocked(fmt.Errorf("commit %s: %w", ckptName, err))
 	}
 	if err := db.log.RemoveBefore(lsn); err != nil {
 		return err
 	}
-	return db.removeOrphansLocked(cp)
+	keep := make([]uint64, len(colls))
+	for i, c := range colls {
+		keep[i] = c.uid
+	}
+	return db.removeOrphansLocked(keep)
 }
 
-// snapshot copies the collection's checkpointed state, snapshotChunk rows
-// at a time, releasing the read lock between chunks. Memories are visited
-// in row order; rows added while the copy runs are visited too, and the
-// file sizes and nextID are read with the last chunk, so every row a copied
-// memory refers to is below the recorded row count.
+// stopCheckpointsLocked records a failed sync as the sticky checkpoint
+// error and returns it. REQUIRES: db.ckptMu held.
+func (db *DB) stopCheckpointsLocked(err error) error {
+	db.ckptErr = fmt.Errorf("%w: %w", ErrCheckpointsStopped, err)
+	db.opts.Logf("memrl: %v", db.ckptErr)
+	return db.ckptErr
+}
+
+// ckptSizes are a collection's file sizes and next id as a checkpoint
+// copied them: the vector and payload files are synced up to these sizes
+// before the checkpoint is committed.
+type ckptSizes struct {
+	nrows   uint32
+	paySize uint64
+	nextID  uint64
+}
+
+// snapshotTo copies the collection's checkpointed state onto cw,
+// snapshotChunk rows at a time, releasing the read lock between chunks and
+// encoding each chunk after releasing it. Memories are visited in row
+// order; rows added while the copy runs are visited too, and the file sizes
+// and nextID are read with the last chunk, so every row a copied memory
+// refers to is below the recorded row count.
 //
 // A memory deleted and re-added (at a higher row) during the copy can be
 // copied twice, at its old and its new row; loadCheckpointLocked keeps the
 // later (higher-row) copy, and replay of the delete and the re-add (both
 // logged after the checkpoint's position) settles it either way.
-func (c *Collection) snapshot() ckptCollection {
-	cc := ckptCollection{uid: c.uid, name: c.name, cfg: c.cfg}
-	c.mu.RLock()
-	cc.mems = make([]ckptMemory, 0, len(c.mems)+len(c.mems)/8)
-	c.mu.RUnlock()
-	// Each chunk is copied into chunk under the lock and appended to
-	// cc.mems after it is released: when adds outgrow cc.mems, its
-	// reallocation (tens of MB at a million memories) must not hold
-	// writers up.
+func (c *Collection) snapshotTo(cw *ckptWriter) ckptSizes {
 	chunk := make([]ckptMemory, 0, snapshotChunk)
 	pace := newPacer()
 	for row := uint32(0); ; {
@@ -136,13 +183,14 @@ func (c *Collection) snapshot() ckptCollection {
 		chunk = c.snapshotRowsLocked(chunk[:0], row, end)
 		row = end
 		done := row >= c.vecs.nrows
+		var sz ckptSizes
 		if done {
-			cc.nrows, cc.paySize, cc.nextID = c.vecs.nrows, c.pays.size, c.nextID
+			sz = ckptSizes{nrows: c.vecs.nrows, paySize: c.pays.size, nextID: c.nextID}
 		}
 		c.mu.RUnlock()
-		cc.mems = append(cc.mems, chunk...)
+		cw.memories(chunk)
 		if done {
-			return cc
+			return sz
 		}
 	}
 }
@@ -166,10 +214,11 @@ func (c *Collection) snapshotRowsLocked(dst []ckptMemory, from, to uint32) []ckp
 	return dst
 }
 
-// removeOrphansLocked removes collection folders that neither cp nor the
-// live database refers to: collections dropped before cp was taken.
+// removeOrphansLocked removes collection folders that neither the
+// checkpoint just written (the collections keepUIDs) nor the live database
+// refers to: collections dropped before the checkpoint was taken.
 // REQUIRES: db.ckptMu held.
-func (db *DB) removeOrphansLocked(cp checkpoint) error {
+func (db *DB) removeOrphansLocked(keepUIDs []uint64) error {
 	// List the folders before reading the live collections: a collection
 	// created after the listing is not in it, and one created before it is
 	// in byUID (drops wait for ckptMu), so no live folder is removed.
@@ -179,8 +228,8 @@ func (db *DB) removeOrphansLocked(cp checkpoint) error {
 		return err
 	}
 	keep := make(map[string]bool)
-	for _, c := range cp.colls {
-		keep[filepath.Base(collectionDir(db.dir, c.uid))] = true
+	for _, uid := range keepUIDs {
+		keep[filepath.Base(collectionDir(db.dir, uid))] = true
 	}
 	db.mu.RLock()
 	for uid := range db.byUID {

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -10,25 +11,39 @@ import (
 // A checkpoint is one file, CHECKPOINT, replaced atomically (written to a
 // temporary file, fsynced, renamed, folder fsynced). It holds the state of
 // every collection as of some moment during the checkpoint, and the WAL
-// position from which replay must start to reach the present:
+// position from which replay must start to reach the present.
+//
+// Version 2, written as the collections are copied (a streaming encoder
+// needs no buffer the size of the file):
 //
 //	+-----------+---------+---------+---------+------------+----------------+---------+
 //	| "MEMRLCKP"| version | walLSN  | nextUID | ncoll u32  | collections... | xxh64   |
-//	| 8 bytes   | u32     | u64     | u64     |            |                | u64     |
+//	| 8 bytes   | u32 = 2 | u64     | u64     |            |                | u64     |
 //	+-----------+---------+---------+---------+------------+----------------+---------+
 //
 //	collection: uid u64 | name u16-len bytes | config (engine/config.go encodeConfig) |
-//	            nrows u32 | paySize u64 | nextID u64 | nmem u64 | nmem × memory
+//	            batches... | u32 0 | nrows u32 | paySize u64 | nextID u64
+//	batch:      count u32 (1..ckptMaxBatch) | count × memory
 //	memory:     id u64 | row u32 | payOff u64 | payLen u32 | created i64 | q f64 | visits u64 |
 //	            lastReward f64 | rewardSum f64 | updated i64                      (72 bytes)
+//
+// The file sizes and next id follow the memories because they are read
+// with the last chunk of the copy. Version 1 (still read) held them, and a
+// u64 memory count, before one run of memories:
+//
+//	collection v1: uid | name | config | nrows u32 | paySize u64 | nextID u64 |
+//	               nmem u64 | nmem × memory
 //
 // The trailing xxh64 covers every byte before it. nrows and paySize are the
 // vector and payload file sizes that were fsynced before the checkpoint was
 // written; recovery trusts nothing past them.
 const (
-	ckptMagic   = "MEMRLCKP"
-	ckptVersion = 1
-	ckptName    = "CHECKPOINT"
+	ckptMagic     = "MEMRLCKP"
+	ckptVersion   = 2
+	ckptName      = "CHECKPOINT"
+	ckptMemSize   = 72
+	ckptMaxBatch  = 1 << 16 // memories per batch, at most
+	ckptFlushSize = 1 << 20 // bytes the writer buffers before writing
 )
 
 // ErrCorruptCheckpoint is returned by Open when the checkpoint file fails
@@ -62,44 +77,106 @@ type checkpoint struct {
 	colls   []ckptCollection
 }
 
-func encodeCheckpoint(cp checkpoint) []byte {
-	n := 40
-	for _, c := range cp.colls {
-		n += 96 + len(c.name) + 72*len(c.mems)
-	}
-	b := make([]byte, 0, n)
-	pace := newPacer()
-	b = append(b, ckptMagic...)
-	b = le.AppendUint32(b, ckptVersion)
-	b = le.AppendUint64(b, cp.walLSN)
-	b = le.AppendUint64(b, cp.nextUID)
-	b = le.AppendUint32(b, uint32(len(cp.colls)))
-	for _, c := range cp.colls {
-		b = le.AppendUint64(b, c.uid)
-		b = le.AppendUint16(b, uint16(len(c.name)))
-		b = append(b, c.name...)
-		b = encodeConfig(b, c.cfg)
-		b = le.AppendUint32(b, c.nrows)
-		b = le.AppendUint64(b, c.paySize)
-		b = le.AppendUint64(b, c.nextID)
-		b = le.AppendUint64(b, uint64(len(c.mems)))
-		for i, m := range c.mems {
-			if i%4096 == 4095 {
-				pace.step()
+// ckptWriter encodes a version-2 checkpoint onto w as it is produced,
+// hashing every byte. Call header, then for each collection beginCollection,
+// memories (any number of times) and endCollection, then finish. The first
+// write error is kept and returned by finish; later calls do nothing.
+type ckptWriter struct {
+	w   io.Writer
+	h   *xxhash.Digest
+	buf []byte // encoded bytes not yet written to w
+	err error
+}
+
+func newCkptWriter(w io.Writer) *ckptWriter {
+	return &ckptWriter{w: w, h: xxhash.New(), buf: make([]byte, 0, ckptFlushSize+ckptMaxBatch)}
+}
+
+func (cw *ckptWriter) header(walLSN, nextUID uint64, ncoll int) {
+	cw.buf = append(cw.buf, ckptMagic...)
+	cw.buf = le.AppendUint32(cw.buf, ckptVersion)
+	cw.buf = le.AppendUint64(cw.buf, walLSN)
+	cw.buf = le.AppendUint64(cw.buf, nextUID)
+	cw.buf = le.AppendUint32(cw.buf, uint32(ncoll))
+}
+
+func (cw *ckptWriter) beginCollection(uid uint64, name string, cfg Config) {
+	cw.buf = le.AppendUint64(cw.buf, uid)
+	cw.buf = le.AppendUint16(cw.buf, uint16(len(name)))
+	cw.buf = append(cw.buf, name...)
+	cw.buf = encodeConfig(cw.buf, cfg)
+}
+
+// memories appends one or more batches holding mems.
+func (cw *ckptWriter) memories(mems []ckptMemory) {
+	for len(mems) > 0 {
+		n := min(len(mems), ckptMaxBatch)
+		cw.buf = le.AppendUint32(cw.buf, uint32(n))
+		for _, m := range mems[:n] {
+			cw.buf = appendCkptMemory(cw.buf, m)
+			if len(cw.buf) >= ckptFlushSize {
+				cw.flush()
 			}
-			b = le.AppendUint64(b, m.id)
-			b = le.AppendUint32(b, m.m.row)
-			b = le.AppendUint64(b, m.m.payOff)
-			b = le.AppendUint32(b, m.m.payLen)
-			b = le.AppendUint64(b, uint64(m.m.created))
-			b = putF64(b, m.q)
-			b = le.AppendUint64(b, m.visits)
-			b = putF64(b, m.lastReward)
-			b = putF64(b, m.rewardSum)
-			b = le.AppendUint64(b, uint64(m.updated))
 		}
+		mems = mems[n:]
 	}
-	return le.AppendUint64(b, xxhash.Sum64(b))
+}
+
+func (cw *ckptWriter) endCollection(nrows uint32, paySize, nextID uint64) {
+	cw.buf = le.AppendUint32(cw.buf, 0)
+	cw.buf = le.AppendUint32(cw.buf, nrows)
+	cw.buf = le.AppendUint64(cw.buf, paySize)
+	cw.buf = le.AppendUint64(cw.buf, nextID)
+	if len(cw.buf) >= ckptFlushSize {
+		cw.flush()
+	}
+}
+
+// finish writes the checksum and everything still buffered.
+func (cw *ckptWriter) finish() error {
+	cw.flush()
+	if cw.err == nil {
+		cw.buf = le.AppendUint64(cw.buf, cw.h.Sum64())
+		_, cw.err = cw.w.Write(cw.buf)
+		cw.buf = cw.buf[:0]
+	}
+	return cw.err
+}
+
+func (cw *ckptWriter) flush() {
+	if cw.err == nil && len(cw.buf) > 0 {
+		cw.h.Write(cw.buf)
+		_, cw.err = cw.w.Write(cw.buf)
+	}
+	cw.buf = cw.buf[:0]
+}
+
+func appendCkptMemory(b []byte, m ckptMemory) []byte {
+	b = le.AppendUint64(b, m.id)
+	b = le.AppendUint32(b, m.m.row)
+	b = le.AppendUint64(b, m.m.payOff)
+	b = le.AppendUint32(b, m.m.payLen)
+	b = le.AppendUint64(b, uint64(m.m.created))
+	b = putF64(b, m.q)
+	b = le.AppendUint64(b, m.visits)
+	b = putF64(b, m.lastReward)
+	b = putF64(b, m.rewardSum)
+	return le.AppendUint64(b, uint64(m.updated))
+}
+
+func decodeCkptMemory(d *decoder) ckptMemory {
+	var m ckptMemory
+	m.id = d.u64()
+	m.m.row = d.u32()
+	m.m.payOff = d.u64()
+	m.m.payLen = d.u32()
+	m.m.created = int64(d.u64())
+	m.q = d.f64()
+	m.visits = d.u64()
+	m.lastReward = d.f64()
+	m.rewardSum = d.f64()
+	m.updated = int64(d.u64())
+	return m
 }
 
 func decodeCheckpoint(b []byte) (checkpoint, error) {
@@ -112,8 +189,9 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 		return cp, fmt.Errorf("%w: checksum mismatch", ErrCorruptCheckpoint)
 	}
 	d := decoder{b: body[len(ckptMagic):]}
-	if v := d.u32(); v != ckptVersion {
-		return cp, fmt.Errorf("%w: version %d, this build reads %d", ErrCorruptCheckpoint, v, ckptVersion)
+	version := d.u32()
+	if version != 1 && version != ckptVersion {
+		return cp, fmt.Errorf("%w: version %d, this build reads 1 and %d", ErrCorruptCheckpoint, version, ckptVersion)
 	}
 	cp.walLSN = d.u64()
 	cp.nextUID = d.u64()
@@ -123,29 +201,38 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 		c.uid = d.u64()
 		c.name = string(d.take(int(d.u16())))
 		c.cfg = decodeConfig(&d)
-		c.nrows = d.u32()
-		c.paySize = d.u64()
-		c.nextID = d.u64()
-		nmem := d.u64()
-		if nmem > uint64(len(d.b))/72 {
-			return cp, fmt.Errorf("%w: collection %q claims %d memories", ErrCorruptCheckpoint, c.name, nmem)
+		if version == 1 {
+			c.nrows = d.u32()
+			c.paySize = d.u64()
+			c.nextID = d.u64()
+			nmem := d.u64()
+			if nmem > uint64(len(d.b))/ckptMemSize {
+				return cp, fmt.Errorf("%w: collection %q claims %d memories", ErrCorruptCheckpoint, c.name, nmem)
+			}
+			for range nmem {
+				c.mems = append(c.mems, decodeCkptMemory(&d))
+			}
+		} else {
+			for !d.err {
+				n := d.u32()
+				if n == 0 {
+					break
+				}
+				if n > ckptMaxBatch || uint64(n) > uint64(len(d.b))/ckptMemSize {
+					return cp, fmt.Errorf("%w: collection %q: batch of %d memories", ErrCorruptCheckpoint, c.name, n)
+				}
+				for range n {
+					c.mems = append(c.mems, decodeCkptMemory(&d))
+				}
+			}
+			c.nrows = d.u32()
+			c.paySize = d.u64()
+			c.nextID = d.u64()
 		}
-		c.mems = make([]ckptMemory, nmem)
-		for j := range c.mems {
-			m := &c.mems[j]
-			m.id = d.u64()
-			m.m.row = d.u32()
-			m.m.payOff = d.u64()
-			m.m.payLen = d.u32()
-			m.m.created = int64(d.u64())
-			m.q = d.f64()
-			m.visits = d.u64()
-			m.lastReward = d.f64()
-			m.rewardSum = d.f64()
-			m.updated = int64(d.u64())
-			// Loading trusts rows and payload ranges, so a checkpoint
-			// whose checksum verifies but that points past its own file
-			// sizes (a bug, never a torn write) is refused, not indexed.
+		// Loading trusts rows and payload ranges, so a checkpoint whose
+		// checksum verifies but that points past its own file sizes (a
+		// bug, never a torn write) is refused, not indexed.
+		for _, m := range c.mems {
 			if !d.err && (m.m.row >= c.nrows || m.m.payOff+uint64(m.m.payLen) > c.paySize) {
 				return cp, fmt.Errorf("%w: collection %q: memory %d lies past the recorded file sizes", ErrCorruptCheckpoint, c.name, m.id)
 			}

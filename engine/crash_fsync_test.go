@@ -144,3 +144,69 @@ func TestFailedFsyncUnderLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedFileSyncStopsCheckpoints fails the fsync of each file a
+// checkpoint depends on (vectors, payloads, the checkpoint file itself):
+// that checkpoint and every later one fail with ErrCheckpointsStopped
+// without touching a file (the failed fsync is never retried), writes go
+// on, and after a crash every acknowledged write is there, recovered from
+// the log that no checkpoint was allowed to truncate.
+func TestFailedFileSyncStopsCheckpoints(t *testing.T) {
+	for _, file := range []string{"vectors.f32", "payloads.dat", "CHECKPOINT.tmp"} {
+		t.Run(file, func(t *testing.T) {
+			fs := wal.NewMemFS()
+			db, err := Open("/db", crashOpts(fs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			c := mustColl(t, db, "k", crashCfg)
+			add := func(id uint64) {
+				t.Helper()
+				if _, err := c.Add(AddRequest{Vector: []float32{1, 2, 3, float32(id)}, Payload: []byte("p"), ID: id, HasID: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			add(1)
+			if err := db.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+			add(2)
+			fs.FailNextSync(file)
+			if err := db.Checkpoint(); !errors.Is(err, ErrCheckpointsStopped) || !errors.Is(err, wal.ErrInjected) {
+				t.Fatalf("checkpoint with a failed sync of %s: %v", file, err)
+			}
+			add(3)
+			if _, err := c.Reward(1, []uint64{2}, nil); err != nil {
+				t.Fatalf("reward after the failed checkpoint: %v", err)
+			}
+			ops := fs.MutatingOps()
+			if err := db.Checkpoint(); !errors.Is(err, ErrCheckpointsStopped) {
+				t.Fatalf("second checkpoint: %v, want ErrCheckpointsStopped", err)
+			}
+			if n := fs.MutatingOps() - ops; n != 0 {
+				t.Fatalf("a stopped checkpoint did %d file operations", n)
+			}
+
+			crashed := fs.Crash(wal.DropUnsynced, rand.New(rand.NewSource(1)))
+			db2, err := Open("/db", crashOpts(crashed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db2.Close()
+			c2, _ := db2.Collection("k")
+			for id := uint64(1); id <= 3; id++ {
+				m, err := c2.Get(id)
+				if err != nil || string(m.Payload) != "p" || m.Vector[3] != float32(id) {
+					t.Fatalf("memory %d after the crash: %+v %v", id, m, err)
+				}
+			}
+			if m, _ := c2.Get(2); m.Visits != 1 {
+				t.Fatalf("reward after the failed checkpoint lost: %+v", m)
+			}
+			if err := db2.Checkpoint(); err != nil {
+				t.Fatalf("checkpoint after a restart: %v", err)
+			}
+		})
+	}
+}

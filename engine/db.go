@@ -49,8 +49,12 @@ type DB struct {
 	lock *dirLock
 
 	// ckptMu serialises checkpoints with each other and with Drop, which
-	// closes a collection's files.
+	// closes a collection's files. It guards ckptErr, and the synced sizes
+	// of the collections' vector and payload files.
 	ckptMu sync.Mutex
+	// ckptErr is the sticky failure that stopped checkpoints (a failed
+	// sync of a file a checkpoint depends on), or nil.
+	ckptErr error
 
 	// mu guards colls, byUID, nextUID, closed and closing. Create and Drop hold it
 	// for writing while they log and apply their record, so the log order

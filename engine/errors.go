@@ -26,6 +26,11 @@ var (
 	ErrNoMemory = errors.New("no such memory")
 	// ErrPayloadTooLarge: a payload is at most MaxPayload bytes.
 	ErrPayloadTooLarge = errors.New("payload too large")
+	// ErrCheckpointsStopped: after a checkpoint failed to sync a file it
+	// depends on, no checkpoint is attempted again (a later fsync that
+	// succeeds proves nothing). Writes go on, kept by the log; restart
+	// the process to recover and checkpoint again.
+	ErrCheckpointsStopped = errors.New("checkpoints stopped after a failed sync; restart to recover")
 	// ErrClosed: the database was closed.
 	ErrClosed = errors.New("database is closed")
 )

@@ -16,6 +16,10 @@ import (
 type payloadStore struct {
 	f    wal.File
 	size uint64 // bytes in use; the next payload goes here
+
+	// synced: bytes [0, synced) were synced by a checkpoint. Guarded by
+	// the database's ckptMu (see vectorStore.syncedRows).
+	synced uint64
 }
 
 func openPayloadStore(fs wal.FS, path string, size uint64) (*payloadStore, error) {
@@ -32,7 +36,7 @@ func openPayloadStore(fs wal.FS, path string, size uint64) (*payloadStore, error
 		f.Close()
 		return nil, fmt.Errorf("engine: payload file %s has %d bytes, the checkpoint needs %d", path, st.Size(), size)
 	}
-	return &payloadStore{f: f, size: size}, nil
+	return &payloadStore{f: f, size: size, synced: size}, nil
 }
 
 // put writes p at off and extends size past it.
@@ -58,5 +62,16 @@ func (s *payloadStore) get(off uint64, n uint32) ([]byte, error) {
 	return p, nil
 }
 
-func (s *payloadStore) sync() error  { return s.f.Sync() }
+// syncTo makes bytes [0, size) durable, writing back the bytes written
+// since the last syncTo in paced pieces first (see wal.SyncPaced).
+// REQUIRES: the database's ckptMu held; size bytes were written.
+func (s *payloadStore) syncTo(size uint64) error {
+	from := min(s.synced, size)
+	if err := wal.SyncPaced(s.f, int64(from), int64(size)); err != nil {
+		return err
+	}
+	s.synced = size
+	return nil
+}
+
 func (s *payloadStore) close() error { return s.f.Close() }

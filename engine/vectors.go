@@ -37,6 +37,11 @@ type vectorStore struct {
 	heap    []float32 // used instead of mm when osf is nil
 	capRows uint32    // rows the file (and mapping) can hold
 	nrows   uint32    // rows in use: the highest row written + 1
+
+	// syncedRows: rows [0, syncedRows) were synced by a checkpoint; rows
+	// past it were written since. Guarded by the database's ckptMu, not
+	// by the collection's lock: only checkpoints (and open) touch it.
+	syncedRows uint32
 }
 
 // osFiler is implemented by files of the OS file system.
@@ -66,7 +71,7 @@ func openVectorStore(fs wal.FS, path string, dim int, nrows uint32) (*vectorStor
 		f.Close()
 		return nil, err
 	}
-	s.nrows = nrows
+	s.nrows, s.syncedRows = nrows, nrows
 	return s, nil
 }
 
@@ -156,7 +161,17 @@ func (s *vectorStore) row(r uint32) []float32 {
 // REQUIRES: as row.
 func (s *vectorStore) Vector(r uint32) []float32 { return s.row(r) }
 
-func (s *vectorStore) sync() error { return s.f.Sync() }
+// syncTo makes rows [0, nrows) durable, writing back the rows written
+// since the last syncTo in paced pieces first (see wal.SyncPaced).
+// REQUIRES: the database's ckptMu held; nrows rows were written.
+func (s *vectorStore) syncTo(nrows uint32) error {
+	from := min(s.syncedRows, nrows)
+	if err := wal.SyncPaced(s.f, int64(from)*s.rowSize, int64(nrows)*s.rowSize); err != nil {
+		return err
+	}
+	s.syncedRows = nrows
+	return nil
+}
 
 func (s *vectorStore) close() error {
 	var err error

@@ -45,7 +45,9 @@ func TestVectorStoreMapsOSFiles(t *testing.T) {
 				}
 			}
 			check(s)
-			s.sync()
+			if err := s.syncTo(n); err != nil {
+				t.Fatal(err)
+			}
 			s.close()
 			s, err = openVectorStore(tc.fs, path, 3, n)
 			if err != nil {

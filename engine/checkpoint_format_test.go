@@ -1,0 +1,193 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"math/rand"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/memrl/memrl/wal"
+)
+
+// randomCheckpoint returns a checkpoint with collections of the given
+// sizes whose memories are consistent with the recorded file sizes.
+func randomCheckpoint(rng *rand.Rand, sizes ...int) checkpoint {
+	cp := checkpoint{walLSN: rng.Uint64() >> 1, nextUID: uint64(len(sizes) + 1)}
+	for i, n := range sizes {
+		c := ckptCollection{uid: uint64(i + 1), name: "c" + strings.Repeat("x", i), cfg: NewConfig(4 + i),
+			nrows: uint32(n + 3), paySize: uint64(n * 10), nextID: uint64(n + 1)}
+		for j := 0; j < n; j++ {
+			c.mems = append(c.mems, ckptMemory{id: uint64(j + 1),
+				m:          memory{row: uint32(j), payOff: uint64(j * 10), payLen: uint32(rng.Intn(11)), created: rng.Int63()},
+				q:          rng.NormFloat64(),
+				visits:     uint64(rng.Intn(100)),
+				lastReward: rng.Float64(), rewardSum: rng.Float64() * 10, updated: rng.Int63()})
+		}
+		cp.colls = append(cp.colls, c)
+	}
+	return cp
+}
+
+// encodeCheckpoint encodes cp in the current version, in memory.
+func encodeCheckpoint(cp checkpoint) []byte {
+	var buf bytes.Buffer
+	cw := newCkptWriter(&buf)
+	cw.header(cp.walLSN, cp.nextUID, len(cp.colls))
+	for _, c := range cp.colls {
+		cw.beginCollection(c.uid, c.name, c.cfg)
+		// Feed memories in uneven pieces, as the chunked copy does.
+		for rest := c.mems; len(rest) > 0; {
+			n := min(len(rest), 1+len(rest)/3)
+			cw.memories(rest[:n])
+			rest = rest[n:]
+		}
+		cw.endCollection(c.nrows, c.paySize, c.nextID)
+	}
+	if err := cw.finish(); err != nil {
+		panic(err)
+	}
+	return buf.Bytes()
+}
+
+// encodeCheckpointV1 encodes cp in version 1, which memrl still reads.
+func encodeCheckpointV1(cp checkpoint) []byte {
+	b := []byte(ckptMagic)
+	b = le.AppendUint32(b, 1)
+	b = le.AppendUint64(b, cp.walLSN)
+	b = le.AppendUint64(b, cp.nextUID)
+	b = le.AppendUint32(b, uint32(len(cp.colls)))
+	for _, c := range cp.colls {
+		b = le.AppendUint64(b, c.uid)
+		b = le.AppendUint16(b, uint16(len(c.name)))
+		b = append(b, c.name...)
+		b = encodeConfig(b, c.cfg)
+		b = le.AppendUint32(b, c.nrows)
+		b = le.AppendUint64(b, c.paySize)
+		b = le.AppendUint64(b, c.nextID)
+		b = le.AppendUint64(b, uint64(len(c.mems)))
+		for _, m := range c.mems {
+			b = appendCkptMemory(b, m)
+		}
+	}
+	return le.AppendUint64(b, xxhash.Sum64(b))
+}
+
+// resum replaces b's trailing checksum with a correct one, so that a test
+// can reach the checks behind it.
+func resum(b []byte) []byte {
+	body := b[:len(b)-8]
+	return le.AppendUint64(append([]byte(nil), body...), xxhash.Sum64(body))
+}
+
+func TestCheckpointRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for _, sizes := range [][]int{nil, {0}, {1}, {3, 0, 7}, {ckptMaxBatch + 5, 2}} {
+		cp := randomCheckpoint(rng, sizes...)
+		for version, b := range map[int][]byte{2: encodeCheckpoint(cp), 1: encodeCheckpointV1(cp)} {
+			got, err := decodeCheckpoint(b)
+			if err != nil {
+				t.Fatalf("sizes %v, version %d: %v", sizes, version, err)
+			}
+			if !reflect.DeepEqual(got, cp) {
+				t.Fatalf("sizes %v, version %d: decoded checkpoint differs", sizes, version)
+			}
+		}
+	}
+}
+
+// TestCheckpointCorruption flips every byte, truncates at every length,
+// and forges well-checksummed files with bad contents: each is refused
+// with ErrCorruptCheckpoint, never loaded.
+func TestCheckpointCorruption(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	b := encodeCheckpoint(randomCheckpoint(rng, 3, 2))
+	refuse := func(what string, bad []byte) {
+		t.Helper()
+		if _, err := decodeCheckpoint(bad); !errors.Is(err, ErrCorruptCheckpoint) {
+			t.Fatalf("%s: %v, want ErrCorruptCheckpoint", what, err)
+		}
+	}
+	for i := range b {
+		bad := append([]byte(nil), b...)
+		bad[i] ^= 1 << uint(rng.Intn(8))
+		refuse("flipped byte", bad)
+	}
+	for n := 0; n < len(b); n++ {
+		refuse("truncated", b[:n])
+	}
+	refuse("extra byte", resum(append(append([]byte(nil), b[:len(b)-8]...), 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+
+	version := append([]byte(nil), b...)
+	le.PutUint32(version[len(ckptMagic):], 3)
+	refuse("unknown version", resum(version))
+
+	cp := randomCheckpoint(rng, 2)
+	cp.colls[0].mems[1].m.row = cp.colls[0].nrows
+	refuse("row past the vector file", encodeCheckpoint(cp))
+	cp = randomCheckpoint(rng, 2)
+	cp.colls[0].mems[0].m.payOff = cp.colls[0].paySize
+	cp.colls[0].mems[0].m.payLen = 1
+	refuse("payload past the payload file", encodeCheckpoint(cp))
+
+	// A batch count larger than the limit (or than the file) is refused
+	// before anything is allocated for it.
+	one := encodeCheckpoint(randomCheckpoint(rng, 1))
+	at := bytes.Index(one, []byte("c")) + 1 // the batch follows name and config
+	at += len(encodeConfig(nil, NewConfig(4)))
+	if le.Uint32(one[at:]) != 1 {
+		t.Fatalf("batch count not found at %d", at)
+	}
+	le.PutUint32(one[at:], ckptMaxBatch+1)
+	refuse("oversized batch", resum(one))
+}
+
+// TestOpenRefusesCorruptCheckpoint corrupts a database's CHECKPOINT file
+// on disk: Open fails, names the file, and changes nothing.
+func TestOpenRefusesCorruptCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, Options{Logf: func(string, ...any) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mustColl(t, db, "k", NewConfig(2))
+	if _, err := c.Add(AddRequest{Vector: []float32{1, 2}, ID: 1, HasID: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, ckptName)
+	good, err := wal.ReadFile(wal.Default, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := append([]byte(nil), good...)
+	bad[len(bad)/2] ^= 0x40
+	if err := wal.WriteFileAtomic(wal.Default, path, bad); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, Options{Logf: func(string, ...any) {}}); !errors.Is(err, ErrCorruptCheckpoint) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Open with a corrupt checkpoint: %v", err)
+	}
+	if now, _ := wal.ReadFile(wal.Default, path); !bytes.Equal(now, bad) {
+		t.Fatal("Open changed the corrupt checkpoint")
+	}
+	// Restored, it opens with the memory in place.
+	if err := wal.WriteFileAtomic(wal.Default, path, good); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(dir, Options{Logf: func(string, ...any) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c, _ = db.Collection("k")
+	if _, err := c.Get(1); err != nil {
+		t.Fatal(err)
+	}
+}
