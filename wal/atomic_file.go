@@ -73,6 +73,10 @@ func (a *AtomicFile) Write(p []byte) (int, error) {
 // one. Once it returns nil the new contents survive a crash; if it fails,
 // the path holds the old contents or (only if the final directory sync
 // failed) possibly the new ones.
+//
+// The old version's space is freed after the new one is in place, in
+// paced steps (ReleasePaced): renaming over a large file would free it
+// all at once and hold up every fsync on the device.
 func (a *AtomicFile) Commit() error {
 	tmp := a.path + atomicTempSuffix
 	if a.err != nil {
@@ -87,11 +91,33 @@ func (a *AtomicFile) Commit() error {
 		a.fs.Remove(tmp)
 		return err
 	}
-	if err := a.fs.Rename(tmp, a.path); err != nil {
+	old, err := openToRelease(a.fs, a.path)
+	if err != nil {
 		a.fs.Remove(tmp)
 		return err
 	}
-	return a.fs.SyncDir(filepath.Dir(a.path))
+	if err := a.fs.Rename(tmp, a.path); err != nil {
+		closeIfOpen(old)
+		a.fs.Remove(tmp)
+		return err
+	}
+	if err := a.fs.SyncDir(filepath.Dir(a.path)); err != nil {
+		closeIfOpen(old)
+		return err
+	}
+	if old != nil {
+		// The new version is durable and in place; failing to free the
+		// old one's space early is not worth failing the commit for
+		// (closing the handle frees the rest).
+		ReleasePaced(old)
+	}
+	return nil
+}
+
+func closeIfOpen(f File) {
+	if f != nil {
+		f.Close()
+	}
 }
 
 // Abort discards the new version; the old one stays.

@@ -1,0 +1,68 @@
+package wal
+
+import (
+	"errors"
+	iofs "io/fs"
+	"time"
+)
+
+// releaseChunk is how many bytes ReleasePaced frees at a time.
+const releaseChunk = 1 << 20
+
+// releaseRest is the least ReleasePaced rests between chunks.
+const releaseRest = time.Millisecond
+
+// ReleasePaced frees the disk space of a file whose last name is gone,
+// through an open handle f: it shrinks the file releaseChunk at a time,
+// syncing each step and resting for as long as the step took (at least
+// releaseRest), then closes f. The caller must have removed (or renamed
+// over) the file's name and synced its directory first, so that a crash
+// midway never shows a half-shrunk file under a live name; a crash leaves
+// an orphan the file system frees when it mounts.
+//
+// Why: unlinking a file that is tens of megabytes frees all its blocks in
+// one journal transaction (and, on a file system mounted with discard,
+// trims them all when it commits). Every fsync on the device, the WAL's
+// among them, waits for that commit: a measured 12-14 ms for a 72 MB file
+// on the development VM, against under 1 ms when shrunk in paced steps.
+// (RocksDB's DeleteScheduler truncates large files in chunks for the same
+// reason.)
+//
+// f is closed even when a step fails; the error is returned and the rest of
+// the space is freed when f is closed.
+func ReleasePaced(f File) error {
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	for size := st.Size(); size > 0; {
+		size = max(size-releaseChunk, 0)
+		t := time.Now()
+		if err := f.Truncate(size); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
+		if size > 0 {
+			time.Sleep(max(time.Since(t), releaseRest))
+		}
+	}
+	return f.Close()
+}
+
+// openToRelease opens an existing file read-write so that ReleasePaced can
+// free its space after its name is removed. It returns nil, nil when the
+// file does not exist.
+func openToRelease(fs FS, name string) (File, error) {
+	if _, err := fs.Stat(name); err != nil {
+		if errors.Is(err, iofs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return fs.OpenReadWrite(name)
+}
