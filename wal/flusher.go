@@ -2,7 +2,6 @@ package wal
 
 import (
 	"path/filepath"
-	"runtime"
 	"time"
 )
 
@@ -64,13 +63,6 @@ func (l *Log) flushLoop() {
 		if final {
 			return
 		}
-		// Let the appenders just woken run before this goroutine's next
-		// write or fsync. They were readied onto this goroutine's P, and
-		// while it sits in a syscall the runtime hands that P to them only
-		// when its monitor notices, which on two cores with the other P
-		// busy (a checkpoint copying) was measured at up to 2 ms. Run now,
-		// they also get their next records into the next batch.
-		runtime.Gosched()
 	}
 }
 
