@@ -47,21 +47,40 @@ const numStripes = 256
 type stripe struct {
 	mu  sync.Mutex
 	pos map[uint64]uint32 // id -> index in ents and ids; guarded by mu
-	// INVARIANT: len(ents) == len(ids) == len(pos), and pos[ids[i]] == i.
-	ents []Entry  // guarded by mu
-	ids  []uint64 // guarded by mu
-	_    [64]byte // pads a stripe to two cache lines: no false sharing between stripes
+	// INVARIANT: len(ents) == len(ids) == len(dirty) == len(pos), and
+	// pos[ids[i]] == i.
+	ents  []Entry  // guarded by mu
+	ids   []uint64 // guarded by mu
+	dirty []bool   // dirty[i]: ents[i] changed since it was last taken; guarded by mu
+	// INVARIANT: every i with dirty[i] has ids[i] in changed (changed may
+	// also hold ids since deleted or already taken; TakeDirty skips them).
+	changed []uint64 // guarded by mu
+	_       [64]byte // pads a stripe: no false sharing between stripes
 }
 
-// putLocked inserts or replaces id's entry. REQUIRES: s.mu held.
-func (s *stripe) putLocked(id uint64, e Entry) {
-	if i, ok := s.pos[id]; ok {
-		s.ents[i] = e
-		return
+// putLocked inserts or replaces id's entry, marking it dirty if mark.
+// REQUIRES: s.mu held.
+func (s *stripe) putLocked(id uint64, e Entry, mark bool) {
+	i, ok := s.pos[id]
+	if !ok {
+		i = uint32(len(s.ents))
+		s.pos[id] = i
+		s.ents = append(s.ents, e)
+		s.ids = append(s.ids, id)
+		s.dirty = append(s.dirty, false)
 	}
-	s.pos[id] = uint32(len(s.ents))
-	s.ents = append(s.ents, e)
-	s.ids = append(s.ids, id)
+	s.ents[i] = e
+	if mark {
+		s.markLocked(i)
+	}
+}
+
+// markLocked marks entry i dirty. REQUIRES: s.mu held.
+func (s *stripe) markLocked(i uint32) {
+	if !s.dirty[i] {
+		s.dirty[i] = true
+		s.changed = append(s.changed, s.ids[i])
+	}
 }
 
 // deleteLocked removes id, moving the last entry into its place.
@@ -73,10 +92,10 @@ func (s *stripe) deleteLocked(id uint64) bool {
 	}
 	last := uint32(len(s.ents) - 1)
 	if i != last {
-		s.ents[i], s.ids[i] = s.ents[last], s.ids[last]
+		s.ents[i], s.ids[i], s.dirty[i] = s.ents[last], s.ids[last], s.dirty[last]
 		s.pos[s.ids[i]] = i
 	}
-	s.ents, s.ids = s.ents[:last], s.ids[:last]
+	s.ents, s.ids, s.dirty = s.ents[:last], s.ids[:last], s.dirty[:last]
 	delete(s.pos, id)
 	return true
 }
@@ -114,11 +133,20 @@ func (t *Table) Get(id uint64) (Entry, bool) {
 	return Entry{}, false
 }
 
-// Put sets the entry of id, inserting it if absent.
+// Put sets the entry of id, inserting it if absent, and marks it dirty.
 func (t *Table) Put(id uint64, e Entry) {
 	s := t.stripeOf(id)
 	s.mu.Lock()
-	s.putLocked(id, e)
+	s.putLocked(id, e, true)
+	s.mu.Unlock()
+}
+
+// Load sets the entry of id like Put but leaves it clean: for state read
+// back from a checkpoint, which need not be written again.
+func (t *Table) Load(id uint64, e Entry) {
+	s := t.stripeOf(id)
+	s.mu.Lock()
+	s.putLocked(id, e, false)
 	s.mu.Unlock()
 }
 
@@ -132,8 +160,9 @@ func (t *Table) Delete(id uint64) bool {
 }
 
 // Update applies fn to the entry of id atomically: no other Update, Put or
-// Delete of an id in the same stripe runs between reading and writing it. If
-// fn returns an error the entry is left unchanged and the error is returned.
+// Delete of an id in the same stripe runs between reading and writing it,
+// and marks it dirty. If fn returns an error the entry is left unchanged
+// (and its dirty mark too) and the error is returned.
 // fn must be quick and must not call back into the table (the stripe lock is
 // held); it may enqueue a log record.
 func (t *Table) Update(id uint64, fn func(e *Entry) error) (Entry, error) {
@@ -152,7 +181,36 @@ func (t *Table) Update(id uint64, fn func(e *Entry) error) (Entry, error) {
 		*p = old
 		return Entry{}, err
 	}
+	s.markLocked(i)
 	return *p, nil
+}
+
+// NumStripes is the number of stripes, for TakeDirty.
+const NumStripes = numStripes
+
+// TakeDirty appends to dst every dirty entry of stripe i (0 <= i <
+// NumStripes), clears their marks and returns dst. Reading an entry and
+// clearing its mark happen under the stripe's lock, so a change made
+// afterwards marks it again: taking every stripe in turn yields each entry
+// changed since the previous take at least as new as it was at the take.
+func (t *Table) TakeDirty(i int, dst []IDEntry) []IDEntry {
+	s := &t.stripes[i]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range s.changed {
+		if j, ok := s.pos[id]; ok && s.dirty[j] {
+			s.dirty[j] = false
+			dst = append(dst, IDEntry{ID: id, Entry: s.ents[j]})
+		}
+	}
+	s.changed = s.changed[:0]
+	return dst
+}
+
+// IDEntry is an entry with its id.
+type IDEntry struct {
+	ID uint64
+	Entry
 }
 
 // Len returns the number of entries. It locks each stripe in turn, so under
