@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -20,9 +21,16 @@ func qEntry(m ckptMemory) qtable.Entry {
 // the whole copy.
 var snapshotChunk uint32 = 1024 // a variable so that crash tests can make chunks tiny
 
-// Checkpoint writes the state of every collection to the CHECKPOINT file
+// Checkpoint writes the state of every collection to the checkpoint files
 // and removes the log segments it makes unnecessary, so that recovery
-// replays only what came after. Rewards, adds and deletes keep flowing
+// replays only what came after. Most checkpoints are deltas: they write
+// only the memories changed and the ids deleted since the previous one
+// (the qtable's dirty marks and each collection's deleted set), to
+// CHECKPOINT.<n>. A full one, to CHECKPOINT, starts a new chain when
+// there is none, after maxDeltas deltas, when the deltas together hold
+// more than half as many memories as the full one, and after any failure
+// (a delta after a failed checkpoint could miss changes whose marks that
+// checkpoint had taken). Rewards, adds and deletes keep flowing
 // while it runs: a collection is copied in chunks of rows, holding its read
 // lock for one chunk at a time, and each chunk is encoded and written to
 // the new checkpoint file before the next is copied, so no copy of the
@@ -40,12 +48,17 @@ var snapshotChunk uint32 = 1024 // a variable so that crash tests can make chunk
 //     listed; one logged after L may be listed too (replay skips a create
 //     it already knows). Drops wait for ckptMu, so none happens from here
 //     on.
-//  3. Copy each collection's state into the new file (snapshotTo). A
-//     change is applied under the same lock it is logged under, and the
-//     copy takes those locks (the collection's, and the qtable stripe's for
-//     Q), so when the copy reads a memory every change to it logged before
-//     L has been applied: each memory's copy reflects at least the log
-//     before L, and perhaps some records after it: the copy is fuzzy.
+//  3. Copy each collection's state into the new file: every memory
+//     (snapshotTo), or for a delta the deleted ids and the memories marked
+//     dirty (deltaTo). A change is applied under the same lock it is
+//     logged under, and the copy takes those locks (the collection's, and
+//     the qtable stripe's for Q), so when the copy reads a memory every
+//     change to it logged before L has been applied: each memory's copy
+//     reflects at least the log before L, and perhaps some records after
+//     it: the copy is fuzzy. A delta reads a memory and clears its mark
+//     under the stripe lock, and every change marks it again, so a memory
+//     a delta skips was not changed since an earlier file of the chain
+//     copied it.
 //  4. fsync the log (the part before L must be durable before the
 //     checkpoint that replaces it), and the vector and payload files up to
 //     the sizes copied: the checkpoint must not point at bytes a crash
@@ -94,7 +107,18 @@ func (db *DB) Checkpoint() error {
 	db.mu.RUnlock()
 	sort.Slice(colls, func(i, j int) bool { return colls[i].uid < colls[j].uid })
 
-	af, err := wal.CreateAtomic(db.fs, filepath.Join(db.dir, ckptName))
+	full := db.chain.needsFull()
+	next := db.chain
+	if full {
+		next = ckptChain{id: newChainID()}
+	} else {
+		next.seq++
+	}
+	// From here on marks are taken: unless this checkpoint commits, the
+	// next one must be full.
+	db.chain.id = 0
+	path := filepath.Join(db.dir, ckptFileName(next.seq))
+	af, err := wal.CreateAtomic(db.fs, path)
 	if err != nil {
 		return err
 	}
@@ -105,11 +129,22 @@ func (db *DB) Checkpoint() error {
 		}
 	}()
 	cw := newCkptWriter(af)
-	cw.header(uint64(lsn), nextUID, len(colls))
+	kind := uint8(ckptDelta)
+	if full {
+		kind = ckptFull
+	}
+	cw.header(kind, next.id, next.seq, uint64(lsn), nextUID, len(colls))
 	sizes := make([]ckptSizes, len(colls))
+	var written int
 	for i, c := range colls {
 		cw.beginCollection(c.uid, c.name, c.cfg)
-		sizes[i] = c.snapshotTo(cw)
+		var n int
+		if full {
+			sizes[i], n = c.snapshotTo(cw)
+		} else {
+			sizes[i], n = c.deltaTo(cw)
+		}
+		written += n
 		cw.endCollection(sizes[i].nrows, sizes[i].paySize, sizes[i].nextID)
 	}
 	if err := cw.finish(); err != nil {
@@ -133,7 +168,20 @@ func (db *DB) Checkpoint() error {
 	}
 	committed = true
 	if err := af.Commit(); err != nil {
-		return db.stopCheckpointsLocked(fmt.Errorf("commit %s: %w", ckptName, err))
+		return db.stopCheckpointsLocked(fmt.Errorf("commit %s: %w", filepath.Base(path), err))
+	}
+	if full {
+		next.baseMems = written
+	} else {
+		next.deltaMems += written
+	}
+	db.chain = next
+	if full {
+		// The deltas of the previous chain are no longer read (their
+		// chain id differs); free them.
+		if err := db.removeDeltasLocked(); err != nil {
+			return err
+		}
 	}
 	if err := db.log.RemoveBefore(lsn); err != nil {
 		return err
@@ -173,9 +221,21 @@ type ckptSizes struct {
 // copied twice, at its old and its new row; loadCheckpointLocked keeps the
 // later (higher-row) copy, and replay of the delete and the re-add (both
 // logged after the checkpoint's position) settles it either way.
-func (c *Collection) snapshotTo(cw *ckptWriter) ckptSizes {
+func (c *Collection) snapshotTo(cw *ckptWriter) (ckptSizes, int) {
+	// Start the collection's next delta afresh: drop the deleted ids and
+	// the dirty marks taken so far. Everything they describe happened
+	// before the copy below reads it.
+	c.mu.Lock()
+	c.deleted = make(map[uint64]struct{})
+	c.mu.Unlock()
+	var discard []qtable.IDEntry
+	for i := 0; i < qtable.NumStripes; i++ {
+		discard = c.q.TakeDirty(i, discard[:0])
+	}
+	cw.tombstones(nil)
 	chunk := make([]ckptMemory, 0, snapshotChunk)
 	pace := newPacer()
+	n := 0
 	for row := uint32(0); ; {
 		pace.step()
 		c.mu.RLock()
@@ -189,10 +249,56 @@ func (c *Collection) snapshotTo(cw *ckptWriter) ckptSizes {
 		}
 		c.mu.RUnlock()
 		cw.memories(chunk)
+		n += len(chunk)
 		if done {
-			return sz
+			return sz, n
 		}
 	}
+}
+
+// deltaTo writes the collection's part of a delta checkpoint onto cw: the
+// ids deleted since the previous checkpoint, then the memories marked
+// dirty, one qtable stripe at a time, each read together with its memory
+// record under the collection's read lock. It returns the sizes, read
+// last, and how many memories and tombstones it wrote.
+func (c *Collection) deltaTo(cw *ckptWriter) (ckptSizes, int) {
+	c.mu.Lock()
+	deleted := c.deleted
+	c.deleted = make(map[uint64]struct{})
+	c.mu.Unlock()
+	tombs := make([]uint64, 0, len(deleted))
+	for id := range deleted {
+		tombs = append(tombs, id)
+	}
+	slices.Sort(tombs)
+	cw.tombstones(tombs)
+	n := len(tombs)
+
+	var taken []qtable.IDEntry
+	var chunk []ckptMemory
+	pace := newPacer()
+	for i := 0; i < qtable.NumStripes; i++ {
+		pace.step()
+		c.mu.RLock()
+		taken = c.q.TakeDirty(i, taken[:0])
+		chunk = chunk[:0]
+		for _, t := range taken {
+			// A memory deleted since it was marked is gone from the
+			// table too; one deleted between the take and here cannot
+			// be, as deletes hold the lock for writing.
+			if m, ok := c.mems[t.ID]; ok {
+				chunk = append(chunk, ckptMemory{id: t.ID, m: m, q: t.Q, visits: t.Visits,
+					lastReward: t.LastReward, rewardSum: t.RewardSum, updated: t.Updated})
+			}
+		}
+		c.mu.RUnlock()
+		cw.memories(chunk)
+		n += len(chunk)
+	}
+	c.mu.RLock()
+	sz := ckptSizes{nrows: c.vecs.nrows, paySize: c.pays.size, nextID: c.nextID}
+	c.mu.RUnlock()
+	return sz, n
 }
 
 // snapshotRowsLocked appends the live memories of rows [from, to) to dst

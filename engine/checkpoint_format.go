@@ -8,28 +8,40 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// A checkpoint is one file, CHECKPOINT, replaced atomically (written to a
-// temporary file, fsynced, renamed, folder fsynced). It holds the state of
-// every collection as of some moment during the checkpoint, and the WAL
+// A checkpoint is a chain of files: a full checkpoint, CHECKPOINT, and the
+// deltas written after it, CHECKPOINT.1, CHECKPOINT.2, ..., each holding
+// only the memories changed (and the ids deleted) since the one before.
+// Every file is replaced atomically (written to a temporary file, fsynced,
+// renamed, folder fsynced). Together they hold the state of every
+// collection as of some moment during the last checkpoint, and the WAL
 // position from which replay must start to reach the present.
 //
-// Version 2, written as the collections are copied (a streaming encoder
+// Version 3, written as the collections are copied (a streaming encoder
 // needs no buffer the size of the file):
 //
-//	+-----------+---------+---------+---------+------------+----------------+---------+
-//	| "MEMRLCKP"| version | walLSN  | nextUID | ncoll u32  | collections... | xxh64   |
-//	| 8 bytes   | u32 = 2 | u64     | u64     |            |                | u64     |
-//	+-----------+---------+---------+---------+------------+----------------+---------+
+//	+-----------+---------+------+---------+-----+---------+---------+-----------+----------------+-------+
+//	| "MEMRLCKP"| version | kind | chainID | seq | walLSN  | nextUID | ncoll u32 | collections... | xxh64 |
+//	| 8 bytes   | u32 = 3 | u8   | u64     | u32 | u64     | u64     |           |                | u64   |
+//	+-----------+---------+------+---------+-----+---------+---------+-----------+----------------+-------+
 //
+//	kind:       0 full (seq 0), 1 delta (seq 1, 2, ... within the chain of the full
+//	            checkpoint with the same chainID)
 //	collection: uid u64 | name u16-len bytes | config (engine/config.go encodeConfig) |
-//	            batches... | u32 0 | nrows u32 | paySize u64 | nextID u64
-//	batch:      count u32 (1..ckptMaxBatch) | count × memory
+//	            tombstone batches... | u32 0 | memory batches... | u32 0 |
+//	            nrows u32 | paySize u64 | nextID u64
+//	tombstone batch: count u32 (1..ckptMaxBatch) | count × id u64    (deltas only)
+//	memory batch:    count u32 (1..ckptMaxBatch) | count × memory
 //	memory:     id u64 | row u32 | payOff u64 | payLen u32 | created i64 | q f64 | visits u64 |
 //	            lastReward f64 | rewardSum f64 | updated i64                      (72 bytes)
 //
-// The file sizes and next id follow the memories because they are read
-// with the last chunk of the copy. Version 1 (still read) held them, and a
-// u64 memory count, before one run of memories:
+// A delta lists every live collection (one missing was dropped); applying
+// it removes its tombstones, then inserts or replaces its memories, then
+// takes its sizes and next id. The file sizes and next id follow the
+// memories because they are read with the last chunk of the copy.
+//
+// Versions 1 and 2 (full checkpoints only) are still read. Version 2 is
+// version 3 without kind, chainID, seq and tombstones. Version 1 held the
+// sizes, and a u64 memory count, before one run of memories:
 //
 //	collection v1: uid | name | config | nrows u32 | paySize u64 | nextID u64 |
 //	               nmem u64 | nmem × memory
@@ -39,7 +51,7 @@ import (
 // written; recovery trusts nothing past them.
 const (
 	ckptMagic     = "MEMRLCKP"
-	ckptVersion   = 2
+	ckptVersion   = 3
 	ckptName      = "CHECKPOINT"
 	ckptMemSize   = 72
 	ckptMaxBatch  = 1 << 16 // memories per batch, at most
@@ -68,18 +80,29 @@ type ckptCollection struct {
 	nrows   uint32
 	paySize uint64
 	nextID  uint64
+	tombs   []uint64 // deltas: ids deleted since the previous file
 	mems    []ckptMemory
 }
 
+// Checkpoint kinds.
+const (
+	ckptFull  = 0
+	ckptDelta = 1
+)
+
 type checkpoint struct {
+	kind    uint8
+	chainID uint64 // 0 in files of versions 1 and 2
+	seq     uint32 // 0 for a full checkpoint
 	walLSN  uint64
 	nextUID uint64
 	colls   []ckptCollection
 }
 
-// ckptWriter encodes a version-2 checkpoint onto w as it is produced,
-// hashing every byte. Call header, then for each collection beginCollection,
-// memories (any number of times) and endCollection, then finish. The first
+// ckptWriter encodes a version-3 checkpoint onto w as it is produced,
+// hashing every byte. Call header, then for each collection
+// beginCollection, tombstones (once), memories (any number of times) and
+// endCollection, then finish. The first
 // write error is kept and returned by finish; later calls do nothing.
 type ckptWriter struct {
 	w   io.Writer
@@ -92,9 +115,12 @@ func newCkptWriter(w io.Writer) *ckptWriter {
 	return &ckptWriter{w: w, h: xxhash.New(), buf: make([]byte, 0, ckptFlushSize+ckptMaxBatch)}
 }
 
-func (cw *ckptWriter) header(walLSN, nextUID uint64, ncoll int) {
+func (cw *ckptWriter) header(kind uint8, chainID uint64, seq uint32, walLSN, nextUID uint64, ncoll int) {
 	cw.buf = append(cw.buf, ckptMagic...)
 	cw.buf = le.AppendUint32(cw.buf, ckptVersion)
+	cw.buf = append(cw.buf, kind)
+	cw.buf = le.AppendUint64(cw.buf, chainID)
+	cw.buf = le.AppendUint32(cw.buf, seq)
 	cw.buf = le.AppendUint64(cw.buf, walLSN)
 	cw.buf = le.AppendUint64(cw.buf, nextUID)
 	cw.buf = le.AppendUint32(cw.buf, uint32(ncoll))
@@ -105,6 +131,22 @@ func (cw *ckptWriter) beginCollection(uid uint64, name string, cfg Config) {
 	cw.buf = le.AppendUint16(cw.buf, uint16(len(name)))
 	cw.buf = append(cw.buf, name...)
 	cw.buf = encodeConfig(cw.buf, cfg)
+}
+
+// tombstones appends the collection's tombstone batches and their end.
+func (cw *ckptWriter) tombstones(ids []uint64) {
+	for len(ids) > 0 {
+		n := min(len(ids), ckptMaxBatch)
+		cw.buf = le.AppendUint32(cw.buf, uint32(n))
+		for _, id := range ids[:n] {
+			cw.buf = le.AppendUint64(cw.buf, id)
+			if len(cw.buf) >= ckptFlushSize {
+				cw.flush()
+			}
+		}
+		ids = ids[n:]
+	}
+	cw.buf = le.AppendUint32(cw.buf, 0)
 }
 
 // memories appends one or more batches holding mems.
@@ -190,8 +232,16 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 	}
 	d := decoder{b: body[len(ckptMagic):]}
 	version := d.u32()
-	if version != 1 && version != ckptVersion {
-		return cp, fmt.Errorf("%w: version %d, this build reads 1 and %d", ErrCorruptCheckpoint, version, ckptVersion)
+	if version < 1 || version > ckptVersion {
+		return cp, fmt.Errorf("%w: version %d, this build reads 1 to %d", ErrCorruptCheckpoint, version, ckptVersion)
+	}
+	if version >= 3 {
+		cp.kind = d.u8()
+		cp.chainID = d.u64()
+		cp.seq = d.u32()
+		if !d.err && (cp.kind > ckptDelta || (cp.kind == ckptFull) != (cp.seq == 0)) {
+			return cp, fmt.Errorf("%w: kind %d with sequence number %d", ErrCorruptCheckpoint, cp.kind, cp.seq)
+		}
 	}
 	cp.walLSN = d.u64()
 	cp.nextUID = d.u64()
@@ -213,6 +263,18 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 				c.mems = append(c.mems, decodeCkptMemory(&d))
 			}
 		} else {
+			for version >= 3 && !d.err {
+				n := d.u32()
+				if n == 0 {
+					break
+				}
+				if n > ckptMaxBatch || uint64(n) > uint64(len(d.b))/8 {
+					return cp, fmt.Errorf("%w: collection %q: batch of %d tombstones", ErrCorruptCheckpoint, c.name, n)
+				}
+				for range n {
+					c.tombs = append(c.tombs, d.u64())
+				}
+			}
 			for !d.err {
 				n := d.u32()
 				if n == 0 {

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,9 +38,10 @@ func randomCheckpoint(rng *rand.Rand, sizes ...int) checkpoint {
 func encodeCheckpoint(cp checkpoint) []byte {
 	var buf bytes.Buffer
 	cw := newCkptWriter(&buf)
-	cw.header(cp.walLSN, cp.nextUID, len(cp.colls))
+	cw.header(cp.kind, cp.chainID, cp.seq, cp.walLSN, cp.nextUID, len(cp.colls))
 	for _, c := range cp.colls {
 		cw.beginCollection(c.uid, c.name, c.cfg)
+		cw.tombstones(c.tombs)
 		// Feed memories in uneven pieces, as the chunked copy does.
 		for rest := c.mems; len(rest) > 0; {
 			n := min(len(rest), 1+len(rest)/3)
@@ -52,6 +54,32 @@ func encodeCheckpoint(cp checkpoint) []byte {
 		panic(err)
 	}
 	return buf.Bytes()
+}
+
+// encodeCheckpointV2 encodes cp in version 2, which memrl still reads.
+func encodeCheckpointV2(cp checkpoint) []byte {
+	b := []byte(ckptMagic)
+	b = le.AppendUint32(b, 2)
+	b = le.AppendUint64(b, cp.walLSN)
+	b = le.AppendUint64(b, cp.nextUID)
+	b = le.AppendUint32(b, uint32(len(cp.colls)))
+	for _, c := range cp.colls {
+		b = le.AppendUint64(b, c.uid)
+		b = le.AppendUint16(b, uint16(len(c.name)))
+		b = append(b, c.name...)
+		b = encodeConfig(b, c.cfg)
+		if len(c.mems) > 0 {
+			b = le.AppendUint32(b, uint32(len(c.mems)))
+			for _, m := range c.mems {
+				b = appendCkptMemory(b, m)
+			}
+		}
+		b = le.AppendUint32(b, 0)
+		b = le.AppendUint32(b, c.nrows)
+		b = le.AppendUint64(b, c.paySize)
+		b = le.AppendUint64(b, c.nextID)
+	}
+	return le.AppendUint64(b, xxhash.Sum64(b))
 }
 
 // encodeCheckpointV1 encodes cp in version 1, which memrl still reads.
@@ -88,7 +116,19 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	for _, sizes := range [][]int{nil, {0}, {1}, {3, 0, 7}, {ckptMaxBatch + 5, 2}} {
 		cp := randomCheckpoint(rng, sizes...)
-		for version, b := range map[int][]byte{2: encodeCheckpoint(cp), 1: encodeCheckpointV1(cp)} {
+		delta := cp
+		delta.kind, delta.chainID, delta.seq = ckptDelta, 77, 3
+		delta.colls = append([]ckptCollection(nil), cp.colls...)
+		for i := range delta.colls {
+			delta.colls[i].tombs = []uint64{uint64(i), 1 << 40}
+		}
+		if got, err := decodeCheckpoint(encodeCheckpoint(delta)); err != nil || !reflect.DeepEqual(got, delta) {
+			t.Fatalf("sizes %v, delta: %v", sizes, err)
+		}
+		if slices.ContainsFunc(cp.colls, func(c ckptCollection) bool { return len(c.mems) > ckptMaxBatch }) {
+			continue // version 2 was written in batches; its helper writes one
+		}
+		for version, b := range map[int][]byte{3: encodeCheckpoint(cp), 2: encodeCheckpointV2(cp), 1: encodeCheckpointV1(cp)} {
 			got, err := decodeCheckpoint(b)
 			if err != nil {
 				t.Fatalf("sizes %v, version %d: %v", sizes, version, err)
@@ -123,7 +163,7 @@ func TestCheckpointCorruption(t *testing.T) {
 	refuse("extra byte", resum(append(append([]byte(nil), b[:len(b)-8]...), 0, 0, 0, 0, 0, 0, 0, 0, 0)))
 
 	version := append([]byte(nil), b...)
-	le.PutUint32(version[len(ckptMagic):], 3)
+	le.PutUint32(version[len(ckptMagic):], ckptVersion+1)
 	refuse("unknown version", resum(version))
 
 	cp := randomCheckpoint(rng, 2)
@@ -134,11 +174,22 @@ func TestCheckpointCorruption(t *testing.T) {
 	cp.colls[0].mems[0].m.payLen = 1
 	refuse("payload past the payload file", encodeCheckpoint(cp))
 
+	delta := randomCheckpoint(rng, 1)
+	delta.kind = ckptDelta
+	refuse("delta with sequence number 0", encodeCheckpoint(delta))
+	full := randomCheckpoint(rng, 1)
+	full.seq = 2
+	refuse("full checkpoint with a sequence number", encodeCheckpoint(full))
+
 	// A batch count larger than the limit (or than the file) is refused
 	// before anything is allocated for it.
 	one := encodeCheckpoint(randomCheckpoint(rng, 1))
-	at := bytes.Index(one, []byte("c")) + 1 // the batch follows name and config
+	at := bytes.Index(one, []byte("c")) + 1 // the batches follow name and config
 	at += len(encodeConfig(nil, NewConfig(4)))
+	if le.Uint32(one[at:]) != 0 {
+		t.Fatalf("tombstone terminator not found at %d", at)
+	}
+	at += 4
 	if le.Uint32(one[at:]) != 1 {
 		t.Fatalf("batch count not found at %d", at)
 	}

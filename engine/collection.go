@@ -40,6 +40,9 @@ type Collection struct {
 	mems    map[uint64]memory // id -> memory
 	rowIDs  []uint64          // row -> id; meaningful for live rows only
 	dead    *roaring.Bitmap   // rows of the vector file that hold no live memory
+	// deleted holds the ids deleted since the last checkpoint took them:
+	// the tombstones of the next delta checkpoint.
+	deleted map[uint64]struct{}
 	nextID  uint64            // the id an ADD without ID gets: above every id ever used
 	vecs    *vectorStore
 	pays    *payloadStore
@@ -97,7 +100,7 @@ func openCollection(db *DB, name string, uid uint64, cfg Config, nrows uint32, p
 	}
 	c := &Collection{
 		db: db, name: name, uid: uid, cfg: cfg, dir: dir,
-		mems: make(map[uint64]memory), dead: roaring.New(), nextID: 1,
+		mems: make(map[uint64]memory), dead: roaring.New(), nextID: 1, deleted: make(map[uint64]struct{}),
 		vecs: vecs, pays: pays, q: qtable.New(),
 	}
 	c.index = exactScan{c}
@@ -332,6 +335,7 @@ func (c *Collection) applyDeleteLocked(r deleteRec) {
 			c.dead.Add(m.row)
 			delete(c.mems, id)
 			c.q.Delete(id)
+			c.deleted[id] = struct{}{}
 		}
 	}
 }

@@ -152,7 +152,7 @@ func TestFailedFsyncUnderLoad(t *testing.T) {
 // on, and after a crash every acknowledged write is there, recovered from
 // the log that no checkpoint was allowed to truncate.
 func TestFailedFileSyncStopsCheckpoints(t *testing.T) {
-	for _, file := range []string{"vectors.f32", "payloads.dat", "CHECKPOINT.tmp"} {
+	for _, file := range []string{"vectors.f32", "payloads.dat", "CHECKPOINT"} {
 		t.Run(file, func(t *testing.T) {
 			fs := wal.NewMemFS()
 			db, err := Open("/db", crashOpts(fs))

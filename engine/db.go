@@ -49,9 +49,11 @@ type DB struct {
 	lock *dirLock
 
 	// ckptMu serialises checkpoints with each other and with Drop, which
-	// closes a collection's files. It guards ckptErr, and the synced sizes
+	// closes a collection's files. It guards chain, ckptErr, and the synced sizes
 	// of the collections' vector and payload files.
 	ckptMu sync.Mutex
+	// chain describes the checkpoint files on disk (checkpoint.go).
+	chain ckptChain
 	// ckptErr is the sticky failure that stopped checkpoints (a failed
 	// sync of a file a checkpoint depends on), or nil.
 	ckptErr error
@@ -77,6 +79,7 @@ type DB struct {
 // RecoveryInfo reports what Open did to bring the database back.
 type RecoveryInfo struct {
 	CheckpointLSN   uint64        // WAL position the checkpoint covers up to
+	DeltasApplied   int           // delta checkpoints applied over the full one
 	RecordsReplayed int           // log records applied on top of it
 	TornTail        string        // non-empty when a torn log tail was cut off
 	Duration        time.Duration // time Open took

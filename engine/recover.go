@@ -1,9 +1,7 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/memrl/memrl/wal"
@@ -19,17 +17,12 @@ import (
 // lenient about rewards and deletes of memories it does not know: they were
 // deleted later, and the checkpoint already saw it.
 func (db *DB) recover() error {
-	var cp checkpoint
-	data, err := wal.ReadFile(db.fs, filepath.Join(db.dir, ckptName))
-	switch {
-	case err == nil:
-		if cp, err = decodeCheckpoint(data); err != nil {
-			return fmt.Errorf("%w (file %s)", err, filepath.Join(db.dir, ckptName))
-		}
-	case errors.Is(err, os.ErrNotExist):
-	default:
+	cp, chain, err := db.readCheckpointChain()
+	if err != nil {
 		return err
 	}
+	db.chain = chain
+	db.Recovery.DeltasApplied = int(chain.seq)
 	db.nextUID = max(cp.nextUID, 1)
 	db.Recovery.CheckpointLSN = cp.walLSN
 	for _, cc := range cp.colls {
@@ -154,7 +147,7 @@ func (c *Collection) loadCheckpointLocked(cc ckptCollection) {
 		}
 		c.mems[m.id] = m.m
 		c.rowIDs[m.m.row] = m.id
-		c.q.Put(m.id, qEntry(m))
+		c.q.Load(m.id, qEntry(m)) // clean: the checkpoint holds it
 	}
 }
 
