@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"slices"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 

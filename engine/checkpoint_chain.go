@@ -2,12 +2,12 @@ package engine
 
 import (
 	"cmp"
-	"slices"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 

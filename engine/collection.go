@@ -43,7 +43,7 @@ type Collection struct {
 	// deleted holds the ids deleted since the last checkpoint took them:
 	// the tombstones of the next delta checkpoint.
 	deleted map[uint64]struct{}
-	nextID  uint64            // the id an ADD without ID gets: above every id ever used
+	nextID  uint64 // the id an ADD without ID gets: above every id ever used
 	vecs    *vectorStore
 	pays    *payloadStore
 	index   phase1 // exactScan, or ivfPhase1 once an index is built
