@@ -84,7 +84,13 @@ var snapshotChunk uint32 = 1024 // a variable so that crash tests can make chunk
 // prove nothing, and a checkpoint trusting it could let the log go. The
 // log keeps every record meanwhile and writes go on; restarting the
 // process rewrites the files from the log.
-func (db *DB) Checkpoint() error {
+func (db *DB) Checkpoint() error { return db.checkpoint(false) }
+
+// CheckpointFull is Checkpoint, but always writes a full checkpoint (and
+// starts a new chain): every memory, not only those changed.
+func (db *DB) CheckpointFull() error { return db.checkpoint(true) }
+
+func (db *DB) checkpoint(forceFull bool) error {
 	db.ckptMu.Lock()
 	defer db.ckptMu.Unlock()
 	if db.ckptErr != nil {
@@ -107,7 +113,7 @@ func (db *DB) Checkpoint() error {
 	db.mu.RUnlock()
 	sort.Slice(colls, func(i, j int) bool { return colls[i].uid < colls[j].uid })
 
-	full := db.chain.needsFull()
+	full := forceFull || db.chain.needsFull()
 	next := db.chain
 	if full {
 		next = ckptChain{id: newChainID()}
@@ -256,6 +262,10 @@ func (c *Collection) snapshotTo(cw *ckptWriter) (ckptSizes, int) {
 	}
 }
 
+// afterDeltaSwap, when set (by tests only), runs in deltaTo between taking
+// the deleted ids and taking the dirty marks, with no lock held.
+var afterDeltaSwap func(*Collection)
+
 // deltaTo writes the collection's part of a delta checkpoint onto cw: the
 // ids deleted since the previous checkpoint, then the memories marked
 // dirty, one qtable stripe at a time, each read together with its memory
@@ -269,6 +279,9 @@ func (c *Collection) deltaTo(cw *ckptWriter) (ckptSizes, int) {
 	tombs := make([]uint64, 0, len(deleted))
 	for id := range deleted {
 		tombs = append(tombs, id)
+	}
+	if afterDeltaSwap != nil {
+		afterDeltaSwap(c)
 	}
 	slices.Sort(tombs)
 	cw.tombstones(tombs)

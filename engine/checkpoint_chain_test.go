@@ -333,3 +333,50 @@ func TestCorruptDeltaRefused(t *testing.T) {
 		t.Fatalf("Open with a corrupt delta: %v", err)
 	}
 }
+
+// TestReaddBetweenDeltaSwapAndTake deletes and re-adds a memory after a
+// delta took the deleted ids but before it took the dirty marks: that
+// delta carries the memory's new state, and the delete must not come back
+// as a tombstone in the next delta (it once did, and the memory was lost
+// after a crash; found by the concurrent crash suite).
+func TestReaddBetweenDeltaSwapAndTake(t *testing.T) {
+	fs := wal.NewMemFS()
+	db, err := Open("/db", crashOpts(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mustColl(t, db, "k", crashCfg)
+	addN(t, c, 1, 6)
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { afterDeltaSwap = nil }()
+	afterDeltaSwap = func(c *Collection) {
+		afterDeltaSwap = nil
+		if _, err := c.Delete([]uint64{3}); err != nil {
+			t.Error(err)
+		}
+		if _, err := c.Add(AddRequest{Vector: []float32{9, 9, 9, 9}, ID: 3, HasID: true, Q: 5, HasQ: true}); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := db.Checkpoint(); err != nil { // delta 1
+		t.Fatal(err)
+	}
+	if err := db.Checkpoint(); err != nil { // delta 2
+		t.Fatal(err)
+	}
+	if d := readCkpt(t, fs, "/db/CHECKPOINT.2"); len(d.colls[0].tombs) != 0 {
+		t.Fatalf("delta 2 carries tombstones %v", d.colls[0].tombs)
+	}
+	crashed := fs.Crash(wal.DropUnsynced, rand.New(rand.NewSource(5)))
+	db2, err := Open("/db", crashOpts(crashed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	c2, _ := db2.Collection("k")
+	if m, err := c2.Get(3); err != nil || m.Q != 5 || m.Vector[0] != 9 {
+		t.Fatalf("re-added memory after a crash: %+v %v", m, err)
+	}
+}

@@ -40,8 +40,8 @@ type Collection struct {
 	mems    map[uint64]memory // id -> memory
 	rowIDs  []uint64          // row -> id; meaningful for live rows only
 	dead    *roaring.Bitmap   // rows of the vector file that hold no live memory
-	// deleted holds the ids deleted since the last checkpoint took them:
-	// the tombstones of the next delta checkpoint.
+	// deleted holds the ids deleted (and not added again) since the last
+	// checkpoint took them: the tombstones of the next delta checkpoint.
 	deleted map[uint64]struct{}
 	nextID  uint64 // the id an ADD without ID gets: above every id ever used
 	vecs    *vectorStore
@@ -277,6 +277,11 @@ func (c *Collection) applyAddLocked(r addRec) {
 	if old, ok := c.mems[r.id]; ok && old.row != r.row {
 		c.dead.Add(old.row)
 	}
+	// A re-added id cancels its pending tombstone: the add marks it dirty,
+	// and the delta that takes the mark replaces the memory whole. Left in
+	// place, the tombstone could land in a later delta than the memory's
+	// new state and delete it there.
+	delete(c.deleted, r.id)
 	c.mems[r.id] = memory{row: r.row, payLen: uint32(len(r.payload)), payOff: r.payOff, created: r.created}
 	for uint32(len(c.rowIDs)) <= r.row {
 		c.rowIDs = append(c.rowIDs, 0)

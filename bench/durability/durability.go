@@ -259,30 +259,30 @@ func recovery(dir string, n int) (time.Duration, int, error) {
 	return db2.Recovery.Duration, db2.Recovery.RecordsReplayed, nil
 }
 
-// checkpointStall loads mems memories, then runs one adder and one
-// rewarder (SyncNone, so that the stall and not the fsync is measured)
-// while a checkpoint runs, and reports the worst latencies seen during it.
-// checkpointStall measures writers' latency during a checkpoint, under the
-// default sync policy (always): what a deployment sees. The same writers run
-// for a second without a checkpoint first, as the baseline: on 2 cores the
-// scheduler and the disk alone delay a writer by some milliseconds now and
-// then, and the checkpoint's stall is what it adds to that.
+// checkpointStall loads mems memories, then measures the latency of one
+// adder and one rewarder under the default sync policy (always), what a
+// deployment sees: for a second without a checkpoint (the baseline: on 2
+// cores the scheduler and the disk alone delay a writer by some
+// milliseconds now and then), during a full checkpoint, and, after another
+// second of changes, during a delta checkpoint.
 func checkpointStall(out io.Writer, dir string, mems int) error {
 	db, c, err := openColl(dir, wal.SyncAlways, mems)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	// phase: 0 warm-up, 1 baseline, 2 checkpoint, 3 stop. Each writer
-	// records its latencies per phase in its own slices.
+	// phase: 0 warm-up, 1 baseline, 2 full checkpoint, 3 a second of
+	// changes, 4 delta checkpoint, 5 stop. Each writer records its
+	// latencies per phase in its own slices.
+	const phases = 5
 	var phase atomic.Int32
 	var wg sync.WaitGroup
-	var addLat, rewardLat [3][]time.Duration
-	writer := func(lat *[3][]time.Duration, op func(i int)) {
+	var addLat, rewardLat [phases][]time.Duration
+	writer := func(lat *[phases][]time.Duration, op func(i int)) {
 		defer wg.Done()
 		for i := 0; ; i++ {
 			p := phase.Load()
-			if p == 3 {
+			if p == phases {
 				return
 			}
 			t0 := time.Now()
@@ -306,21 +306,32 @@ func checkpointStall(out io.Writer, dir string, mems int) error {
 	time.Sleep(time.Second)
 	phase.Store(2)
 	t0 := time.Now()
-	err = db.Checkpoint()
-	d := time.Since(t0)
+	err = db.CheckpointFull()
+	dFull := time.Since(t0)
 	phase.Store(3)
+	if err == nil {
+		time.Sleep(time.Second)
+		phase.Store(4)
+		t0 = time.Now()
+		err = db.Checkpoint()
+	}
+	dDelta := time.Since(t0)
+	phase.Store(phases)
 	wg.Wait()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "checkpoint of %d memories under load (sync always): %v\n", mems, d.Round(time.Millisecond))
-	fmt.Fprintf(out, "%-34s %8s %10s %10s %10s\n", "writer latency", "ops", "p50", "p99", "max")
+	fmt.Fprintf(out, "checkpoints of a collection of %d memories under load (sync always): full %v, then after 1 s of changes (about %d) a delta %v\n",
+		mems, dFull.Round(time.Millisecond), len(addLat[3])+len(rewardLat[3]), dDelta.Round(time.Millisecond))
+	fmt.Fprintf(out, "%-38s %8s %10s %10s %10s\n", "writer latency", "ops", "p50", "p99", "max")
 	for _, row := range []struct {
 		name string
 		lat  []time.Duration
 	}{
-		{"add, 1s without a checkpoint", addLat[1]}, {"add, during the checkpoint", addLat[2]},
-		{"reward, 1s without a checkpoint", rewardLat[1]}, {"reward, during the checkpoint", rewardLat[2]},
+		{"add, 1s without a checkpoint", addLat[1]}, {"add, during the full checkpoint", addLat[2]},
+		{"add, during the delta checkpoint", addLat[4]},
+		{"reward, 1s without a checkpoint", rewardLat[1]}, {"reward, during the full checkpoint", rewardLat[2]},
+		{"reward, during the delta checkpoint", rewardLat[4]},
 	} {
 		l := row.lat
 		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
@@ -330,7 +341,7 @@ func checkpointStall(out io.Writer, dir string, mems int) error {
 			}
 			return l[int(f*float64(len(l)-1))]
 		}
-		fmt.Fprintf(out, "%-34s %8d %10v %10v %10v\n", row.name, len(l),
+		fmt.Fprintf(out, "%-38s %8d %10v %10v %10v\n", row.name, len(l),
 			q(0.5).Round(time.Microsecond), q(0.99).Round(time.Microsecond), q(1).Round(time.Microsecond))
 	}
 	return nil
