@@ -22,7 +22,8 @@
 // # Files
 //
 //	dir/LOCK                        flock: one process per database
-//	dir/CHECKPOINT                  state as of a WAL position (checkpoint_format.go)
+//	dir/CHECKPOINT                  full checkpoint: state as of a WAL position (checkpoint_format.go)
+//	dir/CHECKPOINT.<n>              delta checkpoints of its chain (checkpoint_chain.go)
 //	dir/wal/                        the write-ahead log (package wal)
 //	dir/collections/<uid>/vectors.f32   row-major float32 vectors, read through mmap
 //	dir/collections/<uid>/payloads.dat  payload bytes, appended

@@ -11,4 +11,11 @@
 // update to the write-ahead log from inside Update's callback, while the
 // stripe lock is held, so that the log order of updates to one memory equals
 // the order in which they were applied.
+//
+// For incremental checkpoints every entry carries a dirty mark: Put and a
+// successful Update set it, Load (state read back from a checkpoint) does
+// not, and TakeDirty returns a stripe's marked entries and clears their
+// marks under the stripe lock, so a change made after the take marks the
+// entry again. Each stripe keeps a list of the ids it marked, so a take
+// costs what changed, not the size of the table.
 package qtable

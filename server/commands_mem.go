@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"fmt"
+	"strings"
 
 	"github.com/memrl/memrl/engine"
 )
@@ -357,12 +358,19 @@ func (m memCommands) info(c *Ctx, args [][]byte) error {
 	return nil
 }
 
-// MEM.CHECKPOINT
+// MEM.CHECKPOINT [FULL]
 func (m memCommands) checkpoint(c *Ctx, args [][]byte) error {
-	if len(args) != 0 {
+	if len(args) > 1 {
 		return c.WrongArity()
 	}
-	if err := m.db.Checkpoint(); err != nil {
+	checkpoint := m.db.Checkpoint
+	if len(args) == 1 {
+		if !strings.EqualFold(string(args[0]), "FULL") {
+			return fmt.Errorf("syntax error: unknown MEM.CHECKPOINT option %q", args[0])
+		}
+		checkpoint = m.db.CheckpointFull
+	}
+	if err := checkpoint(); err != nil {
 		return err
 	}
 	c.WriteOK()

@@ -130,6 +130,11 @@ func TestMemCommandsGoRedis(t *testing.T) {
 	if v := mustDo(t, rdb, "MEM.CHECKPOINT"); v != "OK" {
 		t.Fatalf("MEM.CHECKPOINT = %v", v)
 	}
+	if v := mustDo(t, rdb, "MEM.CHECKPOINT", "full"); v != "OK" {
+		t.Fatalf("MEM.CHECKPOINT FULL = %v", v)
+	}
+	wantErr(t, rdb, "unknown MEM.CHECKPOINT option", "MEM.CHECKPOINT", "HALF")
+	wantErr(t, rdb, "wrong number of arguments", "MEM.CHECKPOINT", "FULL", "FULL")
 	if v := mustDo(t, rdb, "MEM.DROP", "other"); v != "OK" {
 		t.Fatalf("MEM.DROP = %v", v)
 	}
