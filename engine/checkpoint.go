@@ -200,7 +200,9 @@ func (db *DB) checkpoint(forceFull bool) error {
 }
 
 // stopCheckpointsLocked records a failed sync as the sticky checkpoint
-// error and returns it. REQUIRES: db.ckptMu held.
+// error and returns it. From then on nothing takes the dirty marks or the
+// deleted ids, so they grow with every change until the restart the error
+// asks for. REQUIRES: db.ckptMu held.
 func (db *DB) stopCheckpointsLocked(err error) error {
 	db.ckptErr = fmt.Errorf("%w: %w", ErrCheckpointsStopped, err)
 	db.opts.Logf("memrl: %v", db.ckptErr)

@@ -93,7 +93,10 @@ func (db *DB) removeDeltasLocked() error {
 // chain, merged into one checkpoint, and describes the chain. A missing
 // CHECKPOINT is an empty database. Deltas are read from CHECKPOINT.1 on
 // until one is missing or belongs to another chain (left by a crash after
-// a newer full checkpoint); a delta that cannot be decoded is corruption.
+// a newer full checkpoint); a delta that cannot be decoded is corruption,
+// even one that may be such a leftover: a damaged header cannot be trusted
+// to say which chain it belongs to, and skipping a delta of this chain
+// would lose changes whose log is gone.
 func (db *DB) readCheckpointChain() (checkpoint, ckptChain, error) {
 	var cp checkpoint
 	var chain ckptChain
