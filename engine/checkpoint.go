@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -90,12 +91,18 @@ func (db *DB) Checkpoint() error { return db.checkpoint(false) }
 // starts a new chain): every memory, not only those changed.
 func (db *DB) CheckpointFull() error { return db.checkpoint(true) }
 
-func (db *DB) checkpoint(forceFull bool) error {
+func (db *DB) checkpoint(forceFull bool) (err error) {
 	db.ckptMu.Lock()
 	defer db.ckptMu.Unlock()
 	if db.ckptErr != nil {
 		return db.ckptErr
 	}
+	start, full := time.Now(), false
+	defer func() {
+		if !errors.Is(err, ErrClosed) {
+			db.publishStatusLocked(start, full, err)
+		}
+	}()
 	if err := db.log.Err(); err != nil {
 		return err
 	}
@@ -113,7 +120,7 @@ func (db *DB) checkpoint(forceFull bool) error {
 	db.mu.RUnlock()
 	sort.Slice(colls, func(i, j int) bool { return colls[i].uid < colls[j].uid })
 
-	full := forceFull || db.chain.needsFull()
+	full = forceFull || db.chain.needsFull()
 	next := db.chain
 	if full {
 		next = ckptChain{id: newChainID()}

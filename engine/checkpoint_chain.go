@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/memrl/memrl/wal"
 )
@@ -27,6 +28,40 @@ type ckptChain struct {
 	seq       uint32 // deltas written after it
 	baseMems  int    // memories in the full checkpoint
 	deltaMems int    // memories and tombstones in its deltas
+}
+
+// CheckpointStatus describes the checkpoints for monitoring. It is
+// published when a checkpoint ends, so reading it never waits for one that
+// is running.
+type CheckpointStatus struct {
+	Last     time.Time     // when the last successful checkpoint committed; zero if none since Open
+	LastFull bool          // whether it was a full checkpoint
+	Took     time.Duration // how long it took
+	Deltas   int           // deltas written after the current full checkpoint
+	Failures int           // failed checkpoints since Open
+	Stopped  error         // the ErrCheckpointsStopped error, if checkpoints stopped
+}
+
+// CheckpointStatus returns the status published by the last checkpoint.
+func (db *DB) CheckpointStatus() CheckpointStatus {
+	if p := db.ckptStatus.Load(); p != nil {
+		return *p
+	}
+	return CheckpointStatus{}
+}
+
+// publishStatusLocked publishes the outcome of a checkpoint that started
+// at start. REQUIRES: db.ckptMu held.
+func (db *DB) publishStatusLocked(start time.Time, full bool, err error) {
+	st := db.CheckpointStatus()
+	if err == nil {
+		st.Last, st.LastFull, st.Took = time.Now(), full, time.Since(start)
+	} else {
+		st.Failures++
+	}
+	st.Deltas = int(db.chain.seq)
+	st.Stopped = db.ckptErr
+	db.ckptStatus.Store(&st)
 }
 
 // needsFull reports whether the next checkpoint must be a full one.

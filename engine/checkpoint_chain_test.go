@@ -215,6 +215,9 @@ func TestCheckpointChainPolicy(t *testing.T) {
 			t.Fatalf("checkpoint %d was not a delta", i)
 		}
 	}
+	if st := db.CheckpointStatus(); st.Deltas != maxDeltas || st.LastFull || st.Last.IsZero() || st.Failures != 0 || st.Stopped != nil {
+		t.Fatalf("status after %d deltas: %+v", maxDeltas, st)
+	}
 	chain := readCkpt(t, fs, "/db/CHECKPOINT").chainID
 	c.Reward(1, []uint64{1}, nil)
 	if err := db.Checkpoint(); err != nil {
@@ -257,6 +260,9 @@ func TestCheckpointChainPolicy(t *testing.T) {
 	}
 	if readCkpt(t, fs, "/db/CHECKPOINT").chainID == chain {
 		t.Fatal("checkpoint after a failed delta was not full")
+	}
+	if st := db.CheckpointStatus(); !st.LastFull || st.Deltas != 0 || st.Failures != 1 || st.Stopped != nil {
+		t.Fatalf("status after a failed delta and a full checkpoint: %+v", st)
 	}
 	want, _ := c.Get(2)
 	crashed := fs.Crash(wal.DropUnsynced, rand.New(rand.NewSource(4)))

@@ -180,6 +180,9 @@ func TestFailedFileSyncStopsCheckpoints(t *testing.T) {
 			if _, err := c.Reward(1, []uint64{2}, nil); err != nil {
 				t.Fatalf("reward after the failed checkpoint: %v", err)
 			}
+			if st := db.CheckpointStatus(); !errors.Is(st.Stopped, ErrCheckpointsStopped) || st.Failures != 1 || !st.LastFull {
+				t.Fatalf("status after the failure: %+v", st)
+			}
 			ops := fs.MutatingOps()
 			if err := db.Checkpoint(); !errors.Is(err, ErrCheckpointsStopped) {
 				t.Fatalf("second checkpoint: %v, want ErrCheckpointsStopped", err)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/memrl/memrl/wal"
@@ -54,6 +55,9 @@ type DB struct {
 	ckptMu sync.Mutex
 	// chain describes the checkpoint files on disk (checkpoint.go).
 	chain ckptChain
+	// ckptStatus is what CheckpointStatus returns; written under ckptMu,
+	// read without it.
+	ckptStatus atomic.Pointer[CheckpointStatus]
 	// ckptErr is the sticky failure that stopped checkpoints (a failed
 	// sync of a file a checkpoint depends on), or nil.
 	ckptErr error

@@ -378,8 +378,26 @@ func (m memCommands) checkpoint(c *Ctx, args [][]byte) error {
 }
 
 func (m memCommands) infoSection() [][2]string {
+	st := m.db.CheckpointStatus()
+	last, kind := "0", ""
+	if !st.Last.IsZero() {
+		last, kind = fmt.Sprint(st.Last.Unix()), "delta"
+		if st.LastFull {
+			kind = "full"
+		}
+	}
+	stopped := ""
+	if st.Stopped != nil {
+		stopped = st.Stopped.Error()
+	}
 	return [][2]string{
 		{"collections", fmt.Sprint(len(m.db.List()))},
 		{"sync", m.db.SyncPolicy().String()},
+		{"checkpoint_last_unix", last},
+		{"checkpoint_last_kind", kind},
+		{"checkpoint_last_ms", fmt.Sprint(st.Took.Milliseconds())},
+		{"checkpoint_deltas", fmt.Sprint(st.Deltas)},
+		{"checkpoint_failures", fmt.Sprint(st.Failures)},
+		{"checkpoints_stopped", stopped},
 	}
 }

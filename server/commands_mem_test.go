@@ -133,6 +133,16 @@ func TestMemCommandsGoRedis(t *testing.T) {
 	if v := mustDo(t, rdb, "MEM.CHECKPOINT", "full"); v != "OK" {
 		t.Fatalf("MEM.CHECKPOINT FULL = %v", v)
 	}
+	mi, err := rdb.Info(context.Background(), "memrl").Result()
+	if err != nil || !strings.Contains(mi, "checkpoint_last_kind:full\r\n") || !strings.Contains(mi, "checkpoint_deltas:0\r\n") ||
+		!strings.Contains(mi, "checkpoints_stopped:\r\n") {
+		t.Fatalf("INFO memrl after MEM.CHECKPOINT FULL: %q %v", mi, err)
+	}
+	mustDo(t, rdb, "MEM.CHECKPOINT")
+	if info, _ := rdb.Info(context.Background(), "memrl").Result(); !strings.Contains(info, "checkpoint_last_kind:delta\r\n") ||
+		!strings.Contains(info, "checkpoint_deltas:1\r\n") {
+		t.Fatalf("INFO memrl after a delta: %q", info)
+	}
 	wantErr(t, rdb, "unknown MEM.CHECKPOINT option", "MEM.CHECKPOINT", "HALF")
 	wantErr(t, rdb, "wrong number of arguments", "MEM.CHECKPOINT", "FULL", "FULL")
 	if v := mustDo(t, rdb, "MEM.DROP", "other"); v != "OK" {
