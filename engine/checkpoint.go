@@ -366,7 +366,8 @@ func (db *DB) removeOrphansLocked(keepUIDs []uint64) error {
 	db.mu.RUnlock()
 	for _, n := range names {
 		if !keep[n] {
-			if err := db.fs.RemoveAll(filepath.Join(root, n)); err != nil {
+			// Paced: a dropped collection's files can be gigabytes.
+			if err := wal.RemoveAllPaced(db.fs, filepath.Join(root, n)); err != nil {
 				return err
 			}
 		}

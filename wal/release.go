@@ -3,6 +3,7 @@ package wal
 import (
 	"errors"
 	iofs "io/fs"
+	"path/filepath"
 	"time"
 )
 
@@ -65,4 +66,65 @@ func openToRelease(fs FS, name string) (File, error) {
 		return nil, err
 	}
 	return fs.OpenReadWrite(name)
+}
+
+// RemoveAllPaced removes dir and everything below it, like FS.RemoveAll,
+// but frees the space of its larger files gradually: each file of at least
+// releaseChunk bytes is opened first and, once the removal is durable (the
+// parent folder synced), shrunk in paced steps (ReleasePaced). A dropped
+// collection's vector file can be gigabytes; freed in one go it would hold
+// up every fsync on the device for as long.
+func RemoveAllPaced(fs FS, dir string) error {
+	var held []File
+	closeHeld := func() {
+		for _, f := range held {
+			f.Close()
+		}
+	}
+	var collect func(d string) error
+	collect = func(d string) error {
+		names, err := fs.List(d)
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			p := filepath.Join(d, n)
+			st, err := fs.Stat(p)
+			if err != nil {
+				return err
+			}
+			if st.IsDir() {
+				if err := collect(p); err != nil {
+					return err
+				}
+				continue
+			}
+			if st.Size() >= releaseChunk {
+				f, err := fs.OpenReadWrite(p)
+				if err != nil {
+					return err
+				}
+				held = append(held, f)
+			}
+		}
+		return nil
+	}
+	if st, err := fs.Stat(dir); err == nil && st.IsDir() {
+		if err := collect(dir); err != nil {
+			closeHeld()
+			return err
+		}
+	}
+	if err := fs.RemoveAll(dir); err != nil {
+		closeHeld()
+		return err
+	}
+	if err := fs.SyncDir(filepath.Dir(dir)); err != nil {
+		closeHeld()
+		return err
+	}
+	for _, f := range held {
+		ReleasePaced(f) // closes f; a failure leaves the rest to the close
+	}
+	return nil
 }

@@ -144,3 +144,44 @@ func TestRemoveBeforeReleasesSegments(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoveAllPaced removes a folder tree: large files are shrunk in
+// synced steps after the removal, small ones just removed, and after a
+// crash nothing of the tree is left.
+func TestRemoveAllPaced(t *testing.T) {
+	mem := NewMemFS()
+	fs := &truncFS{FS: mem}
+	mem.MkdirAll("/root/c/ivf", 0o755)
+	for name, size := range map[string]int{"/root/c/vectors": 2*releaseChunk + 1, "/root/c/small": 10, "/root/c/ivf/idx": releaseChunk} {
+		f, _ := mem.Create(name)
+		f.Write(make([]byte, size))
+		f.Sync()
+		f.Close()
+	}
+	mem.SyncDir("/root/c")
+	mem.SyncDir("/root/c/ivf")
+	if err := RemoveAllPaced(fs, "/root/c"); err != nil {
+		t.Fatal(err)
+	}
+	syncs, steps := 0, 0
+	for _, v := range fs.log {
+		if v == -1 {
+			syncs++
+		} else {
+			steps++
+		}
+	}
+	if steps != 3+1 || syncs != steps {
+		t.Fatalf("release steps %v: want 3 for the 2 MiB file and 1 for the 1 MiB one, each synced", fs.log)
+	}
+	if _, err := mem.Stat("/root/c"); err == nil {
+		t.Fatal("folder still there")
+	}
+	crashed := mem.Crash(DropUnsynced, rand.New(rand.NewSource(6)))
+	if names, _ := crashed.List("/root"); len(names) != 0 {
+		t.Fatalf("after a crash /root holds %v", names)
+	}
+	if err := RemoveAllPaced(fs, "/root/missing"); err != nil {
+		t.Fatalf("RemoveAllPaced of a missing folder: %v", err)
+	}
+}
