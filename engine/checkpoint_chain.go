@@ -90,38 +90,14 @@ func (db *DB) removeDeltasLocked() error {
 	if err != nil {
 		return err
 	}
-	var held []wal.File
+	var paths []string
 	for _, n := range names {
 		rest, ok := strings.CutPrefix(n, ckptName+".")
-		if _, err := strconv.ParseUint(rest, 10, 32); !ok || err != nil {
-			continue
-		}
-		p := filepath.Join(db.dir, n)
-		f, err := db.fs.OpenReadWrite(p)
-		if err != nil {
-			return err
-		}
-		held = append(held, f)
-		if err := db.fs.Remove(p); err != nil {
-			for _, f := range held {
-				f.Close()
-			}
-			return err
+		if _, err := strconv.ParseUint(rest, 10, 32); ok && err == nil {
+			paths = append(paths, filepath.Join(db.dir, n))
 		}
 	}
-	if len(held) == 0 {
-		return nil
-	}
-	if err := db.fs.SyncDir(db.dir); err != nil {
-		for _, f := range held {
-			f.Close()
-		}
-		return err
-	}
-	for _, f := range held {
-		wal.ReleasePaced(f)
-	}
-	return nil
+	return wal.RemoveFilesPaced(db.fs, db.dir, paths)
 }
 
 // readCheckpointChain reads the full checkpoint and the deltas of its

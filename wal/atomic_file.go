@@ -3,7 +3,6 @@ package wal
 import (
 	"io"
 	"path/filepath"
-	"time"
 )
 
 // atomicTempSuffix names the temporary file an AtomicFile writes first.
@@ -55,15 +54,15 @@ func (a *AtomicFile) Write(p []byte) (int, error) {
 		a.err = err
 		return n, err
 	}
+	// Write back the whole chunks written so far; the rest waits for
+	// more, or for Commit.
 	if wb, ok := a.f.(WriteBacker); ok {
-		for a.written-a.backedTo >= writeBackChunk {
-			t := time.Now()
-			if err := wb.WriteBack(a.backedTo, writeBackChunk); err != nil {
+		if to := a.written - a.written%writeBackChunk; to > a.backedTo {
+			if err := writeBackPaced(wb, a.backedTo, to); err != nil {
 				a.err = err
 				return n, err
 			}
-			a.backedTo += writeBackChunk
-			time.Sleep(time.Since(t))
+			a.backedTo = to
 		}
 	}
 	return n, nil

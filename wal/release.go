@@ -68,6 +68,56 @@ func openToRelease(fs FS, name string) (File, error) {
 	return fs.OpenReadWrite(name)
 }
 
+// heldFiles are open handles of files whose names are being removed.
+type heldFiles []File
+
+func (h heldFiles) close() {
+	for _, f := range h {
+		f.Close()
+	}
+}
+
+// release frees each file's space (ReleasePaced closes it; a failure
+// leaves the rest of that file to the close).
+func (h heldFiles) release() {
+	for _, f := range h {
+		ReleasePaced(f)
+	}
+}
+
+// RemoveFilesPaced removes the files at paths, all in folder dir, in the
+// order given, makes the removals durable with one SyncDir(dir), and then
+// frees their space in paced steps (ReleasePaced): each file is opened
+// before its name goes. A path that does not exist is skipped. Used for log
+// segments and checkpoint files, tens of megabytes each.
+func RemoveFilesPaced(fs FS, dir string, paths []string) error {
+	var held heldFiles
+	for _, p := range paths {
+		f, err := openToRelease(fs, p)
+		if err != nil {
+			held.close()
+			return err
+		}
+		if f == nil {
+			continue
+		}
+		held = append(held, f)
+		if err := fs.Remove(p); err != nil {
+			held.close()
+			return err
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	if err := fs.SyncDir(dir); err != nil {
+		held.close()
+		return err
+	}
+	held.release()
+	return nil
+}
+
 // RemoveAllPaced removes dir and everything below it, like FS.RemoveAll,
 // but frees the space of its larger files gradually: each file of at least
 // releaseChunk bytes is opened first and, once the removal is durable (the
@@ -75,12 +125,7 @@ func openToRelease(fs FS, name string) (File, error) {
 // collection's vector file can be gigabytes; freed in one go it would hold
 // up every fsync on the device for as long.
 func RemoveAllPaced(fs FS, dir string) error {
-	var held []File
-	closeHeld := func() {
-		for _, f := range held {
-			f.Close()
-		}
-	}
+	var held heldFiles
 	var collect func(d string) error
 	collect = func(d string) error {
 		names, err := fs.List(d)
@@ -111,20 +156,18 @@ func RemoveAllPaced(fs FS, dir string) error {
 	}
 	if st, err := fs.Stat(dir); err == nil && st.IsDir() {
 		if err := collect(dir); err != nil {
-			closeHeld()
+			held.close()
 			return err
 		}
 	}
 	if err := fs.RemoveAll(dir); err != nil {
-		closeHeld()
+		held.close()
 		return err
 	}
 	if err := fs.SyncDir(filepath.Dir(dir)); err != nil {
-		closeHeld()
+		held.close()
 		return err
 	}
-	for _, f := range held {
-		ReleasePaced(f) // closes f; a failure leaves the rest to the close
-	}
+	held.release()
 	return nil
 }

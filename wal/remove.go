@@ -33,35 +33,11 @@ func (l *Log) RemoveBefore(lsn LSN) error {
 	if len(victims) == 0 {
 		return nil
 	}
-	// Each segment is opened before its name is removed, and its space
-	// is freed through that handle in paced steps once the removals are
-	// durable (ReleasePaced): unlinking 64 MB at once would hold up the
-	// fsyncs of the writers appending meanwhile.
-	var held []File
-	defer func() {
-		for _, f := range held {
-			f.Close()
-		}
-	}()
-	for _, s := range victims {
-		f, err := openToRelease(l.fs, s.path)
-		if err != nil {
-			return err
-		}
-		if f != nil {
-			held = append(held, f)
-		}
-		if err := l.fs.Remove(s.path); err != nil {
-			return err
-		}
+	// Freed in paced steps once the removals are durable: unlinking 64 MB
+	// at once would hold up the fsyncs of the writers appending meanwhile.
+	paths := make([]string, len(victims))
+	for i, s := range victims {
+		paths[i] = s.path
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return err
-	}
-	for len(held) > 0 {
-		f := held[0]
-		held = held[1:]
-		ReleasePaced(f) // closes f; a failure leaves the rest to the close
-	}
-	return nil
+	return RemoveFilesPaced(l.fs, l.dir, paths)
 }

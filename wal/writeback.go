@@ -34,17 +34,26 @@ const writeBackChunk = 1 << 20
 // fsync.
 func SyncPaced(f File, from, to int64) error {
 	if wb, ok := f.(WriteBacker); ok {
-		for off := max(from, 0); off < to; {
-			n := min(to-off, writeBackChunk)
-			t := time.Now()
-			if err := wb.WriteBack(off, n); err != nil {
-				return err
-			}
-			off += n
-			if off < to {
-				time.Sleep(time.Since(t))
-			}
+		if err := writeBackPaced(wb, max(from, 0), to); err != nil {
+			return err
 		}
 	}
 	return f.Sync()
+}
+
+// writeBackPaced writes bytes [from, to) of wb back writeBackChunk at a
+// time, resting between pieces for as long as each took.
+func writeBackPaced(wb WriteBacker, from, to int64) error {
+	for off := from; off < to; {
+		n := min(to-off, writeBackChunk)
+		t := time.Now()
+		if err := wb.WriteBack(off, n); err != nil {
+			return err
+		}
+		off += n
+		if off < to {
+			time.Sleep(time.Since(t))
+		}
+	}
+	return nil
 }
