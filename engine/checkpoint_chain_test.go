@@ -4,11 +4,29 @@ import (
 	"errors"
 	"math/rand"
 	"path/filepath"
+	"slices"
 	"sort"
 	"testing"
 
 	"github.com/memrl/memrl/wal"
 )
+
+// openMem opens the database at /db on fs with crashOpts.
+func openMem(t *testing.T, fs *wal.MemFS) *DB {
+	t.Helper()
+	db, err := Open("/db", crashOpts(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// crashOpen crashes fs, dropping unsynced writes, and opens what is left.
+func crashOpen(t *testing.T, fs *wal.MemFS, seed int64) (*wal.MemFS, *DB) {
+	t.Helper()
+	crashed := fs.Crash(wal.DropUnsynced, rand.New(rand.NewSource(seed)))
+	return crashed, openMem(t, crashed)
+}
 
 func exists(fs wal.FS, name string) bool {
 	_, err := fs.Stat(name)
@@ -52,10 +70,7 @@ func addN(t *testing.T, c *Collection, from, to uint64) {
 // (after a crash, with nothing to replay) gives back every change.
 func TestDeltaCheckpointHoldsOnlyChanges(t *testing.T) {
 	fs := wal.NewMemFS()
-	db, err := Open("/db", crashOpts(fs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openMem(t, fs)
 	c := mustColl(t, db, "k", crashCfg)
 	other := mustColl(t, db, "gone", crashCfg)
 	addN(t, c, 1, 101)
@@ -84,20 +99,16 @@ func TestDeltaCheckpointHoldsOnlyChanges(t *testing.T) {
 	if d.kind != ckptDelta || d.seq != 1 || len(d.colls) != 1 {
 		t.Fatalf("second checkpoint: kind %d seq %d, %d collections", d.kind, d.seq, len(d.colls))
 	}
-	if got := memIDs(d.colls[0]); !equalIDs(got, []uint64{5, 6, 7, 50, 200}) {
+	if got := memIDs(d.colls[0]); !slices.Equal(got, []uint64{5, 6, 7, 50, 200}) {
 		t.Fatalf("delta memories %v, want 5 6 7 50 200", got)
 	}
 	// 50 was re-added: its new state replaces it whole, no tombstone.
-	if got := d.colls[0].tombs; !equalIDs(got, []uint64{8, 9}) {
+	if got := d.colls[0].tombs; !slices.Equal(got, []uint64{8, 9}) {
 		t.Fatalf("delta tombstones %v, want 8 9", got)
 	}
 	want, _ := c.Get(6)
 
-	crashed := fs.Crash(wal.DropUnsynced, rand.New(rand.NewSource(1)))
-	db2, err := Open("/db", crashOpts(crashed))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, db2 := crashOpen(t, fs, 1)
 	defer db2.Close()
 	if db2.Recovery.DeltasApplied != 1 || db2.Recovery.RecordsReplayed != 0 {
 		t.Fatalf("recovery %+v, want one delta and nothing replayed", db2.Recovery)
@@ -124,27 +135,12 @@ func TestDeltaCheckpointHoldsOnlyChanges(t *testing.T) {
 	}
 }
 
-func equalIDs(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // TestDeltaAfterRecoveryKeepsReplayedChanges: changes recovered by
 // replaying the log must reach the next delta, since that delta lets the
 // log go. A crash after it must not lose them.
 func TestDeltaAfterRecoveryKeepsReplayedChanges(t *testing.T) {
 	fs := wal.NewMemFS()
-	db, err := Open("/db", crashOpts(fs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openMem(t, fs)
 	c := mustColl(t, db, "k", crashCfg)
 	addN(t, c, 1, 21)
 	if err := db.Checkpoint(); err != nil {
@@ -155,11 +151,7 @@ func TestDeltaAfterRecoveryKeepsReplayedChanges(t *testing.T) {
 	}
 	c.Delete([]uint64{4})
 	addN(t, c, 30, 31)
-	fs = fs.Crash(wal.DropUnsynced, rand.New(rand.NewSource(2)))
-	db, err = Open("/db", crashOpts(fs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, db = crashOpen(t, fs, 2)
 	if db.Recovery.RecordsReplayed != 3 {
 		t.Fatalf("replayed %d records, want 3", db.Recovery.RecordsReplayed)
 	}
@@ -169,11 +161,7 @@ func TestDeltaAfterRecoveryKeepsReplayedChanges(t *testing.T) {
 	if !exists(fs, "/db/CHECKPOINT.1") {
 		t.Fatal("no delta written after recovery")
 	}
-	fs = fs.Crash(wal.DropUnsynced, rand.New(rand.NewSource(3)))
-	db, err = Open("/db", crashOpts(fs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, db = crashOpen(t, fs, 3)
 	defer db.Close()
 	if db.Recovery.RecordsReplayed != 0 || db.Recovery.DeltasApplied != 1 {
 		t.Fatalf("recovery %+v", db.Recovery)
@@ -196,10 +184,7 @@ func TestDeltaAfterRecoveryKeepsReplayedChanges(t *testing.T) {
 // the next one full.
 func TestCheckpointChainPolicy(t *testing.T) {
 	fs := wal.NewMemFS()
-	db, err := Open("/db", crashOpts(fs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openMem(t, fs)
 	defer db.Close()
 	c := mustColl(t, db, "k", crashCfg)
 	addN(t, c, 1, 101)
@@ -265,11 +250,7 @@ func TestCheckpointChainPolicy(t *testing.T) {
 		t.Fatalf("status after a failed delta and a full checkpoint: %+v", st)
 	}
 	want, _ := c.Get(2)
-	crashed := fs.Crash(wal.DropUnsynced, rand.New(rand.NewSource(4)))
-	db3, err := Open("/db", crashOpts(crashed))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, db3 := crashOpen(t, fs, 4)
 	defer db3.Close()
 	c3, _ := db3.Collection("k")
 	if m, _ := c3.Get(2); m.Visits != want.Visits || m.Q != want.Q {
@@ -281,10 +262,7 @@ func TestCheckpointChainPolicy(t *testing.T) {
 // full checkpoint, before the old deltas were removed) is not applied.
 func TestStaleDeltaIgnored(t *testing.T) {
 	fs := wal.NewMemFS()
-	db, err := Open("/db", crashOpts(fs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openMem(t, fs)
 	c := mustColl(t, db, "k", crashCfg)
 	addN(t, c, 1, 11)
 	db.Checkpoint()
@@ -305,10 +283,7 @@ func TestStaleDeltaIgnored(t *testing.T) {
 	if err := wal.WriteFileAtomic(fs, "/db/CHECKPOINT.1", stale); err != nil {
 		t.Fatal(err)
 	}
-	db, err = Open("/db", crashOpts(fs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db = openMem(t, fs)
 	defer db.Close()
 	c, _ = db.Collection("k")
 	if _, err := c.Get(1); err != nil {
@@ -319,10 +294,7 @@ func TestStaleDeltaIgnored(t *testing.T) {
 // TestCorruptDeltaRefused: a damaged delta stops Open, naming the file.
 func TestCorruptDeltaRefused(t *testing.T) {
 	fs := wal.NewMemFS()
-	db, err := Open("/db", crashOpts(fs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openMem(t, fs)
 	c := mustColl(t, db, "k", crashCfg)
 	addN(t, c, 1, 11)
 	db.Checkpoint()
@@ -348,10 +320,7 @@ func TestCorruptDeltaRefused(t *testing.T) {
 // after a crash; found by the concurrent crash suite).
 func TestReaddBetweenDeltaSwapAndTake(t *testing.T) {
 	fs := wal.NewMemFS()
-	db, err := Open("/db", crashOpts(fs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openMem(t, fs)
 	c := mustColl(t, db, "k", crashCfg)
 	addN(t, c, 1, 6)
 	if err := db.Checkpoint(); err != nil {
@@ -376,11 +345,7 @@ func TestReaddBetweenDeltaSwapAndTake(t *testing.T) {
 	if d := readCkpt(t, fs, "/db/CHECKPOINT.2"); len(d.colls[0].tombs) != 0 {
 		t.Fatalf("delta 2 carries tombstones %v", d.colls[0].tombs)
 	}
-	crashed := fs.Crash(wal.DropUnsynced, rand.New(rand.NewSource(5)))
-	db2, err := Open("/db", crashOpts(crashed))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, db2 := crashOpen(t, fs, 5)
 	defer db2.Close()
 	c2, _ := db2.Collection("k")
 	if m, err := c2.Get(3); err != nil || m.Q != 5 || m.Vector[0] != 9 {

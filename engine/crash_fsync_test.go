@@ -155,10 +155,7 @@ func TestFailedFileSyncStopsCheckpoints(t *testing.T) {
 	for _, file := range []string{"vectors.f32", "payloads.dat", "CHECKPOINT"} {
 		t.Run(file, func(t *testing.T) {
 			fs := wal.NewMemFS()
-			db, err := Open("/db", crashOpts(fs))
-			if err != nil {
-				t.Fatal(err)
-			}
+			db := openMem(t, fs)
 			defer db.Close()
 			c := mustColl(t, db, "k", crashCfg)
 			add := func(id uint64) {
@@ -191,11 +188,7 @@ func TestFailedFileSyncStopsCheckpoints(t *testing.T) {
 				t.Fatalf("a stopped checkpoint did %d file operations", n)
 			}
 
-			crashed := fs.Crash(wal.DropUnsynced, rand.New(rand.NewSource(1)))
-			db2, err := Open("/db", crashOpts(crashed))
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, db2 := crashOpen(t, fs, 1)
 			defer db2.Close()
 			c2, _ := db2.Collection("k")
 			for id := uint64(1); id <= 3; id++ {

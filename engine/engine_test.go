@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand"
+	"slices"
 	"sync"
 	"testing"
 
@@ -55,18 +56,6 @@ func retrieveIDs(t *testing.T, c *Collection, q []float32, opt RetrieveOptions) 
 	return out
 }
 
-func eq(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // handColl holds four memories on the unit circle at angles whose cosine to
 // the query (1, 0) is .9 .8 .7 .6, with Q 0 1 0 2: the pool of
 // TestPhase2HandComputed.
@@ -84,25 +73,25 @@ func TestRetrieveTwoPhase(t *testing.T) {
 	q := []float32{1, 0}
 	opt := NewRetrieveOptions()
 	opt.K2 = 4
-	if got := retrieveIDs(t, c, q, opt); !eq(got, []uint64{2, 1, 4, 3}) {
+	if got := retrieveIDs(t, c, q, opt); !slices.Equal(got, []uint64{2, 1, 4, 3}) {
 		t.Fatalf("λ=.5: %v", got)
 	}
 	opt.Lambda = 0
-	if got := retrieveIDs(t, c, q, opt); !eq(got, []uint64{1, 2, 3, 4}) {
+	if got := retrieveIDs(t, c, q, opt); !slices.Equal(got, []uint64{1, 2, 3, 4}) {
 		t.Fatalf("λ=0: %v", got)
 	}
 	opt.Lambda = 1
-	if got := retrieveIDs(t, c, q, opt); !eq(got, []uint64{4, 2, 1, 3}) {
+	if got := retrieveIDs(t, c, q, opt); !slices.Equal(got, []uint64{4, 2, 1, 3}) {
 		t.Fatalf("λ=1: %v", got)
 	}
 	// DELTA .75 keeps ids 1 and 2; λ=1 then orders them by Q.
 	opt.Delta, opt.HasDelta = 0.75, true
-	if got := retrieveIDs(t, c, q, opt); !eq(got, []uint64{2, 1}) {
+	if got := retrieveIDs(t, c, q, opt); !slices.Equal(got, []uint64{2, 1}) {
 		t.Fatalf("DELTA: %v", got)
 	}
 	// K1 = 2 without DELTA: the pool is the two most similar.
 	opt.HasDelta, opt.K1 = false, 2
-	if got := retrieveIDs(t, c, q, opt); !eq(got, []uint64{2, 1}) {
+	if got := retrieveIDs(t, c, q, opt); !slices.Equal(got, []uint64{2, 1}) {
 		t.Fatalf("K1=2: %v", got)
 	}
 	res, err := c.Retrieve(q, NewRetrieveOptions())
@@ -295,7 +284,7 @@ func TestDeleteAndAutoIDs(t *testing.T) {
 		}
 		got = append(got, id)
 	}
-	if !eq(got, []uint64{1, 2, 3, 4, 5}) {
+	if !slices.Equal(got, []uint64{1, 2, 3, 4, 5}) {
 		t.Fatalf("auto ids %v", got)
 	}
 	add(t, c, 100, 0, 1, 1)
