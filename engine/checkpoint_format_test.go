@@ -56,10 +56,13 @@ func encodeCheckpoint(cp checkpoint) []byte {
 	return buf.Bytes()
 }
 
-// encodeCheckpointV2 encodes cp in version 2, which memrl still reads.
-func encodeCheckpointV2(cp checkpoint) []byte {
+// encodeCheckpointOld encodes cp in version 1 or 2, which memrl still
+// reads. They share the header and each collection's name and config;
+// version 2 has the memories in one batch before the sizes, version 1 the
+// sizes and a memory count before the memories.
+func encodeCheckpointOld(cp checkpoint, version uint32) []byte {
 	b := []byte(ckptMagic)
-	b = le.AppendUint32(b, 2)
+	b = le.AppendUint32(b, version)
 	b = le.AppendUint64(b, cp.walLSN)
 	b = le.AppendUint64(b, cp.nextUID)
 	b = le.AppendUint32(b, uint32(len(cp.colls)))
@@ -68,38 +71,22 @@ func encodeCheckpointV2(cp checkpoint) []byte {
 		b = le.AppendUint16(b, uint16(len(c.name)))
 		b = append(b, c.name...)
 		b = encodeConfig(b, c.cfg)
-		if len(c.mems) > 0 {
-			b = le.AppendUint32(b, uint32(len(c.mems)))
-			for _, m := range c.mems {
-				b = appendCkptMemory(b, m)
-			}
+		sizes := func(b []byte) []byte {
+			b = le.AppendUint32(b, c.nrows)
+			b = le.AppendUint64(b, c.paySize)
+			return le.AppendUint64(b, c.nextID)
 		}
-		b = le.AppendUint32(b, 0)
-		b = le.AppendUint32(b, c.nrows)
-		b = le.AppendUint64(b, c.paySize)
-		b = le.AppendUint64(b, c.nextID)
-	}
-	return le.AppendUint64(b, xxhash.Sum64(b))
-}
-
-// encodeCheckpointV1 encodes cp in version 1, which memrl still reads.
-func encodeCheckpointV1(cp checkpoint) []byte {
-	b := []byte(ckptMagic)
-	b = le.AppendUint32(b, 1)
-	b = le.AppendUint64(b, cp.walLSN)
-	b = le.AppendUint64(b, cp.nextUID)
-	b = le.AppendUint32(b, uint32(len(cp.colls)))
-	for _, c := range cp.colls {
-		b = le.AppendUint64(b, c.uid)
-		b = le.AppendUint16(b, uint16(len(c.name)))
-		b = append(b, c.name...)
-		b = encodeConfig(b, c.cfg)
-		b = le.AppendUint32(b, c.nrows)
-		b = le.AppendUint64(b, c.paySize)
-		b = le.AppendUint64(b, c.nextID)
-		b = le.AppendUint64(b, uint64(len(c.mems)))
+		if version == 1 {
+			b = sizes(b)
+			b = le.AppendUint64(b, uint64(len(c.mems)))
+		} else if len(c.mems) > 0 {
+			b = le.AppendUint32(b, uint32(len(c.mems)))
+		}
 		for _, m := range c.mems {
 			b = appendCkptMemory(b, m)
+		}
+		if version == 2 {
+			b = sizes(le.AppendUint32(b, 0))
 		}
 	}
 	return le.AppendUint64(b, xxhash.Sum64(b))
@@ -128,7 +115,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		if slices.ContainsFunc(cp.colls, func(c ckptCollection) bool { return len(c.mems) > ckptMaxBatch }) {
 			continue // version 2 was written in batches; its helper writes one
 		}
-		for version, b := range map[int][]byte{3: encodeCheckpoint(cp), 2: encodeCheckpointV2(cp), 1: encodeCheckpointV1(cp)} {
+		for version, b := range map[int][]byte{3: encodeCheckpoint(cp), 2: encodeCheckpointOld(cp, 2), 1: encodeCheckpointOld(cp, 1)} {
 			got, err := decodeCheckpoint(b)
 			if err != nil {
 				t.Fatalf("sizes %v, version %d: %v", sizes, version, err)
