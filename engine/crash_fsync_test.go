@@ -16,10 +16,7 @@ import (
 // afterwards loses nothing that was acknowledged.
 func TestFailedFsyncStopsWrites(t *testing.T) {
 	fs := wal.NewMemFS()
-	db, err := Open("/db", crashOpts(fs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openMem(t, fs)
 	defer db.Close()
 	c := mustColl(t, db, "k", crashCfg)
 	for id := uint64(1); id <= 2; id++ {
@@ -69,11 +66,7 @@ func TestFailedFsyncStopsWrites(t *testing.T) {
 	// checkpointed sizes, and a create's folder).
 	t.Logf("%d file operations after the failure", fs.MutatingOps()-ops)
 
-	crashed := fs.Crash(wal.DropUnsynced, rand.New(rand.NewSource(1)))
-	db2, err := Open("/db", crashOpts(crashed))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, db2 := crashOpen(t, fs, 1)
 	defer db2.Close()
 	c2, _ := db2.Collection("k")
 	if m, err := c2.Get(1); err != nil || m.Visits != 1 {
@@ -92,10 +85,7 @@ func TestFailedFsyncStopsWrites(t *testing.T) {
 // never succeeds, and after a crash every acknowledged reward is there.
 func TestFailedFsyncUnderLoad(t *testing.T) {
 	fs := wal.NewMemFS()
-	db, err := Open("/db", crashOpts(fs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openMem(t, fs)
 	c := mustColl(t, db, "k", crashCfg)
 	const writers = 8
 	for id := uint64(1); id <= writers; id++ {
