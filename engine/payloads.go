@@ -17,9 +17,7 @@ type payloadStore struct {
 	f    wal.File
 	size uint64 // bytes in use; the next payload goes here
 
-	// synced: bytes [0, synced) were synced by a checkpoint. Guarded by
-	// the database's ckptMu (see vectorStore.syncedRows).
-	synced uint64
+	synced syncMark // how much of the file a checkpoint has synced
 }
 
 func openPayloadStore(fs wal.FS, path string, size uint64) (*payloadStore, error) {
@@ -36,7 +34,7 @@ func openPayloadStore(fs wal.FS, path string, size uint64) (*payloadStore, error
 		f.Close()
 		return nil, fmt.Errorf("engine: payload file %s has %d bytes, the checkpoint needs %d", path, st.Size(), size)
 	}
-	return &payloadStore{f: f, size: size, synced: size}, nil
+	return &payloadStore{f: f, size: size, synced: syncMark{int64(size)}}, nil
 }
 
 // put writes p at off and extends size past it.
@@ -62,16 +60,8 @@ func (s *payloadStore) get(off uint64, n uint32) ([]byte, error) {
 	return p, nil
 }
 
-// syncTo makes bytes [0, size) durable, writing back the bytes written
-// since the last syncTo in paced pieces first (see wal.SyncPaced).
+// syncTo makes bytes [0, size) durable (see syncMark).
 // REQUIRES: the database's ckptMu held; size bytes were written.
-func (s *payloadStore) syncTo(size uint64) error {
-	from := min(s.synced, size)
-	if err := wal.SyncPaced(s.f, int64(from), int64(size)); err != nil {
-		return err
-	}
-	s.synced = size
-	return nil
-}
+func (s *payloadStore) syncTo(size uint64) error { return s.synced.syncTo(s.f, int64(size)) }
 
 func (s *payloadStore) close() error { return s.f.Close() }

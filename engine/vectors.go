@@ -38,10 +38,7 @@ type vectorStore struct {
 	capRows uint32    // rows the file (and mapping) can hold
 	nrows   uint32    // rows in use: the highest row written + 1
 
-	// syncedRows: rows [0, syncedRows) were synced by a checkpoint; rows
-	// past it were written since. Guarded by the database's ckptMu, not
-	// by the collection's lock: only checkpoints (and open) touch it.
-	syncedRows uint32
+	synced syncMark // how much of the file a checkpoint has synced
 }
 
 // osFiler is implemented by files of the OS file system.
@@ -71,7 +68,7 @@ func openVectorStore(fs wal.FS, path string, dim int, nrows uint32) (*vectorStor
 		f.Close()
 		return nil, err
 	}
-	s.nrows, s.syncedRows = nrows, nrows
+	s.nrows, s.synced.size = nrows, int64(nrows)*s.rowSize
 	return s, nil
 }
 
@@ -161,15 +158,25 @@ func (s *vectorStore) row(r uint32) []float32 {
 // REQUIRES: as row.
 func (s *vectorStore) Vector(r uint32) []float32 { return s.row(r) }
 
-// syncTo makes rows [0, nrows) durable, writing back the rows written
-// since the last syncTo in paced pieces first (see wal.SyncPaced).
+// syncTo makes rows [0, nrows) durable (see syncMark).
 // REQUIRES: the database's ckptMu held; nrows rows were written.
 func (s *vectorStore) syncTo(nrows uint32) error {
-	from := min(s.syncedRows, nrows)
-	if err := wal.SyncPaced(s.f, int64(from)*s.rowSize, int64(nrows)*s.rowSize); err != nil {
+	return s.synced.syncTo(s.f, int64(nrows)*s.rowSize)
+}
+
+// syncMark remembers how many leading bytes of an append-only file a
+// checkpoint has synced, so that the next sync writes back only the bytes
+// written since, in paced pieces, before its fsync (wal.SyncPaced).
+// Guarded by the database's ckptMu, not by the collection's lock: only
+// checkpoints (and open) touch it.
+type syncMark struct{ size int64 }
+
+// syncTo makes bytes [0, size) of f durable.
+func (m *syncMark) syncTo(f wal.File, size int64) error {
+	if err := wal.SyncPaced(f, min(m.size, size), size); err != nil {
 		return err
 	}
-	s.syncedRows = nrows
+	m.size = size
 	return nil
 }
 
