@@ -66,8 +66,11 @@ var snapshotChunk uint32 = 1024 // a variable so that crash tests can make chunk
 //     could take away. The files are written back in paced pieces first
 //     (wal.SyncPaced), so the log's own fsyncs never queue behind them.
 //  5. Commit the checkpoint file atomically, with L as its replay position.
-//  6. Remove log segments wholly before L, and the folders of collections
-//     that neither the checkpoint nor the live database knows.
+//  6. After a full checkpoint, remove the deltas of the previous chain.
+//     Remove log segments wholly before L, and the folders of collections
+//     that neither the checkpoint nor the live database knows. Everything
+//     removed is freed in paced steps (wal.RemoveFilesPaced,
+//     wal.RemoveAllPaced).
 //
 // Why a fuzzy copy is enough: records log results, and recovery replays
 // every record from L in log order over the copy. For one memory, the
