@@ -14,7 +14,10 @@
 // syncs a large file without holding up the log's fsyncs: files that are
 // WriteBackers (OS files on Linux, through sync_file_range) are written
 // back a megabyte at a time, paced, before the one fsync that makes them
-// durable.
+// durable. Large files are removed the same gentle way: ReleasePaced,
+// RemoveFilesPaced and RemoveAllPaced hold a file open across the removal
+// of its name and then shrink it a megabyte per synced step, so its blocks
+// are not freed in one journal transaction that every fsync would wait for.
 //
 // # Records and LSNs
 //
