@@ -42,7 +42,9 @@ func SyncPaced(f File, from, to int64) error {
 }
 
 // writeBackPaced writes bytes [from, to) of wb back writeBackChunk at a
-// time, resting between pieces for as long as each took.
+// time, resting after each piece for as long as it took. It rests after
+// the last piece too: AtomicFile writes back one piece per megabyte
+// written, and the rest is what keeps those pieces apart.
 func writeBackPaced(wb WriteBacker, from, to int64) error {
 	for off := from; off < to; {
 		n := min(to-off, writeBackChunk)
@@ -51,9 +53,7 @@ func writeBackPaced(wb WriteBacker, from, to int64) error {
 			return err
 		}
 		off += n
-		if off < to {
-			time.Sleep(time.Since(t))
-		}
+		time.Sleep(time.Since(t))
 	}
 	return nil
 }
