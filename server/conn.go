@@ -91,6 +91,13 @@ func (c *conn) serve() {
 // exec runs one command and reports whether the connection may continue.
 func (c *conn) exec(args [][]byte) (keep bool) {
 	c.lastActive.Store(time.Now().UnixNano())
+	if looksLikeHTTP(args) {
+		c.srv.statHTTPProbes.Add(1)
+		c.srv.log.Warn("server: possible SECURITY ATTACK detected: a client sent an HTTP request line or header "+
+			"(a cross-protocol attack, e.g. a web page posting commands); connection closed",
+			"client", c.id, "addr", c.nc.RemoteAddr(), "line", truncate(string(args[0]), 32))
+		return false
+	}
 	cmd := c.srv.lookup(args[0])
 	if cmd == nil {
 		c.w.WriteErr(errUnknownCommand(args))

@@ -136,6 +136,7 @@ func (s *Server) addBuiltinInfoSectionsLocked() {
 			{"total_connections_received", strconv.FormatInt(s.statConns.Load(), 10)},
 			{"total_commands_processed", strconv.FormatInt(s.statCmds.Load(), 10)},
 			{"rejected_connections", strconv.FormatInt(s.statRejected.Load(), 10)},
+			{"http_requests_refused", strconv.FormatInt(s.statHTTPProbes.Load(), 10)},
 		}
 	})
 }

@@ -54,9 +54,10 @@ type Server struct {
 	nextID  atomic.Int64
 	connWG  sync.WaitGroup // one count per live connection goroutine
 
-	statConns    atomic.Int64 // connections accepted, ever
-	statCmds     atomic.Int64 // commands read, ever
-	statRejected atomic.Int64 // connections refused by MaxClients
+	statConns      atomic.Int64 // connections accepted, ever
+	statCmds       atomic.Int64 // commands read, ever
+	statRejected   atomic.Int64 // connections refused by MaxClients
+	statHTTPProbes atomic.Int64 // connections closed because they spoke HTTP
 
 	mu sync.Mutex // guards the fields below; also serialises Register
 	// listeners being served; closed by Shutdown.
