@@ -9,6 +9,7 @@ package durability
 import (
 	"flag"
 	"fmt"
+	"github.com/memrl/memrl/internal/cliflag"
 	"io"
 	"os"
 	"os/exec"
@@ -31,7 +32,7 @@ func Main(args []string, out io.Writer) error {
 	dur := fs.Duration("duration", 2*time.Second, "measuring time per throughput row")
 	records := fs.String("recovery", "1000000", "log sizes (records) to measure recovery for, comma-separated")
 	ckptMems := fs.Int("checkpoint-memories", 1000000, "memories in the collection a checkpoint copies while writers run")
-	if err := fs.Parse(args); err != nil {
+	if err := cliflag.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	work, err := os.MkdirTemp(*dir, "memrl-durability-")

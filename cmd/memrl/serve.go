@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/memrl/memrl/internal/cliflag"
 	"log"
 	"log/slog"
 	"os"
@@ -33,12 +34,16 @@ func serve(args []string) error {
 	syncName := fs.String("sync", "always", "WAL sync policy: always (a reply means fsynced), interval, none")
 	syncEvery := fs.Duration("sync-interval", 10*time.Millisecond, "fsync period for --sync interval")
 	ckptEvery := fs.Duration("checkpoint-interval", 5*time.Minute, "longest time between checkpoints (<0 disables)")
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: memrl serve [flags]\n\nRuns the server until SIGINT or SIGTERM. Flags:\n")
+		fs.PrintDefaults()
+	}
+	if err := cliflag.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	policy, err := wal.ParseSyncPolicy(*syncName)
 	if err != nil {
-		return err
+		return cliflag.Usagef("--sync: %v", err)
 	}
 	start := time.Now()
 	db, err := engine.Open(*dir, engine.Options{Sync: policy, SyncInterval: *syncEvery, CheckpointInterval: *ckptEvery})
