@@ -14,13 +14,13 @@ func (s *Server) RegisterMem(db *engine.DB) {
 	m := memCommands{db: db, wait: func(t uint64) error { return db.WaitDurable(engine.Ticket(t)) }}
 	s.Register("MEM.CREATE", 3, m.create)
 	s.Register("MEM.DROP", 1, m.drop)
-	s.Register("MEM.LIST", 0, m.list)
+	s.Register("MEM.LIST", 0, m.list, ReadOnly)
 	s.Register("MEM.ADD", 3, m.add)
-	s.Register("MEM.RETRIEVE", 3, m.retrieve)
+	s.Register("MEM.RETRIEVE", 3, m.retrieve, ReadOnly)
 	s.Register("MEM.REWARD", 3, m.reward)
-	s.Register("MEM.GET", 2, m.get)
+	s.Register("MEM.GET", 2, m.get, ReadOnly)
 	s.Register("MEM.DEL", 2, m.del)
-	s.Register("MEM.INFO", 1, m.info)
+	s.Register("MEM.INFO", 1, m.info, ReadOnly)
 	s.Register("MEM.CHECKPOINT", 0, m.checkpoint)
 	s.AddInfoSection("memrl", m.infoSection)
 }

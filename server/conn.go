@@ -42,6 +42,10 @@ type conn struct {
 	libName string     // CLIENT SETINFO LIB-NAME
 	libVer  string     // CLIENT SETINFO LIB-VER
 	lastCmd string     // name of the last command executed
+	// user is who the client authenticated as; nil until it has, when
+	// the server requires authentication. Written by the connection's
+	// goroutine under mu, so that goroutine reads it without the lock.
+	user *User
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -51,6 +55,11 @@ func newConn(s *Server, nc net.Conn) *conn {
 		id:      s.nextID.Add(1),
 		created: time.Now(),
 		rd:      NewReader(nc, s.cfg.Limits),
+	}
+	if s.auth.required() {
+		c.rd.SetLimits(s.cfg.PreAuthLimits)
+	} else {
+		c.user = fullAccess
 	}
 	c.w = NewWriter(holdWriter{c})
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -100,7 +109,15 @@ func (c *conn) exec(args [][]byte) (keep bool) {
 	}
 	cmd := c.srv.lookup(args[0])
 	if cmd == nil {
-		c.w.WriteErr(errUnknownCommand(args))
+		if c.user == nil {
+			c.w.WriteErr(errNoAuth) // say nothing of the command set before AUTH
+		} else {
+			c.w.WriteErr(errUnknownCommand(args))
+		}
+		return true
+	}
+	if err := c.allowed(cmd); err != nil {
+		c.w.WriteErr(err)
 		return true
 	}
 	c.mu.Lock()

@@ -55,6 +55,11 @@ func NewReader(rd io.Reader, lim Limits) *Reader {
 	return &Reader{rd: rd, lim: lim.withDefaults(), buf: make([]byte, readBufSize)}
 }
 
+// SetLimits replaces the Reader's limits (zero fields take their
+// defaults) from the next command on. The server reads with tighter limits
+// until a client authenticates.
+func (r *Reader) SetLimits(lim Limits) { r.lim = lim.withDefaults() }
+
 // SetBeforeBlock installs fn to be called every time the Reader has consumed
 // all buffered input and is about to read from the underlying reader (which
 // may block). The server uses it to flush pending replies: a pipeline of

@@ -32,6 +32,14 @@ type Config struct {
 	MaxClients int
 	// Limits bounds each request (see Limits); zero fields take defaults.
 	Limits Limits
+	// Users are the accounts clients authenticate as (see auth.go). Empty
+	// means no authentication: every client has full access, and Serve
+	// refuses a listener beyond loopback unless DisableProtectedMode.
+	Users []User
+	// PreAuthLimits bound each request of a client that has not yet
+	// authenticated, when Users is not empty; zero fields take the fields
+	// of the package variable PreAuthLimits.
+	PreAuthLimits Limits
 	// Logger receives connection errors and handler panics; default
 	// slog.Default().
 	Logger *slog.Logger
@@ -54,10 +62,13 @@ type Server struct {
 	nextID  atomic.Int64
 	connWG  sync.WaitGroup // one count per live connection goroutine
 
-	statConns      atomic.Int64 // connections accepted, ever
-	statCmds       atomic.Int64 // commands read, ever
-	statRejected   atomic.Int64 // connections refused by MaxClients
-	statHTTPProbes atomic.Int64 // connections closed because they spoke HTTP
+	statConns        atomic.Int64 // connections accepted, ever
+	statCmds         atomic.Int64 // commands read, ever
+	statRejected     atomic.Int64 // connections refused by MaxClients
+	statHTTPProbes   atomic.Int64 // connections closed because they spoke HTTP
+	statAuthFailures atomic.Int64 // AUTH or HELLO AUTH with a wrong name or password
+
+	auth *authenticator // immutable after New
 
 	mu sync.Mutex // guards the fields below; also serialises Register
 	// listeners being served; closed by Shutdown.
@@ -74,8 +85,10 @@ type Server struct {
 }
 
 // New returns a Server with the built-in commands (PING, ECHO, HELLO,
-// COMMAND, QUIT, INFO, CLIENT, SELECT, CONFIG, AUTH) registered.
-func New(cfg Config) *Server {
+// COMMAND, QUIT, INFO, CLIENT, SELECT, CONFIG, AUTH) registered, or an
+// error for an invalid Config (a bad user name, an empty password, a name
+// given twice).
+func New(cfg Config) (*Server, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = DefaultAddr
 	}
@@ -83,7 +96,13 @@ func New(cfg Config) *Server {
 		cfg.MaxClients = DefaultMaxClients
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
+	cfg.PreAuthLimits = cfg.PreAuthLimits.or(PreAuthLimits)
+	auth, err := newAuthenticator(cfg.Users)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
+		auth:      auth,
 		cfg:       cfg,
 		log:       cfg.Logger,
 		start:     time.Now(),
@@ -96,7 +115,7 @@ func New(cfg Config) *Server {
 	empty := map[string]*command{}
 	s.cmds.Store(&empty)
 	s.registerBuiltins()
-	return s
+	return s, nil
 }
 
 // ListenAndServe listens on cfg.Addr and serves until Shutdown, then

@@ -54,7 +54,11 @@ func serve(args []string) error {
 	log.Printf("memrl: opened %s in %v: %d collections, checkpoint at log position %d, %d log records replayed",
 		*dir, time.Since(start).Round(time.Millisecond), len(db.List()), r.CheckpointLSN, r.RecordsReplayed)
 
-	srv := server.New(server.Config{Addr: *addr, Logger: slog.Default()})
+	srv, err := server.New(server.Config{Addr: *addr, Logger: slog.Default()})
+	if err != nil {
+		db.Close()
+		return err
+	}
 	srv.RegisterMem(db)
 	srv.AddInfoSection("simd", func() [][2]string {
 		return [][2]string{{"simd_level", simd.Level()}, {"simd_supported", strings.Join(simd.Levels(), ",")}}
