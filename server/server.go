@@ -40,6 +40,9 @@ type Config struct {
 	// authenticated, when Users is not empty; zero fields take the fields
 	// of the package variable PreAuthLimits.
 	PreAuthLimits Limits
+	// DisableProtectedMode lets a server without Users listen beyond
+	// loopback (see ErrProtectedMode). The zero value is the safe one.
+	DisableProtectedMode bool
 	// Logger receives connection errors and handler panics; default
 	// slog.Default().
 	Logger *slog.Logger
@@ -137,9 +140,15 @@ func (s *Server) Addr() net.Addr {
 }
 
 // Serve accepts connections on ln until Shutdown is called (it then returns
-// ErrServerClosed) or ln fails permanently. It may be called for several
+// ErrServerClosed) or ln fails permanently. It returns ErrProtectedMode at
+// once for a listener beyond loopback on a server without users (see
+// protected.go). It may be called for several
 // listeners concurrently. Serve closes ln when it returns.
 func (s *Server) Serve(ln net.Listener) error {
+	if err := s.checkProtectedMode(ln); err != nil {
+		ln.Close()
+		return err
+	}
 	s.mu.Lock()
 	if s.shutdown {
 		s.mu.Unlock()
