@@ -35,6 +35,11 @@ type conn struct {
 	holdToken uint64
 	holdErr   error // a failed hold: nothing more may be sent
 
+	// frameStart is when the command being read began to arrive (zero
+	// between commands); see readDeadline. Only the connection's goroutine
+	// touches it.
+	frameStart time.Time
+
 	lastActive atomic.Int64 // unix nanoseconds when the last command started
 
 	mu      sync.Mutex // guards the fields below, read by CLIENT LIST from other connections
@@ -54,8 +59,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 		nc:      nc,
 		id:      s.nextID.Add(1),
 		created: time.Now(),
-		rd:      NewReader(nc, s.cfg.Limits),
 	}
+	c.rd = NewReader(deadlineReader{c}, s.cfg.Limits)
 	if s.auth.required() {
 		c.rd.SetLimits(s.cfg.PreAuthLimits)
 	} else {
@@ -84,9 +89,13 @@ func (c *conn) serve() {
 		args, err := c.rd.ReadCommand()
 		if err != nil {
 			var pe *ProtocolError
-			if errors.As(err, &pe) {
+			switch {
+			case errors.As(err, &pe):
 				c.w.WriteError(pe.Error())
 				c.srv.log.Debug("server: protocol error", "client", c.id, "addr", c.nc.RemoteAddr(), "err", pe)
+			case isTimeout(err) && !c.srv.closing.Load():
+				c.srv.statTimeouts.Add(1)
+				c.srv.log.Debug("server: client timed out", "client", c.id, "addr", c.nc.RemoteAddr(), "mid_command", c.rd.InCommand())
 			}
 			return
 		}

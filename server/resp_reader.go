@@ -47,6 +47,10 @@ type Reader struct {
 	args  [][]byte
 
 	beforeBlock func() error
+
+	// inCommand is true while a command's frame is being parsed: from
+	// its first byte until it is complete (or has failed).
+	inCommand bool
 }
 
 // NewReader returns a Reader reading from rd with the given limits (zero
@@ -66,6 +70,11 @@ func (r *Reader) SetLimits(lim Limits) { r.lim = lim.withDefaults() }
 // commands that arrived together is executed back to back and its replies
 // leave in one write. If fn returns an error, ReadCommand returns it.
 func (r *Reader) SetBeforeBlock(fn func() error) { r.beforeBlock = fn }
+
+// InCommand reports whether the Reader is inside a command's frame, that is
+// whether a read it makes now waits for the rest of a command that has
+// begun, rather than for a new one. The server's frame timeout uses it.
+func (r *Reader) InCommand() bool { return r.inCommand }
 
 // Buffered returns the number of input bytes received but not yet consumed.
 func (r *Reader) Buffered() int { return r.w - r.r }
@@ -105,11 +114,13 @@ func (r *Reader) ReadCommand() ([][]byte, error) {
 			}
 		}
 		var err error
+		r.inCommand = true
 		if r.buf[r.r] == '*' {
 			err = r.readArray()
 		} else {
 			err = r.readInline()
 		}
+		r.inCommand = false
 		if err != nil {
 			return nil, err
 		}

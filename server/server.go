@@ -40,6 +40,21 @@ type Config struct {
 	// authenticated, when Users is not empty; zero fields take the fields
 	// of the package variable PreAuthLimits.
 	PreAuthLimits Limits
+	// IdleTimeout closes a connection that sends no command for this
+	// long; <= 0 means never (Redis's default, timeout 0).
+	IdleTimeout time.Duration
+	// FrameTimeout closes a connection whose command has begun to arrive
+	// but is not complete after this long; 0 means DefaultFrameTimeout,
+	// < 0 never.
+	FrameTimeout time.Duration
+	// AuthTimeout closes a connection that has not authenticated this long
+	// after it was accepted, on a server with Users; 0 means
+	// DefaultAuthTimeout, < 0 never.
+	AuthTimeout time.Duration
+	// OutputTimeout closes a connection when a write of its replies makes
+	// no progress for this long (the client does not read); 0 means
+	// DefaultOutputTimeout, < 0 never.
+	OutputTimeout time.Duration
 	// DisableProtectedMode lets a server without Users listen beyond
 	// loopback (see ErrProtectedMode). The zero value is the safe one.
 	DisableProtectedMode bool
@@ -65,11 +80,13 @@ type Server struct {
 	nextID  atomic.Int64
 	connWG  sync.WaitGroup // one count per live connection goroutine
 
-	statConns        atomic.Int64 // connections accepted, ever
-	statCmds         atomic.Int64 // commands read, ever
-	statRejected     atomic.Int64 // connections refused by MaxClients
-	statHTTPProbes   atomic.Int64 // connections closed because they spoke HTTP
-	statAuthFailures atomic.Int64 // AUTH or HELLO AUTH with a wrong name or password
+	statConns          atomic.Int64 // connections accepted, ever
+	statCmds           atomic.Int64 // commands read, ever
+	statRejected       atomic.Int64 // connections refused by MaxClients
+	statHTTPProbes     atomic.Int64 // connections closed because they spoke HTTP
+	statAuthFailures   atomic.Int64 // AUTH or HELLO AUTH with a wrong name or password
+	statTimeouts       atomic.Int64 // connections closed by a read deadline
+	statOutputTimeouts atomic.Int64 // connections closed because they did not read replies
 
 	auth *authenticator // immutable after New
 
@@ -100,6 +117,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
 	cfg.PreAuthLimits = cfg.PreAuthLimits.or(PreAuthLimits)
+	cfg.FrameTimeout = defaultDuration(cfg.FrameTimeout, DefaultFrameTimeout)
+	cfg.AuthTimeout = defaultDuration(cfg.AuthTimeout, DefaultAuthTimeout)
+	cfg.OutputTimeout = defaultDuration(cfg.OutputTimeout, DefaultOutputTimeout)
 	auth, err := newAuthenticator(cfg.Users)
 	if err != nil {
 		return nil, err
@@ -267,4 +287,15 @@ func (s *Server) clientCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.conns)
+}
+
+// defaultDuration maps 0 to def and a negative d to 0 (never).
+func defaultDuration(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
 }
