@@ -59,6 +59,9 @@ type Result struct {
 	Q       float64 // learned utility at retrieval time
 	Score   float64 // phase-2 score
 	Payload []byte  // set when WithPayload
+	// PayloadLen is the payload's length, set always: a server can bound
+	// or stream a reply before reading any payload (Collection.Payload).
+	PayloadLen uint32
 }
 
 // Retrieve runs two-phase retrieval: phase 1 recalls the K1 memories most
@@ -93,9 +96,9 @@ func (c *Collection) Retrieve(query []float32, opt RetrieveOptions) ([]Result, e
 	ranked := rankPhase2(pool, opt.Lambda, opt.K2)
 	out := make([]Result, len(ranked))
 	for i, s := range ranked {
-		out[i] = Result{ID: s.id, Sim: s.sim, Q: s.q, Score: s.score}
+		m := c.mems[s.id]
+		out[i] = Result{ID: s.id, Sim: s.sim, Q: s.q, Score: s.score, PayloadLen: m.payLen}
 		if opt.WithPayload {
-			m := c.mems[s.id]
 			if out[i].Payload, err = c.pays.get(m.payOff, m.payLen); err != nil {
 				return nil, err
 			}

@@ -61,6 +61,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		created: time.Now(),
 	}
 	c.rd = NewReader(deadlineReader{c}, s.cfg.Limits)
+	c.rd.SetBudget(&s.budget)
 	if s.auth.required() {
 		c.rd.SetLimits(s.cfg.PreAuthLimits)
 	} else {
@@ -82,6 +83,7 @@ func (c *conn) serve() {
 	defer func() {
 		c.w.Flush() // best effort: replies to the commands already executed
 		c.nc.Close()
+		c.rd.Release()
 		c.cancel()
 		c.srv.removeConn(c)
 	}()
@@ -89,7 +91,12 @@ func (c *conn) serve() {
 		args, err := c.rd.ReadCommand()
 		if err != nil {
 			var pe *ProtocolError
+			var re *ReplyError
 			switch {
+			case errors.As(err, &re): // over the client memory budget
+				c.w.WriteErr(re)
+				c.srv.log.Warn("server: request refused: client buffers at maxmemory; connection closed",
+					"client", c.id, "addr", c.nc.RemoteAddr(), "maxmemory", c.srv.budget.Limit())
 			case errors.As(err, &pe):
 				c.w.WriteError(pe.Error())
 				c.srv.log.Debug("server: protocol error", "client", c.id, "addr", c.nc.RemoteAddr(), "err", pe)

@@ -20,8 +20,10 @@ const (
 	firstChunk = 64 << 10
 	// keepArena and keepArgs bound the memory a Reader retains between
 	// commands; after an unusually large command the buffers are dropped
-	// instead of being reused.
-	keepArena = 1 << 20
+	// instead of being reused. Retained bytes stay reserved from the
+	// Reader's Budget, so keepArena is kept small: 10,000 idle clients
+	// retain at most 640 MiB.
+	keepArena = 64 << 10
 	keepArgs  = 4096
 )
 
@@ -48,6 +50,11 @@ type Reader struct {
 
 	beforeBlock func() error
 
+	// budget, if set, is charged for held: the bytes of arena and of buf
+	// beyond readBufSize.
+	budget *Budget
+	held   int64
+
 	// inCommand is true while a command's frame is being parsed: from
 	// its first byte until it is complete (or has failed).
 	inCommand bool
@@ -70,6 +77,42 @@ func (r *Reader) SetLimits(lim Limits) { r.lim = lim.withDefaults() }
 // commands that arrived together is executed back to back and its replies
 // leave in one write. If fn returns an error, ReadCommand returns it.
 func (r *Reader) SetBeforeBlock(fn func() error) { r.beforeBlock = fn }
+
+// SetBudget makes the Reader reserve from b every byte it holds beyond its
+// fixed input buffer (see budget.go). A request that would take the budget
+// past its limit fails with an "-OOM" *ReplyError; the Reader must not be
+// used again after it.
+func (r *Reader) SetBudget(b *Budget) { r.budget = b }
+
+// Release drops the Reader's buffers and gives their bytes back to its
+// Budget. Call it when the connection ends.
+func (r *Reader) Release() {
+	r.arena, r.offs, r.args = nil, nil, nil
+	r.buf, r.r, r.w = nil, 0, 0
+	r.account(0)
+}
+
+// account reserves from (or releases to) the budget the change in the
+// bytes the Reader holds, plus extra bytes it is about to allocate, since
+// the last call. If the budget refuses, nothing is reserved and the Reader
+// must not be used again (the connection is closed, and Release gives back
+// what it still holds).
+func (r *Reader) account(extra int64) error {
+	if r.budget == nil {
+		return nil
+	}
+	held := int64(cap(r.arena)) + max(int64(cap(r.buf))-readBufSize, 0) + extra
+	switch d := held - r.held; {
+	case d > 0:
+		if !r.budget.Reserve(d) {
+			return errClientMemory
+		}
+	case d < 0:
+		r.budget.Release(-d)
+	}
+	r.held = held
+	return nil
+}
 
 // InCommand reports whether the Reader is inside a command's frame, that is
 // whether a read it makes now waits for the rest of a command that has
@@ -104,6 +147,9 @@ func (r *Reader) ReadCommand() ([][]byte, error) {
 	}
 	if len(r.buf) > readBufSize && r.r == r.w {
 		r.buf, r.r, r.w = make([]byte, readBufSize), 0, 0 // grown for one long line
+	}
+	if err := r.account(0); err != nil { // releases what was just dropped
+		return nil, err
 	}
 	for {
 		r.arena = r.arena[:0]
@@ -155,6 +201,9 @@ func (r *Reader) fill() error {
 	if r.w == len(r.buf) {
 		// Callers grow buf before asking for more when it is full.
 		panic("server: Reader.fill on a full buffer")
+	}
+	if err := r.account(0); err != nil {
+		return err
 	}
 	for {
 		if r.err != nil {
@@ -337,8 +386,16 @@ func (r *Reader) readDirect(need, got int) error {
 		}
 	}
 	want := min(need, max(firstChunk, got))
+	if err := r.account(0); err != nil {
+		return err
+	}
 	if cap(r.arena)-len(r.arena) < want {
-		grown := make([]byte, len(r.arena), len(r.arena)+max(want, len(r.arena)))
+		newCap := len(r.arena) + max(want, len(r.arena))
+		// Reserve before allocating: this is where a huge bulk grows.
+		if err := r.account(int64(newCap - cap(r.arena))); err != nil {
+			return err
+		}
+		grown := make([]byte, len(r.arena), newCap)
 		copy(grown, r.arena)
 		r.arena = grown
 	}

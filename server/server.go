@@ -19,6 +19,11 @@ const (
 	// authentication, so exposing it must be an explicit choice.
 	DefaultAddr       = "127.0.0.1:6379"
 	DefaultMaxClients = 10000
+	// DefaultMaxMemory is Config.MaxMemory's default: 1 GiB of client
+	// buffers in all.
+	DefaultMaxMemory = 1 << 30
+	// DefaultMaxReplyBytes is Config.MaxReplyBytes's default.
+	DefaultMaxReplyBytes = 512 << 20
 )
 
 // Config configures a Server. The zero value is usable.
@@ -55,6 +60,14 @@ type Config struct {
 	// no progress for this long (the client does not read); 0 means
 	// DefaultOutputTimeout, < 0 never.
 	OutputTimeout time.Duration
+	// MaxMemory bounds the bytes all clients together may make the server
+	// buffer: requests being read and payloads of replies being written
+	// (see budget.go). 0 means DefaultMaxMemory, < 0 unlimited.
+	MaxMemory int64
+	// MaxReplyBytes bounds one reply whose size a command knows before
+	// writing it (MEM.RETRIEVE ... WITHPAYLOAD); a larger one is refused
+	// with an error. 0 means DefaultMaxReplyBytes, < 0 unlimited.
+	MaxReplyBytes int64
 	// DisableProtectedMode lets a server without Users listen beyond
 	// loopback (see ErrProtectedMode). The zero value is the safe one.
 	DisableProtectedMode bool
@@ -88,7 +101,8 @@ type Server struct {
 	statTimeouts       atomic.Int64 // connections closed by a read deadline
 	statOutputTimeouts atomic.Int64 // connections closed because they did not read replies
 
-	auth *authenticator // immutable after New
+	auth   *authenticator // immutable after New
+	budget Budget         // client memory (budget.go); its limit is set by New
 
 	mu sync.Mutex // guards the fields below; also serialises Register
 	// listeners being served; closed by Shutdown.
@@ -117,6 +131,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
 	cfg.PreAuthLimits = cfg.PreAuthLimits.or(PreAuthLimits)
+	cfg.MaxMemory = defaultSize(cfg.MaxMemory, DefaultMaxMemory)
+	cfg.MaxReplyBytes = defaultSize(cfg.MaxReplyBytes, DefaultMaxReplyBytes)
 	cfg.FrameTimeout = defaultDuration(cfg.FrameTimeout, DefaultFrameTimeout)
 	cfg.AuthTimeout = defaultDuration(cfg.AuthTimeout, DefaultAuthTimeout)
 	cfg.OutputTimeout = defaultDuration(cfg.OutputTimeout, DefaultOutputTimeout)
@@ -137,6 +153,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	empty := map[string]*command{}
 	s.cmds.Store(&empty)
+	s.budget.limit = cfg.MaxMemory
 	s.registerBuiltins()
 	return s, nil
 }
@@ -298,4 +315,15 @@ func defaultDuration(d, def time.Duration) time.Duration {
 		return 0
 	}
 	return d
+}
+
+// defaultSize maps 0 to def and a negative n to 0 (unlimited).
+func defaultSize(n, def int64) int64 {
+	switch {
+	case n == 0:
+		return def
+	case n < 0:
+		return 0
+	}
+	return n
 }
