@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -35,6 +36,9 @@ type Config struct {
 	// "-ERR max number of clients reached" and is closed. Default
 	// DefaultMaxClients.
 	MaxClients int
+	// TLS, if set, makes ListenAndServe speak TLS (see TLSConfig). A
+	// listener given to Serve is used as it is.
+	TLS *tls.Config
 	// Limits bounds each request (see Limits); zero fields take defaults.
 	Limits Limits
 	// Users are the accounts clients authenticate as (see auth.go). Empty
@@ -158,12 +162,15 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// ListenAndServe listens on cfg.Addr and serves until Shutdown, then
-// returns ErrServerClosed.
+// ListenAndServe listens on cfg.Addr (with TLS if cfg.TLS is set) and
+// serves until Shutdown, then returns ErrServerClosed.
 func (s *Server) ListenAndServe() error {
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return err
+	}
+	if s.cfg.TLS != nil {
+		ln = tls.NewListener(ln, s.cfg.TLS)
 	}
 	return s.Serve(ln)
 }
