@@ -37,6 +37,7 @@ func TestCommandLine(t *testing.T) {
 		{"serve --sync sometimes", 2, "", "sometimes"},
 		{"version now", 2, "", `unexpected argument "now"`},
 		{"bench ann --k 10 stray", 2, "", `unexpected argument "stray"`},
+		{"serve --addr 0.0.0.0:0", 2, "", "--protected-mode no"},
 	} {
 		cmd := exec.Command(bin, strings.Fields(tc.args)...)
 		cmd.Dir = t.TempDir() // a serve that wrongly starts would leave memrl-data here

@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"github.com/memrl/memrl/internal/cliflag"
 	"log"
 	"log/slog"
 	"os"
@@ -17,7 +15,6 @@ import (
 	"github.com/memrl/memrl/engine"
 	"github.com/memrl/memrl/server"
 	"github.com/memrl/memrl/simd"
-	"github.com/memrl/memrl/wal"
 )
 
 // Defaults of memrl serve: a data folder in the working directory and a
@@ -28,33 +25,25 @@ const (
 )
 
 func serve(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	dir := fs.String("dir", defaultDir, "data folder")
-	addr := fs.String("addr", defaultAddr, "TCP address to listen on")
-	syncName := fs.String("sync", "always", "WAL sync policy: always (a reply means fsynced), interval, none")
-	syncEvery := fs.Duration("sync-interval", 10*time.Millisecond, "fsync period for --sync interval")
-	ckptEvery := fs.Duration("checkpoint-interval", 5*time.Minute, "longest time between checkpoints (<0 disables)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: memrl serve [flags]\n\nRuns the server until SIGINT or SIGTERM. Flags:\n")
-		fs.PrintDefaults()
-	}
-	if err := cliflag.Parse(fs, args, 0); err != nil {
+	o, err := parseServeFlags(args, os.LookupEnv)
+	if err != nil {
 		return err
 	}
-	policy, err := wal.ParseSyncPolicy(*syncName)
-	if err != nil {
-		return cliflag.Usagef("--sync: %v", err)
+	if o.passwordOnCommandLine {
+		log.Printf("memrl: warning: --requirepass puts the password where ps shows it; prefer $%s or --requirepass-file", passwordEnv)
 	}
 	start := time.Now()
-	db, err := engine.Open(*dir, engine.Options{Sync: policy, SyncInterval: *syncEvery, CheckpointInterval: *ckptEvery})
+	db, err := engine.Open(o.dir, engine.Options{Sync: o.sync, SyncInterval: o.syncEvery, CheckpointInterval: o.ckptEvery})
 	if err != nil {
 		return err
 	}
 	r := db.Recovery
 	log.Printf("memrl: opened %s in %v: %d collections, checkpoint at log position %d, %d log records replayed",
-		*dir, time.Since(start).Round(time.Millisecond), len(db.List()), r.CheckpointLSN, r.RecordsReplayed)
+		o.dir, time.Since(start).Round(time.Millisecond), len(db.List()), r.CheckpointLSN, r.RecordsReplayed)
 
-	srv, err := server.New(server.Config{Addr: *addr, Logger: slog.Default()})
+	cfg := o.cfg
+	cfg.Logger = slog.Default()
+	srv, err := server.New(cfg)
 	if err != nil {
 		db.Close()
 		return err
@@ -73,11 +62,14 @@ func serve(args []string) error {
 		select {
 		case err := <-errc:
 			db.Close()
+			if errors.Is(err, server.ErrProtectedMode) {
+				return protectedModeError(o.addr)
+			}
 			return err
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	log.Printf("memrl: serving on %s (sync %s, simd %s)", srv.Addr(), policy, simd.Level())
+	log.Printf("memrl: serving on %s (sync %s, simd %s, tls %v, users %d)", srv.Addr(), o.sync, simd.Level(), o.cfg.TLS != nil, len(o.cfg.Users))
 
 	var serveErr error
 	select {
