@@ -129,6 +129,9 @@ func (s *Server) addBuiltinInfoSectionsLocked() {
 		return [][2]string{
 			{"connected_clients", strconv.Itoa(s.clientCount())},
 			{"maxclients", strconv.Itoa(s.cfg.MaxClients)},
+			{"client_buffers_bytes", strconv.FormatInt(s.budget.Used(), 10)},
+			{"client_buffers_peak_bytes", strconv.FormatInt(s.budget.Peak(), 10)},
+			{"maxmemory", strconv.FormatInt(s.budget.Limit(), 10)},
 		}
 	})
 	s.addInfoSectionLocked("Stats", func() [][2]string {
@@ -137,6 +140,10 @@ func (s *Server) addBuiltinInfoSectionsLocked() {
 			{"total_commands_processed", strconv.FormatInt(s.statCmds.Load(), 10)},
 			{"rejected_connections", strconv.FormatInt(s.statRejected.Load(), 10)},
 			{"http_requests_refused", strconv.FormatInt(s.statHTTPProbes.Load(), 10)},
+			{"auth_failures", strconv.FormatInt(s.statAuthFailures.Load(), 10)},
+			{"timed_out_connections", strconv.FormatInt(s.statTimeouts.Load(), 10)},
+			{"output_timeout_disconnects", strconv.FormatInt(s.statOutputTimeouts.Load(), 10)},
+			{"requests_refused_maxmemory", strconv.FormatInt(s.budget.Refused(), 10)},
 		}
 	})
 }
