@@ -155,3 +155,20 @@ func readUntilClosed(t *testing.T, c net.Conn) string {
 		}
 	}
 }
+
+// TestMaxMemoryCountsArguments: a million empty arguments are 6 MB on the
+// wire but 40 MB of argument bounds; they count against MaxMemory.
+func TestMaxMemoryCountsArguments(t *testing.T) {
+	ts := startServer(t, Config{MaxMemory: 8 << 20}, nil)
+	s := newRawSession(t, ts)
+	go func() {
+		s.c.Write([]byte("*1000000\r\n$4\r\nECHO\r\n"))
+		s.c.Write([]byte(strings.Repeat("$0\r\n\r\n", 999999)))
+	}()
+	if got := readUntilClosed(t, s.c); !strings.HasPrefix(got, "-OOM") {
+		t.Fatalf("a million arguments with an 8 MiB budget: %q", got)
+	}
+	if peak := ts.budget.Peak(); peak > 8<<20 {
+		t.Fatalf("peak %d over the budget", peak)
+	}
+}

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"io"
+	"unsafe"
 )
 
 const (
@@ -50,8 +51,8 @@ type Reader struct {
 
 	beforeBlock func() error
 
-	// budget, if set, is charged for held: the bytes of arena and of buf
-	// beyond readBufSize.
+	// budget, if set, is charged for held: the bytes of arena, offs and
+	// args, and of buf beyond readBufSize.
 	budget *Budget
 	held   int64
 
@@ -101,7 +102,10 @@ func (r *Reader) account(extra int64) error {
 	if r.budget == nil {
 		return nil
 	}
-	held := int64(cap(r.arena)) + max(int64(cap(r.buf))-readBufSize, 0) + extra
+	// Argument bounds count too: a million empty arguments are 6 MB on
+	// the wire but 40 MB of offs and args.
+	held := int64(cap(r.arena)) + max(int64(cap(r.buf))-readBufSize, 0) +
+		int64(cap(r.offs))*int64(unsafe.Sizeof(int(0))) + int64(cap(r.args))*int64(unsafe.Sizeof([]byte(nil))) + extra
 	switch d := held - r.held; {
 	case d > 0:
 		if !r.budget.Reserve(d) {
