@@ -80,11 +80,11 @@ func openCollection(db *DB, name string, uid uint64, cfg Config, nrows uint32, p
 	if err := db.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	vecs, err := openVectorStore(db.fs, filepath.Join(dir, "vectors.f32"), cfg.Dim, nrows)
+	vecs, err := openVectorStore(db.files, filepath.Join(dir, "vectors.f32"), cfg.Dim, nrows)
 	if err != nil {
 		return nil, err
 	}
-	pays, err := openPayloadStore(db.fs, filepath.Join(dir, "payloads.dat"), paySize)
+	pays, err := openPayloadStore(db.files, filepath.Join(dir, "payloads.dat"), paySize)
 	if err != nil {
 		vecs.close()
 		return nil, err

@@ -33,6 +33,15 @@
 // collection dropped and created again under the same name never meets its
 // predecessor's files.
 //
+// Collections hold no descriptors of their own. Their files are opened when
+// an operation needs them (a write, a payload read, a checkpoint's sync)
+// through a cache that keeps at most Options.MaxOpenFiles of them open,
+// closing the least recently used (filecache.go); vectors are read through
+// a mapping, which needs no descriptor once made. A command that cannot
+// open a file for want of descriptors fails with ErrTooManyOpenFiles and
+// changes nothing; the log is untouched. Create refuses more than
+// Options.MaxCollections collections (ErrTooManyCollections).
+//
 // # Durability
 //
 // Every change is a WAL record (record.go) logged before the change is

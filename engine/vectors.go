@@ -25,18 +25,24 @@ import (
 // A file without an OS descriptor (an in-memory FS in tests) keeps a heap
 // copy instead of a mapping.
 //
+// The store holds no descriptor of its own: writes, growth and syncs take
+// the file from the database's fileCache for the length of the call, and
+// reads need none, since a mapping outlives the descriptor it was made
+// from.
+//
 // Not safe for concurrent use: the owning collection guards it. REQUIRES:
 // put and grow with the collection's lock held for writing; row and rows
 // with it held at least for reading (a put may replace the mapping).
 type vectorStore struct {
-	f       wal.File
-	osf     *os.File // f's *os.File, nil when f has none
-	dim     int
-	rowSize int64     // dim*4
-	mm      mmap.MMap // maps capRows rows; nil when capRows is 0 or osf is nil
-	heap    []float32 // used instead of mm when osf is nil
-	capRows uint32    // rows the file (and mapping) can hold
-	nrows   uint32    // rows in use: the highest row written + 1
+	files    *fileCache
+	path     string
+	mappable bool // the file has an OS descriptor, so rows are read through mm
+	dim      int
+	rowSize  int64     // dim*4
+	mm       mmap.MMap // maps capRows rows; nil when capRows is 0 or not mappable
+	heap     []float32 // used instead of mm when the file is not mappable
+	capRows  uint32    // rows the file (and mapping) can hold
+	nrows    uint32    // rows in use: the highest row written + 1
 
 	synced syncMark // how much of the file a checkpoint has synced
 }
@@ -46,26 +52,22 @@ type osFiler interface{ OSFile() *os.File }
 
 // openVectorStore opens (creating) the vector file at path holding nrows rows
 // of dim components. Bytes past nrows rows are ignored and overwritten.
-func openVectorStore(fs wal.FS, path string, dim int, nrows uint32) (*vectorStore, error) {
-	f, err := fs.OpenReadWrite(path)
+func openVectorStore(files *fileCache, path string, dim int, nrows uint32) (*vectorStore, error) {
+	cf, err := files.acquire(path)
 	if err != nil {
 		return nil, err
 	}
-	s := &vectorStore{f: f, dim: dim, rowSize: int64(dim) * 4}
-	if of, ok := f.(osFiler); ok {
-		s.osf = of.OSFile()
-	}
-	st, err := f.Stat()
+	defer files.release(cf)
+	s := &vectorStore{files: files, path: path, dim: dim, rowSize: int64(dim) * 4}
+	_, s.mappable = cf.f.(osFiler)
+	st, err := cf.f.Stat()
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	if st.Size() < int64(nrows)*s.rowSize {
-		f.Close()
 		return nil, fmt.Errorf("engine: vector file %s has %d bytes, the checkpoint needs %d rows of %d", path, st.Size(), nrows, s.rowSize)
 	}
-	if err := s.mapRows(uint32(st.Size()/s.rowSize), nrows); err != nil {
-		f.Close()
+	if err := s.mapRows(cf.f, uint32(st.Size()/s.rowSize), nrows); err != nil {
 		return nil, err
 	}
 	s.nrows, s.synced.size = nrows, int64(nrows)*s.rowSize
@@ -77,23 +79,23 @@ func openVectorStore(fs wal.FS, path string, dim int, nrows uint32) (*vectorStor
 //
 // The new mapping is made before the old one is dropped, so that a failure
 // leaves the store as it was: still readable, with its old capacity.
-func (s *vectorStore) mapRows(capRows, valid uint32) error {
+func (s *vectorStore) mapRows(f wal.File, capRows, valid uint32) error {
 	if capRows == 0 {
 		return nil
 	}
-	if s.osf == nil {
+	if !s.mappable {
 		heap := make([]float32, int(capRows)*s.dim)
 		copy(heap, s.heap)
 		if s.heap == nil && valid > 0 {
 			buf := unsafe.Slice((*byte)(unsafe.Pointer(&heap[0])), int64(valid)*s.rowSize)
-			if _, err := s.f.ReadAt(buf, 0); err != nil {
+			if _, err := f.ReadAt(buf, 0); err != nil {
 				return err
 			}
 		}
 		s.heap, s.capRows = heap, capRows
 		return nil
 	}
-	mm, err := mmap.MapRegion(s.osf, int(int64(capRows)*s.rowSize), mmap.RDONLY, 0, 0)
+	mm, err := mmap.MapRegion(f.(osFiler).OSFile(), int(int64(capRows)*s.rowSize), mmap.RDONLY, 0, 0)
 	if err != nil {
 		return fmt.Errorf("engine: mmap vector file: %w", err)
 	}
@@ -107,24 +109,29 @@ func (s *vectorStore) mapRows(capRows, valid uint32) error {
 	return nil
 }
 
-// grow makes room for at least need rows.
-func (s *vectorStore) grow(need uint32) error {
+// grow makes room for at least need rows of f, the store's file.
+func (s *vectorStore) grow(f wal.File, need uint32) error {
 	newCap := max(s.capRows*2, need, 1024)
-	if err := s.f.Truncate(int64(newCap) * s.rowSize); err != nil {
+	if err := f.Truncate(int64(newCap) * s.rowSize); err != nil {
 		return err
 	}
-	return s.mapRows(newCap, s.nrows)
+	return s.mapRows(f, newCap, s.nrows)
 }
 
 // put writes v as row r, growing the file as needed.
 func (s *vectorStore) put(r uint32, v []float32) error {
+	cf, err := s.files.acquire(s.path)
+	if err != nil {
+		return err
+	}
+	defer s.files.release(cf)
 	if r >= s.capRows {
-		if err := s.grow(r + 1); err != nil {
+		if err := s.grow(cf.f, r+1); err != nil {
 			return err
 		}
 	}
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), s.rowSize)
-	if _, err := s.f.WriteAt(b, int64(r)*s.rowSize); err != nil {
+	if _, err := cf.f.WriteAt(b, int64(r)*s.rowSize); err != nil {
 		return err
 	}
 	if s.heap != nil {
@@ -161,7 +168,12 @@ func (s *vectorStore) Vector(r uint32) []float32 { return s.row(r) }
 // syncTo makes rows [0, nrows) durable (see syncMark).
 // REQUIRES: the database's ckptMu held; nrows rows were written.
 func (s *vectorStore) syncTo(nrows uint32) error {
-	return s.synced.syncTo(s.f, int64(nrows)*s.rowSize)
+	cf, err := s.files.acquire(s.path)
+	if err != nil {
+		return err
+	}
+	defer s.files.release(cf)
+	return s.synced.syncTo(cf.f, int64(nrows)*s.rowSize)
 }
 
 // syncMark remembers how many leading bytes of an append-only file a
@@ -186,7 +198,7 @@ func (s *vectorStore) close() error {
 		err = s.mm.Unmap()
 		s.mm = nil
 	}
-	if cerr := s.f.Close(); err == nil {
+	if cerr := s.files.forget(s.path); err == nil {
 		err = cerr
 	}
 	return err

@@ -24,7 +24,7 @@ func TestVectorStoreMapsOSFiles(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fs.MkdirAll(tc.dir, 0o755)
 			path := filepath.Join(tc.dir, "v")
-			s, err := openVectorStore(tc.fs, path, 3, 0)
+			s, err := openVectorStore(newFileCache(tc.fs, 4), path, 3, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,7 +49,7 @@ func TestVectorStoreMapsOSFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.close()
-			s, err = openVectorStore(tc.fs, path, 3, n)
+			s, err = openVectorStore(newFileCache(tc.fs, 4), path, 3, n)
 			if err != nil {
 				t.Fatal(err)
 			}
