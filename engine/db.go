@@ -192,7 +192,7 @@ func (db *DB) Create(name string, cfg Config) error {
 		db.mu.Unlock()
 		return err
 	}
-	c, err := openCollection(db, name, r.uid, cfg, 0, 0)
+	c, err := openCollection(db, name, r.uid, cfg, 0, 0, !createLegacy)
 	if err != nil {
 		db.mu.Unlock()
 		return err
@@ -207,6 +207,10 @@ func (db *DB) Create(name string, cfg Config) error {
 	db.mu.Unlock()
 	return db.log.WaitDurable(lsn)
 }
+
+// createLegacy, set by tests only, makes Create make a collection in the
+// format from before checksums, as an older memrl did.
+var createLegacy bool
 
 // REQUIRES: db.mu held for writing.
 func (db *DB) addCollectionLocked(c *Collection) {

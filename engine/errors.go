@@ -40,6 +40,11 @@ var (
 	// ErrTooManyCollections: a database holds at most Options.MaxCollections
 	// collections.
 	ErrTooManyCollections = errors.New("too many collections")
+	// ErrCorrupt: data read from a collection's files matches its
+	// checksum, or it is not served. A vector row or payload that fails
+	// is reported (an error on the command that read it, the log, and
+	// MEM.VERIFY), never returned.
+	ErrCorrupt = errors.New("data file damaged: fails its checksum")
 	// ErrClosed: the database was closed.
 	ErrClosed = errors.New("database is closed")
 )

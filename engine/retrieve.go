@@ -80,6 +80,15 @@ func (c *Collection) Retrieve(query []float32, opt RetrieveOptions) ([]Result, e
 	if err != nil {
 		return nil, err
 	}
+	// Phase 1 read every row from the mapping without checking it (a
+	// checksum per row scanned would cost as much as the scan); the
+	// candidates' rows are checked here, so a damaged vector is never
+	// served as a result, nor ranks one.
+	for _, cd := range cands {
+		if err := c.vecs.checkRow(cd.row); err != nil {
+			return nil, c.reportLocked(fmt.Errorf("memory %d: %w", c.rowIDs[cd.row], err))
+		}
+	}
 	pool := make([]scored, len(cands))
 	for i, cd := range cands {
 		id := c.rowIDs[cd.row]
@@ -96,8 +105,8 @@ func (c *Collection) Retrieve(query []float32, opt RetrieveOptions) ([]Result, e
 		out[i] = Result{ID: s.id, Sim: s.sim, Q: s.q, Score: s.score}
 		if opt.WithPayload {
 			m := c.mems[s.id]
-			if out[i].Payload, err = c.pays.get(m.payOff, m.payLen); err != nil {
-				return nil, err
+			if out[i].Payload, err = c.pays.get(s.id, m.payOff, m.payLen); err != nil {
+				return nil, c.reportLocked(err)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"unsafe"
 
 	"github.com/edsrzf/mmap-go"
@@ -45,20 +46,39 @@ type vectorStore struct {
 	nrows    uint32    // rows in use: the highest row written + 1
 
 	synced syncMark // how much of the file a checkpoint has synced
+
+	// Checksums (vecsums.go). sums[r] is row r's checksum for r < nrows;
+	// the same values are in sumsPath, unless legacy.
+	sumsPath   string
+	sums       []uint64
+	hdr        sumsHeader
+	legacy     bool     // no checksum file yet (a collection from before checksums)
+	sumsSynced syncMark // how much of sumsPath a checkpoint has synced
 }
 
 // osFiler is implemented by files of the OS file system.
 type osFiler interface{ OSFile() *os.File }
 
-// openVectorStore opens (creating) the vector file at path holding nrows rows
-// of dim components. Bytes past nrows rows are ignored and overwritten.
-func openVectorStore(files *fileCache, path string, dim int, nrows uint32) (*vectorStore, error) {
+// openVectorStore opens (creating) the vector file vectors.f32 in dir
+// holding nrows rows of dim components, and its checksum file vectors.sum
+// (sums_format.go). Bytes past nrows rows are ignored and overwritten.
+// create says the collection is new: its checksum file is written, with
+// a header and no rows, and fsynced (the caller syncs dir). Otherwise a
+// missing or empty checksum file means a collection of the format before
+// checksums: its rows are summed as found, and the store is legacy until
+// migrateSums writes the file.
+//
+// The checksums of rows [0, nrows) are read but not compared with the
+// rows here: recovery verifies the whole collection once the log is
+// replayed (Collection.verifyLocked).
+func openVectorStore(files *fileCache, dir string, dim int, nrows uint32, create bool) (*vectorStore, error) {
+	path := filepath.Join(dir, "vectors.f32")
 	cf, err := files.acquire(path)
 	if err != nil {
 		return nil, err
 	}
 	defer files.release(cf)
-	s := &vectorStore{files: files, path: path, dim: dim, rowSize: int64(dim) * 4}
+	s := &vectorStore{files: files, path: path, sumsPath: filepath.Join(dir, "vectors.sum"), dim: dim, rowSize: int64(dim) * 4}
 	_, s.mappable = cf.f.(osFiler)
 	st, err := cf.f.Stat()
 	if err != nil {
@@ -71,6 +91,11 @@ func openVectorStore(files *fileCache, path string, dim int, nrows uint32) (*vec
 		return nil, err
 	}
 	s.nrows, s.synced.size = nrows, int64(nrows)*s.rowSize
+	if err := s.loadSums(create); err != nil {
+		s.unmap()
+		files.forget(s.sumsPath)
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -134,6 +159,9 @@ func (s *vectorStore) put(r uint32, v []float32) error {
 	if _, err := cf.f.WriteAt(b, int64(r)*s.rowSize); err != nil {
 		return err
 	}
+	if err := s.putSum(r, rowSum(r, v)); err != nil {
+		return err
+	}
 	if s.heap != nil {
 		copy(s.heap[int(r)*s.dim:], v)
 	}
@@ -172,8 +200,12 @@ func (s *vectorStore) syncTo(nrows uint32) error {
 	if err != nil {
 		return err
 	}
-	defer s.files.release(cf)
-	return s.synced.syncTo(cf.f, int64(nrows)*s.rowSize)
+	err = s.synced.syncTo(cf.f, int64(nrows)*s.rowSize)
+	s.files.release(cf)
+	if err != nil {
+		return err
+	}
+	return s.syncSums(nrows)
 }
 
 // syncMark remembers how many leading bytes of an append-only file a
@@ -192,13 +224,21 @@ func (m *syncMark) syncTo(f wal.File, size int64) error {
 	return nil
 }
 
-func (s *vectorStore) close() error {
+func (s *vectorStore) unmap() error {
 	var err error
 	if s.mm != nil {
 		err = s.mm.Unmap()
 		s.mm = nil
 	}
+	return err
+}
+
+func (s *vectorStore) close() error {
+	err := s.unmap()
 	if cerr := s.files.forget(s.path); err == nil {
+		err = cerr
+	}
+	if cerr := s.files.forget(s.sumsPath); err == nil {
 		err = cerr
 	}
 	return err
