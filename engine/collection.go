@@ -79,7 +79,7 @@ func collectionDir(root string, uid uint64) string {
 func openCollection(db *DB, name string, uid uint64, cfg Config, nrows uint32, paySize uint64, create bool) (*Collection, error) {
 	dir := collectionDir(db.dir, uid)
 	if err := db.fs.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return nil, fdError(err)
 	}
 	vecs, err := openVectorStore(db.files, dir, cfg.Dim, nrows, create)
 	if err != nil {
@@ -96,7 +96,7 @@ func openCollection(db *DB, name string, uid uint64, cfg Config, nrows uint32, p
 		if err := db.fs.SyncDir(d); err != nil {
 			vecs.close()
 			pays.close()
-			return nil, err
+			return nil, fdError(err)
 		}
 	}
 	c := &Collection{

@@ -190,7 +190,7 @@ func (db *DB) Create(name string, cfg Config) error {
 	// mistaken for this one's (its saved index above all).
 	if err := db.fs.RemoveAll(collectionDir(db.dir, r.uid)); err != nil {
 		db.mu.Unlock()
-		return err
+		return fdError(err)
 	}
 	c, err := openCollection(db, name, r.uid, cfg, 0, 0, !createLegacy)
 	if err != nil {

@@ -60,6 +60,16 @@ func isFDExhausted(err error) bool {
 	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
+// fdError wraps err in ErrTooManyOpenFiles when it says descriptors ran
+// out, for the file-system calls outside the cache (a folder's fsync opens
+// the folder).
+func fdError(err error) error {
+	if err != nil && isFDExhausted(err) && !errors.Is(err, ErrTooManyOpenFiles) {
+		return fmt.Errorf("%w: %w", ErrTooManyOpenFiles, err)
+	}
+	return err
+}
+
 // acquire returns the open file at path, opening it (creating it empty if
 // absent) when it is not open. The caller must release it, and must not use
 // the file after releasing it: an idle file may be closed at any time.

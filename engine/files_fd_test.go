@@ -107,7 +107,15 @@ func manyCollectionsChild(t *testing.T, dir string) {
 // as an exhausted descriptor table would.
 type emfileFS struct {
 	wal.FS
-	fail atomic.Bool
+	fail    atomic.Bool
+	failDir atomic.Bool // fail SyncDir of collection folders instead
+}
+
+func (f *emfileFS) SyncDir(name string) error {
+	if f.failDir.Load() && strings.Contains(name, "/collections") {
+		return &os.PathError{Op: "open", Path: name, Err: syscall.EMFILE}
+	}
+	return f.FS.SyncDir(name)
 }
 
 func (f *emfileFS) OpenReadWrite(name string) (wal.File, error) {
@@ -147,6 +155,13 @@ func TestOutOfDescriptorsIsAClearErrorNotAPoisonedLog(t *testing.T) {
 	if err := db.Create("c", NewConfig(2)); !errors.Is(err, ErrTooManyOpenFiles) {
 		t.Fatalf("create: %v, want ErrTooManyOpenFiles", err)
 	}
+	fs.fail.Store(false)
+	fs.failDir.Store(true)
+	if err := db.Create("c", NewConfig(2)); !errors.Is(err, ErrTooManyOpenFiles) {
+		t.Fatalf("create, syncing the folder: %v, want ErrTooManyOpenFiles", err)
+	}
+	fs.failDir.Store(false)
+	fs.fail.Store(true)
 	if got := db.List(); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("collections %v after a failed create", got)
 	}
