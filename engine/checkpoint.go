@@ -61,7 +61,8 @@ var snapshotChunk uint32 = 1024 // a variable so that crash tests can make chunk
 //     a delta skips was not changed since an earlier file of the chain
 //     copied it.
 //  4. fsync the log (the part before L must be durable before the
-//     checkpoint that replaces it), and the vector and payload files up to
+//     checkpoint that replaces it), and the vector (with their checksum
+//     file, vectors.sum) and payload files up to
 //     the sizes copied: the checkpoint must not point at bytes a crash
 //     could take away. The files are written back in paced pieces first
 //     (wal.SyncPaced), so the log's own fsyncs never queue behind them.

@@ -47,7 +47,8 @@
 //     Damage is logged, and damaged rows are left out of searches (as
 //     tombstones are); Get keeps reporting them. A damaged vectors.sum
 //     header stops Open (ErrCorrupt): without it the payloads cannot be
-//     read.
+//     read. (Removing the file makes Open treat the collection as one
+//     from before checksums, below.)
 //   - Get: the memory's row and payload.
 //   - Retrieve: the rows of the K1 phase-1 candidates, once phase 1 is
 //     done, and the payloads returned. Phase 1 itself (the exact scan and

@@ -74,6 +74,11 @@ func manyCollectionsChild(t *testing.T, dir string) {
 			}
 		}
 	}
+	// The collections' files are capped; the rest is the log, the lock
+	// and the test binary's own.
+	if fds, err := os.ReadDir("/proc/self/fd"); err == nil && len(fds) > DefaultMaxOpenFiles+32 {
+		t.Fatalf("%d descriptors open with %d collections, cap %d", len(fds), n, DefaultMaxOpenFiles)
+	}
 	// Writes to an early collection, whose files the cap has closed, work.
 	c0, _ := db.Collection("c0")
 	if _, err := c0.Add(AddRequest{Vector: []float32{1, 1}, Payload: []byte("again"), ID: 2, HasID: true}); err != nil {

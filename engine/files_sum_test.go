@@ -316,3 +316,29 @@ func TestLegacyCollectionIsUpgraded(t *testing.T) {
 		t.Fatalf("get 5 with a flipped byte: %v", err)
 	}
 }
+
+// TestRemovedChecksumFileIsRebuilt: removing vectors.sum (the way out of a
+// damaged header) makes Open rebuild it from the rows as found; every
+// memory reads back, its old payloads unchecked, new ones checked.
+func TestRemovedChecksumFileIsRebuilt(t *testing.T) {
+	fx := newSumFixture(t)
+	if err := os.Remove(filepath.Join(fx.coll, "vectors.sum")); err != nil {
+		t.Fatal(err)
+	}
+	failed, db, err := fx.checkServed(t, "without vectors.sum")
+	if err != nil || failed {
+		t.Fatalf("open %v, a read failed: %v", err, failed)
+	}
+	defer db.Close()
+	c, _ := db.Collection("c")
+	if _, err := c.Add(AddRequest{Vector: []float32{9, 9}, Payload: []byte("new"), ID: 9, HasID: true}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := c.Verify()
+	if err != nil || rep.Damaged != 0 || rep.LegacyPayloads != 3 || rep.Payloads != 1 || rep.Rows != 4 {
+		t.Fatalf("verify: %+v, %v", rep, err)
+	}
+	if m, err := c.Get(9); err != nil || string(m.Payload) != "new" {
+		t.Fatalf("get 9: %q, %v", m.Payload, err)
+	}
+}
