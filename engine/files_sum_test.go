@@ -342,3 +342,50 @@ func TestRemovedChecksumFileIsRebuilt(t *testing.T) {
 		t.Fatalf("get 9: %q, %v", m.Payload, err)
 	}
 }
+
+// TestVerifyAlongsideWrites runs Verify, in tiny chunks, while adds,
+// deletes and retrievals go on: it finds no damage where there is none,
+// checks every row there was when it started, and (under -race) shares
+// the collection safely.
+func TestVerifyAlongsideWrites(t *testing.T) {
+	old := verifyChunk
+	verifyChunk = 7
+	defer func() { verifyChunk = old }()
+	db, _ := openTemp(t, Options{CheckpointInterval: -1, CheckpointBytes: -1})
+	c := mustColl(t, db, "c", NewConfig(4))
+	addOne := func(i int) uint64 {
+		id, err := c.Add(AddRequest{Vector: []float32{1, float32(i), 2, -1}, Payload: []byte(fmt.Sprint(i))})
+		if err != nil {
+			t.Error(err)
+		}
+		return id
+	}
+	for i := 0; i < 200; i++ {
+		addOne(i)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			id := addOne(i)
+			if i%3 == 0 {
+				c.Delete([]uint64{id - 1})
+			}
+			c.Retrieve([]float32{1, 0, 0, 0}, NewRetrieveOptions())
+		}
+	}()
+	for k := 0; k < 20; k++ {
+		rep, err := c.Verify()
+		if err != nil || rep.Damaged != 0 || rep.Rows < 200 || rep.Payloads == 0 {
+			t.Fatalf("verify %d: %+v, %v", k, rep, err)
+		}
+	}
+	close(stop)
+	<-done
+}

@@ -9,7 +9,7 @@ import (
 // The vector store's checksums: one per row, kept in memory (8 bytes a
 // row, under 1% of a row of 256 dimensions) and written through to
 // vectors.sum (sums_format.go) with every row. Reads check rows against
-// the copy in memory; Collection.verifyLocked also checks the file's copy.
+// the copy in memory; Collection.Verify also checks the file's copy.
 //
 // REQUIRES (every method): the same locks as the vector store's.
 
@@ -118,31 +118,50 @@ func (s *vectorStore) checkRow(r uint32) error {
 	return nil
 }
 
-// fileSums reads the checksums of rows [0, nrows) from the checksum file,
-// for verification; a legacy store returns its copy in memory.
-func (s *vectorStore) fileSums() ([]uint64, error) {
+// checkSumsHeader reads and checks the checksum file's header (a legacy
+// store has none to check).
+func (s *vectorStore) checkSumsHeader() error {
 	if s.legacy {
-		return s.sums[:s.nrows], nil
+		return nil
+	}
+	cf, err := s.files.acquire(s.sumsPath)
+	if err != nil {
+		return err
+	}
+	defer s.files.release(cf)
+	buf := make([]byte, sumsHeaderSize)
+	n, err := cf.f.ReadAt(buf, 0)
+	if err != nil && err != io.EOF {
+		return err
+	}
+	_, err = decodeSumsHeader(buf[:n], s.sumsPath)
+	return err
+}
+
+// fileSums reads the checksums of rows [from, to) from the checksum file,
+// for verification; a legacy store returns its copy in memory. A checksum
+// missing from the file (cut short) is returned as one that cannot match.
+// REQUIRES: to <= nrows.
+func (s *vectorStore) fileSums(from, to uint32) ([]uint64, error) {
+	if s.legacy {
+		return s.sums[from:to], nil
 	}
 	cf, err := s.files.acquire(s.sumsPath)
 	if err != nil {
 		return nil, err
 	}
 	defer s.files.release(cf)
-	buf := make([]byte, sumsOffset(s.nrows))
-	n, err := cf.f.ReadAt(buf, 0)
+	buf := make([]byte, 8*int(to-from))
+	n, err := cf.f.ReadAt(buf, sumsOffset(from))
 	if err != nil && err != io.EOF {
 		return nil, err
 	}
-	if _, err := decodeSumsHeader(buf[:n], s.sumsPath); err != nil {
-		return nil, err
-	}
-	out := make([]uint64, s.nrows)
-	for r := range out {
-		if off := sumsOffset(uint32(r)); off+8 <= int64(n) {
-			out[r] = le.Uint64(buf[off:])
+	out := make([]uint64, to-from)
+	for i := range out {
+		if 8*i+8 <= n {
+			out[i] = le.Uint64(buf[8*i:])
 		} else {
-			out[r] = ^s.sums[r]
+			out[i] = ^s.sums[from+uint32(i)]
 		}
 	}
 	return out, nil

@@ -70,7 +70,7 @@ type osFiler interface{ OSFile() *os.File }
 //
 // The checksums of rows [0, nrows) are read but not compared with the
 // rows here: recovery verifies the whole collection once the log is
-// replayed (Collection.verifyLocked).
+// replayed (Collection.openChecksLocked).
 func openVectorStore(files *fileCache, dir string, dim int, nrows uint32, create bool) (*vectorStore, error) {
 	path := filepath.Join(dir, "vectors.f32")
 	cf, err := files.acquire(path)

@@ -78,19 +78,22 @@ func joinComma(s []string) string {
 	return out
 }
 
+// verifyChunk is how many rows, or payloads, Verify checks per hold of the
+// collection's read lock, so that an add (and whatever queues behind it)
+// waits for one chunk, not for the whole collection.
+var verifyChunk = 4096 // a variable so that tests can make chunks tiny
+
 // Verify checks the whole collection against its checksums: every vector
 // row (live or dead) against the checksum in memory, the checksum file
 // against that copy, every live memory's payload, and the IVF-PQ index's
 // lists if it has one. Damage is reported, and logged, never repaired:
-// delete the memories it names (or restore from a copy). Verify holds the
-// collection's read lock throughout, so adds and deletes wait for it;
-// rewards and retrievals do not.
+// delete the memories it names (or restore from a copy). It takes the
+// collection's read lock per chunk of verifyChunk rows or payloads, so
+// writes go on meanwhile; it checks the rows there were when it started,
+// and the payloads of the memories live then and still live when their
+// chunk is checked.
 func (c *Collection) Verify() (VerifyReport, error) {
-	if err := c.rlockLive(); err != nil {
-		return VerifyReport{}, err
-	}
-	defer c.mu.RUnlock()
-	rep, err := c.verifyLocked()
+	rep, err := c.verify(c.rlockLive, c.mu.RUnlock)
 	if err != nil {
 		return rep, err
 	}
@@ -100,57 +103,64 @@ func (c *Collection) Verify() (VerifyReport, error) {
 	return rep, nil
 }
 
-// verifyLocked is Verify. An error means the check could not run (a file
-// could not be opened or read), not damage.
-// REQUIRES: c.mu held at least for reading.
-func (c *Collection) verifyLocked() (VerifyReport, error) {
+// payloadRef names a payload to check.
+type payloadRef struct {
+	id, off uint64
+}
+
+// verify is Verify, taking the collection's lock with lock and unlock
+// around each chunk (Open, which has the collection to itself, passes
+// no-ops). An error means the check could not run (the collection was
+// dropped, a file could not be opened or read), not damage.
+func (c *Collection) verify(lock func() error, unlock func()) (VerifyReport, error) {
 	var rep VerifyReport
-	v := c.vecs
-	live := func(r uint32) uint64 {
-		if int(r) >= len(c.rowIDs) {
-			return 0
-		}
-		id := c.rowIDs[r]
-		if m, ok := c.mems[id]; ok && m.row == r {
-			return id
-		}
-		return 0
+	if err := lock(); err != nil {
+		return rep, err
 	}
-	fileSums, err := v.fileSums()
+	end := c.vecs.nrows
+	rep.SumsChecked = !c.vecs.legacy
+	err := c.vecs.checkSumsHeader()
+	unlock()
 	if err != nil {
 		return rep, err
 	}
-	rep.SumsChecked = !v.legacy
-	for r := uint32(0); r < v.nrows; r++ {
-		rep.Rows++
-		switch {
-		case rowSum(r, v.row(r)) != v.sums[r]:
-			rep.add(Damage{What: "vector", ID: live(r), Row: r, Offset: int64(r) * v.rowSize})
-			rep.badRows = append(rep.badRows, r)
-		case fileSums[r] != v.sums[r]:
-			rep.add(Damage{What: "checksum", ID: live(r), Row: r, Offset: sumsOffset(r)})
-			rep.badRows = append(rep.badRows, r)
+	for from := uint32(0); from < end; {
+		if err := lock(); err != nil {
+			return rep, err
+		}
+		to := min(from+uint32(verifyChunk), end)
+		err := c.verifyRowsLocked(&rep, from, to)
+		unlock()
+		if err != nil {
+			return rep, err
+		}
+		from = to
+	}
+
+	if err := lock(); err != nil {
+		return rep, err
+	}
+	refs := make([]payloadRef, 0, len(c.mems))
+	for id, m := range c.mems {
+		refs = append(refs, payloadRef{id, m.payOff})
+	}
+	unlock()
+	slices.SortFunc(refs, func(a, b payloadRef) int { return cmp.Compare(a.off, b.off) })
+	for i := 0; i < len(refs); i += verifyChunk {
+		if err := lock(); err != nil {
+			return rep, err
+		}
+		err := c.verifyPayloadsLocked(&rep, refs[i:min(i+verifyChunk, len(refs))])
+		unlock()
+		if err != nil {
+			return rep, err
 		}
 	}
-	ids := make([]uint64, 0, len(c.mems))
-	for id := range c.mems {
-		ids = append(ids, id)
+
+	if err := lock(); err != nil {
+		return rep, err
 	}
-	slices.SortFunc(ids, func(a, b uint64) int { return cmp.Compare(c.mems[a].payOff, c.mems[b].payOff) })
-	for _, id := range ids {
-		m := c.mems[id]
-		if !c.pays.checked(m.payOff) {
-			rep.LegacyPayloads++
-			continue
-		}
-		rep.Payloads++
-		if _, err := c.pays.get(id, m.payOff, m.payLen); err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				return rep, err
-			}
-			rep.add(Damage{What: "payload", ID: id, Row: m.row, Offset: int64(m.payOff), Err: err.Error()})
-		}
-	}
+	defer unlock()
 	rep.Index = "none"
 	if c.ivf != nil {
 		rep.Index = "ok"
@@ -160,6 +170,66 @@ func (c *Collection) verifyLocked() (VerifyReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// verifyRowsLocked checks rows [from, to) against their checksums in
+// memory, and the checksum file's copies against those.
+// REQUIRES: c.mu held at least for reading; to <= c.vecs.nrows.
+func (c *Collection) verifyRowsLocked(rep *VerifyReport, from, to uint32) error {
+	v := c.vecs
+	fileSums, err := v.fileSums(from, to)
+	if err != nil {
+		return err
+	}
+	for r := from; r < to; r++ {
+		rep.Rows++
+		switch {
+		case rowSum(r, v.row(r)) != v.sums[r]:
+			rep.add(Damage{What: "vector", ID: c.liveIDLocked(r), Row: r, Offset: int64(r) * v.rowSize})
+			rep.badRows = append(rep.badRows, r)
+		case fileSums[r-from] != v.sums[r]:
+			rep.add(Damage{What: "checksum", ID: c.liveIDLocked(r), Row: r, Offset: sumsOffset(r)})
+			rep.badRows = append(rep.badRows, r)
+		}
+	}
+	return nil
+}
+
+// verifyPayloadsLocked checks the payloads refs name, skipping those whose
+// memory was deleted (or deleted and added again) since refs were taken.
+// REQUIRES: c.mu held at least for reading.
+func (c *Collection) verifyPayloadsLocked(rep *VerifyReport, refs []payloadRef) error {
+	for _, ref := range refs {
+		m, ok := c.mems[ref.id]
+		if !ok || m.payOff != ref.off {
+			continue
+		}
+		if !c.pays.checked(m.payOff) {
+			rep.LegacyPayloads++
+			continue
+		}
+		rep.Payloads++
+		if _, err := c.pays.get(ref.id, m.payOff, m.payLen); err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				return err
+			}
+			rep.add(Damage{What: "payload", ID: ref.id, Row: m.row, Offset: int64(m.payOff), Err: err.Error()})
+		}
+	}
+	return nil
+}
+
+// liveIDLocked returns the id of the live memory at row r, or 0.
+// REQUIRES: c.mu held at least for reading.
+func (c *Collection) liveIDLocked(r uint32) uint64 {
+	if int(r) >= len(c.rowIDs) {
+		return 0
+	}
+	id := c.rowIDs[r]
+	if m, ok := c.mems[id]; ok && m.row == r {
+		return id
+	}
+	return 0
 }
 
 // reportLocked logs err if it reports damage, and returns it.
@@ -190,7 +260,7 @@ func (c *Collection) openChecksLocked() error {
 		c.pays.legacyEnd = end
 		c.db.opts.Logf("memrl: collection %q: upgraded to checksummed files: %d vector rows summed as found; the %d payload bytes written before stay unchecked", c.name, c.vecs.nrows, end)
 	}
-	rep, err := c.verifyLocked()
+	rep, err := c.verify(func() error { return nil }, func() {})
 	if err != nil {
 		return fmt.Errorf("engine: collection %q: verifying its files: %w", c.name, err)
 	}
