@@ -13,13 +13,15 @@ import (
 
 // vectorStore is a collection's append-only vector file: row r holds the
 // dim float32 components (little-endian, the host order on every platform
-// memrl supports) at offset r*dim*4. There is no header: the file is derived
-// data. The log holds every vector, and a checkpoint records how many rows
-// the file had when it was synced, so recovery never trusts bytes past that.
+// memrl supports) at offset r*dim*4. There is no header: the file's format
+// version and a checksum per row live in vectors.sum (vecsums.go). The file
+// is derived data: the log holds every vector, and a checkpoint records how
+// many rows the file had when it was synced, so recovery never trusts bytes
+// past that.
 //
 // Rows are written with WriteAt (pwrite) and read through a read-only shared
 // mmap of the whole file, so a database of millions of vectors opens without
-// reading them into the heap; on Linux the page cache makes the written bytes
+// copying them into the heap (Open reads them once, to verify them); on Linux the page cache makes the written bytes
 // visible through the mapping at once. The file grows by doubling (a sparse
 // truncate) and the mapping is replaced when it does.
 //

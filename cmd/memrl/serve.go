@@ -33,6 +33,8 @@ func serve(args []string) error {
 	syncName := fs.String("sync", "always", "WAL sync policy: always (a reply means fsynced), interval, none")
 	syncEvery := fs.Duration("sync-interval", 10*time.Millisecond, "fsync period for --sync interval")
 	ckptEvery := fs.Duration("checkpoint-interval", 5*time.Minute, "longest time between checkpoints (<0 disables)")
+	maxFiles := fs.Int("max-open-files", engine.DefaultMaxOpenFiles, "collection files kept open at once (least recently used are closed)")
+	maxColls := fs.Int("max-collections", engine.DefaultMaxCollections, "collections MEM.CREATE may make (<0: no cap)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -41,7 +43,8 @@ func serve(args []string) error {
 		return err
 	}
 	start := time.Now()
-	db, err := engine.Open(*dir, engine.Options{Sync: policy, SyncInterval: *syncEvery, CheckpointInterval: *ckptEvery})
+	db, err := engine.Open(*dir, engine.Options{Sync: policy, SyncInterval: *syncEvery, CheckpointInterval: *ckptEvery,
+		MaxOpenFiles: *maxFiles, MaxCollections: *maxColls})
 	if err != nil {
 		return err
 	}
