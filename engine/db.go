@@ -36,10 +36,11 @@ type Options struct {
 	// Logf receives recovery reports and background errors; nil means the
 	// standard logger.
 	Logf func(format string, args ...any)
-	// MaxOpenFiles caps the collection files (vectors, payloads) held open
-	// at once; the least recently used are closed to open others, so any
-	// number of collections needs a bounded number of descriptors. 0 means
-	// DefaultMaxOpenFiles; the log's own files are not counted.
+	// MaxOpenFiles caps the collection files (vectors, their checksums,
+	// payloads) held open at once; the least recently used are closed to
+	// open others, so any number of collections needs a bounded number of
+	// descriptors. 0 means DefaultMaxOpenFiles; the log's own files, and
+	// the IVF-PQ index files (one per indexed collection), are not counted.
 	MaxOpenFiles int
 	// MaxCollections caps how many collections Create makes
 	// (ErrTooManyCollections); 0 means DefaultMaxCollections, < 0 no cap.

@@ -53,7 +53,9 @@
 //   - Retrieve: the rows of the K1 phase-1 candidates, once phase 1 is
 //     done, and the payloads returned. Phase 1 itself (the exact scan and
 //     the index's exact re-ranking) reads rows from the mapping unchecked:
-//     a checksum per row scanned would cost as much as the scan.
+//     a checksum per row scanned would make the scan 3-4 times slower. So
+//     a damaged row is never returned nor ranked, but one damaged into
+//     looking dissimilar drops out of results unnoticed until Verify.
 //   - Verify (MEM.VERIFY): everything, as at Open, plus the index's lists.
 //
 // A read that meets damage fails with an error wrapping ErrCorrupt that
