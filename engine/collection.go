@@ -74,17 +74,18 @@ func collectionDir(root string, uid uint64) string {
 }
 
 // openCollection opens (creating) the files of a collection holding nrows
-// vector rows and paySize payload bytes.
-func openCollection(db *DB, name string, uid uint64, cfg Config, nrows uint32, paySize uint64) (*Collection, error) {
+// vector rows and paySize payload bytes. create says the collection is new
+// (Create), not one recovery found (see openVectorStore).
+func openCollection(db *DB, name string, uid uint64, cfg Config, nrows uint32, paySize uint64, create bool) (*Collection, error) {
 	dir := collectionDir(db.dir, uid)
 	if err := db.fs.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return nil, fdError(err)
 	}
-	vecs, err := openVectorStore(db.fs, filepath.Join(dir, "vectors.f32"), cfg.Dim, nrows)
+	vecs, err := openVectorStore(db.files, dir, cfg.Dim, nrows, create)
 	if err != nil {
 		return nil, err
 	}
-	pays, err := openPayloadStore(db.fs, filepath.Join(dir, "payloads.dat"), paySize)
+	pays, err := openPayloadStore(db.files, filepath.Join(dir, "payloads.dat"), paySize, vecs.hdr.legacyPayloadEnd)
 	if err != nil {
 		vecs.close()
 		return nil, err
@@ -95,7 +96,7 @@ func openCollection(db *DB, name string, uid uint64, cfg Config, nrows uint32, p
 		if err := db.fs.SyncDir(d); err != nil {
 			vecs.close()
 			pays.close()
-			return nil, err
+			return nil, fdError(err)
 		}
 	}
 	c := &Collection{
@@ -256,7 +257,7 @@ func (c *Collection) writeFilesLocked(r addRec) error {
 	if err := c.vecs.put(r.row, r.vec); err != nil {
 		return err
 	}
-	return c.pays.put(r.payOff, r.payload)
+	return c.pays.put(r.id, r.payOff, r.payload)
 }
 
 // unwriteFilesLocked forgets the rows writeFilesLocked wrote for an add
@@ -393,9 +394,12 @@ func (c *Collection) Get(id uint64) (MemoryInfo, error) {
 		return MemoryInfo{}, fmt.Errorf("%w: %d", ErrNoMemory, id)
 	}
 	e, _ := c.q.Get(id)
-	p, err := c.pays.get(m.payOff, m.payLen)
+	p, err := c.pays.get(id, m.payOff, m.payLen)
 	if err != nil {
-		return MemoryInfo{}, err
+		return MemoryInfo{}, c.reportLocked(err)
+	}
+	if err := c.vecs.checkRow(m.row); err != nil {
+		return MemoryInfo{}, c.reportLocked(fmt.Errorf("memory %d: %w", id, err))
 	}
 	return MemoryInfo{
 		ID: id, Q: e.Q, Visits: e.Visits, LastReward: e.LastReward, MeanReward: e.MeanReward(),

@@ -31,6 +31,20 @@ var (
 	// succeeds proves nothing). Writes go on, kept by the log; restart
 	// the process to recover and checkpoint again.
 	ErrCheckpointsStopped = errors.New("checkpoints stopped after a failed sync; restart to recover")
+	// ErrTooManyOpenFiles: a command that must open a collection file
+	// fails, changing nothing, when the process has no file descriptor
+	// left (EMFILE or ENFILE) even after closing the idle ones. It is not
+	// sticky: the log and every other collection go on, and the command
+	// works again once descriptors are free.
+	ErrTooManyOpenFiles = errors.New("out of file descriptors: too many open files; raise the limit (ulimit -n) or lower the open-files cap")
+	// ErrTooManyCollections: a database holds at most Options.MaxCollections
+	// collections.
+	ErrTooManyCollections = errors.New("too many collections")
+	// ErrCorrupt: data read from a collection's files matches its
+	// checksum, or it is not served. A vector row or payload that fails
+	// is reported (an error on the command that read it, the log, and
+	// MEM.VERIFY), never returned.
+	ErrCorrupt = errors.New("data file damaged: fails its checksum")
 	// ErrClosed: the database was closed.
 	ErrClosed = errors.New("database is closed")
 )

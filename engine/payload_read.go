@@ -16,5 +16,9 @@ func (c *Collection) Payload(id uint64) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %d", ErrNoMemory, id)
 	}
-	return c.pays.get(m.payOff, m.payLen)
+	p, err := c.pays.get(id, m.payOff, m.payLen)
+	if err != nil {
+		return nil, c.reportLocked(err)
+	}
+	return p, nil
 }

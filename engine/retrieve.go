@@ -83,6 +83,17 @@ func (c *Collection) Retrieve(query []float32, opt RetrieveOptions) ([]Result, e
 	if err != nil {
 		return nil, err
 	}
+	// Phase 1 read every row from the mapping without checking it (a
+	// checksum per row scanned would make the scan 3-4 times slower:
+	// BenchmarkRowSum against BenchmarkExactScanRows); the candidates'
+	// rows are checked here, so a damaged vector is never served as a
+	// result, nor ranks one. (A row damaged into looking dissimilar just
+	// drops out unnoticed; Verify finds it.)
+	for _, cd := range cands {
+		if err := c.vecs.checkRow(cd.row); err != nil {
+			return nil, c.reportLocked(fmt.Errorf("memory %d: %w", c.rowIDs[cd.row], err))
+		}
+	}
 	pool := make([]scored, len(cands))
 	for i, cd := range cands {
 		id := c.rowIDs[cd.row]
@@ -99,8 +110,8 @@ func (c *Collection) Retrieve(query []float32, opt RetrieveOptions) ([]Result, e
 		m := c.mems[s.id]
 		out[i] = Result{ID: s.id, Sim: s.sim, Q: s.q, Score: s.score, PayloadLen: m.payLen}
 		if opt.WithPayload {
-			if out[i].Payload, err = c.pays.get(m.payOff, m.payLen); err != nil {
-				return nil, err
+			if out[i].Payload, err = c.pays.get(s.id, m.payOff, m.payLen); err != nil {
+				return nil, c.reportLocked(err)
 			}
 		}
 	}

@@ -23,6 +23,7 @@ func (s *Server) RegisterMem(db *engine.DB) {
 	s.Register("MEM.DEL", 2, m.del)
 	s.Register("MEM.INFO", 1, m.info, ReadOnly)
 	s.Register("MEM.CHECKPOINT", 0, m.checkpoint)
+	s.Register("MEM.VERIFY", 1, m.verify)
 	s.AddInfoSection("memrl", m.infoSection)
 }
 
@@ -423,6 +424,46 @@ func (m memCommands) checkpoint(c *Ctx, args [][]byte) error {
 		return err
 	}
 	c.WriteOK()
+	return nil
+}
+
+// MEM.VERIFY coll
+//
+// Checks every vector row, the checksum file and every live payload of the
+// collection (and its IVF-PQ index) against their checksums. A clean
+// collection gets a field/value summary; damage gets an ERR naming it.
+func (m memCommands) verify(c *Ctx, args [][]byte) error {
+	if len(args) != 1 {
+		return c.WrongArity()
+	}
+	coll, err := m.coll(args[0])
+	if err != nil {
+		return err
+	}
+	rep, err := coll.Verify()
+	if err != nil {
+		return err
+	}
+	if err := rep.Err(); err != nil {
+		return fmt.Errorf("collection %q: %w", coll.Name(), err)
+	}
+	sums := "checked"
+	if !rep.SumsChecked {
+		sums = "none"
+	}
+	c.WriteArrayHeader(12)
+	c.WriteBulkString("rows")
+	c.WriteInt(int64(rep.Rows))
+	c.WriteBulkString("payloads")
+	c.WriteInt(int64(rep.Payloads))
+	c.WriteBulkString("legacy_payloads")
+	c.WriteInt(int64(rep.LegacyPayloads))
+	c.WriteBulkString("checksum_file")
+	c.WriteBulkString(sums)
+	c.WriteBulkString("index")
+	c.WriteBulkString(rep.Index)
+	c.WriteBulkString("damaged")
+	c.WriteInt(int64(rep.Damaged))
 	return nil
 }
 

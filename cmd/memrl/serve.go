@@ -33,7 +33,8 @@ func serve(args []string) error {
 		log.Printf("memrl: warning: --requirepass puts the password where ps shows it; prefer $%s or --requirepass-file", passwordEnv)
 	}
 	start := time.Now()
-	db, err := engine.Open(o.dir, engine.Options{Sync: o.sync, SyncInterval: o.syncEvery, CheckpointInterval: o.ckptEvery})
+	db, err := engine.Open(o.dir, engine.Options{Sync: o.sync, SyncInterval: o.syncEvery, CheckpointInterval: o.ckptEvery,
+		MaxOpenFiles: o.maxOpenFiles, MaxCollections: o.maxCollections})
 	if err != nil {
 		return err
 	}

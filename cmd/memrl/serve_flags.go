@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
+	"github.com/memrl/memrl/engine"
 	"net"
 	"os"
 	"strconv"
@@ -22,6 +23,9 @@ type serveOptions struct {
 	sync      wal.SyncPolicy
 	syncEvery time.Duration
 	ckptEvery time.Duration
+
+	maxOpenFiles   int // engine.Options.MaxOpenFiles
+	maxCollections int // engine.Options.MaxCollections
 
 	cfg server.Config // everything of the server's that a flag sets, but Logger
 	// passwordOnCommandLine is set when --requirepass was used: ps shows it.
@@ -61,6 +65,9 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 	syncName := fs.String("sync", "always", "WAL sync policy: always (a reply means fsynced: survives a machine crash), interval (fsync every --sync-interval: survives a process kill, a machine crash loses up to one interval), none (written to the OS, never fsynced: survives a process kill, not a machine crash)")
 	fs.DurationVar(&o.syncEvery, "sync-interval", 10*time.Millisecond, "fsync period for --sync interval")
 	fs.DurationVar(&o.ckptEvery, "checkpoint-interval", 5*time.Minute, "longest time between checkpoints (<0 disables)")
+
+	fs.IntVar(&o.maxOpenFiles, "max-open-files", engine.DefaultMaxOpenFiles, "collection files kept open at once (least recently used are closed)")
+	fs.IntVar(&o.maxCollections, "max-collections", engine.DefaultMaxCollections, "collections MEM.CREATE may make (<0: no cap)")
 
 	pass := fs.String("requirepass", "", "password of the default user (shown by ps: prefer $"+passwordEnv+" or --requirepass-file)")
 	passFile := fs.String("requirepass-file", "", "read the default user's password from this file (first line)")
