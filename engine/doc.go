@@ -54,8 +54,9 @@
 //     done, and the payloads returned. Phase 1 itself (the exact scan and
 //     the index's exact re-ranking) reads rows from the mapping unchecked:
 //     a checksum per row scanned would make the scan 3-4 times slower. So
-//     a damaged row is never returned nor ranked, but one damaged into
-//     looking dissimilar drops out of results unnoticed until Verify.
+//     a damaged row is never returned nor ranked (a damaged candidate is
+//     left out and logged, and the retrieval goes on), but one damaged
+//     into looking dissimilar drops out of results unnoticed until Verify.
 //   - Verify (MEM.VERIFY): everything, as at Open, plus the index's lists.
 //
 // A read that meets damage fails with an error wrapping ErrCorrupt that

@@ -87,13 +87,19 @@ func (c *Collection) Retrieve(query []float32, opt RetrieveOptions) ([]Result, e
 	// checksum per row scanned would make the scan 3-4 times slower:
 	// BenchmarkRowSum against BenchmarkExactScanRows); the candidates'
 	// rows are checked here, so a damaged vector is never served as a
-	// result, nor ranks one. (A row damaged into looking dissimilar just
-	// drops out unnoticed; Verify finds it.)
+	// result, nor ranks one: it is left out and logged, and the retrieval
+	// goes on with the others, as Open leaves damaged rows out of searches.
+	// (A row damaged into looking dissimilar just drops out unnoticed;
+	// Verify finds it.)
+	kept := cands[:0]
 	for _, cd := range cands {
 		if err := c.vecs.checkRow(cd.row); err != nil {
-			return nil, c.reportLocked(fmt.Errorf("memory %d: %w", c.rowIDs[cd.row], err))
+			c.reportLocked(fmt.Errorf("memory %d left out of a retrieval: %w", c.rowIDs[cd.row], err))
+			continue
 		}
+		kept = append(kept, cd)
 	}
+	cands = kept
 	pool := make([]scored, len(cands))
 	for i, cd := range cands {
 		id := c.rowIDs[cd.row]
