@@ -90,9 +90,11 @@ func (c *conn) serve() {
 
 // exec runs one command and reports whether the connection may continue.
 func (c *conn) exec(args [][]byte) (keep bool) {
-	c.lastActive.Store(time.Now().UnixNano())
+	start := time.Now()
+	c.lastActive.Store(start.UnixNano())
 	cmd := c.srv.lookup(args[0])
 	if cmd == nil {
+		c.srv.obs.unknown.Add(1)
 		c.w.WriteErr(errUnknownCommand(args))
 		return true
 	}
@@ -100,6 +102,7 @@ func (c *conn) exec(args [][]byte) (keep bool) {
 	c.lastCmd = cmd.name
 	c.mu.Unlock()
 	if len(args)-1 < cmd.minArgs {
+		cmd.stats.rejected.Add(1)
 		c.w.WriteErr(errWrongArity(cmd.name))
 		return true
 	}
@@ -109,11 +112,14 @@ func (c *conn) exec(args [][]byte) (keep bool) {
 			c.srv.log.Error("server: command handler panicked; closing the connection",
 				"command", cmd.name, "client", c.id, "panic", p, "stack", string(debug.Stack()))
 			c.w.WriteError("internal error while executing '" + cmd.name + "'")
+			c.srv.observe(c, cmd, args, start, true)
 			keep = false
 		}
 	}()
 	c.hctx.cmd = cmd
+	errsBefore := c.w.errs
 	err := cmd.fn(&c.hctx, args[1:])
+	c.srv.observe(c, cmd, args, start, err != nil || c.w.errs != errsBefore) // stats.go
 	wrote := c.w.Written() != before
 	switch {
 	case err == nil && !wrote:

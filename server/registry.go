@@ -25,6 +25,7 @@ type command struct {
 	name    string // lower case, as shown in errors and COMMAND replies
 	minArgs int    // fewest arguments after the name
 	fn      HandlerFunc
+	stats   cmdStats // calls, failures and latency (stats.go)
 }
 
 // Register adds a command. name is matched case-insensitively; minArgs is

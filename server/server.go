@@ -68,8 +68,10 @@ type Server struct {
 	conns map[*conn]struct{}
 	// shutdown is set once by Shutdown; no connection is added after it.
 	shutdown bool
-	// info holds the INFO sections in output order.
+	// info holds the INFO sections in the order added.
 	info []infoSection
+
+	obs observer // SLOWLOG, counters, extra CONFIG and metrics (stats.go)
 }
 
 // New returns a Server with the built-in commands (PING, ECHO, HELLO,
