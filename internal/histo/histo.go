@@ -59,6 +59,9 @@ func (h *Histogram) Record(d time.Duration) {
 	h.sum.Add(v)
 }
 
+// Sum returns the total of the recorded values, in ns.
+func (h *Histogram) Sum() uint64 { return h.sum.Load() }
+
 // Snapshot is a copy of a Histogram's counters.
 type Snapshot struct {
 	Count   uint64 // values recorded: the sum of Buckets
