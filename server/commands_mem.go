@@ -23,6 +23,7 @@ func (s *Server) RegisterMem(db *engine.DB) {
 	s.Register("MEM.INFO", 1, m.info)
 	s.Register("MEM.CHECKPOINT", 0, m.checkpoint)
 	s.AddInfoSection("memrl", m.infoSection)
+	s.registerMemObservability(db) // info_mem.go
 }
 
 type memCommands struct {
