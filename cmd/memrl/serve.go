@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -33,27 +32,39 @@ func serve(args []string) error {
 	syncName := fs.String("sync", "always", "WAL sync policy: always (a reply means fsynced), interval, none")
 	syncEvery := fs.Duration("sync-interval", 10*time.Millisecond, "fsync period for --sync interval")
 	ckptEvery := fs.Duration("checkpoint-interval", 5*time.Minute, "longest time between checkpoints (<0 disables)")
+	obs := addObserveFlags(fs) // serve_observe.go
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := obs.check(); err != nil {
+		return err
+	}
+	logger, _ := obs.logger(os.Stderr)
+	slog.SetDefault(logger) // the std log package writes through it too
 	policy, err := wal.ParseSyncPolicy(*syncName)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	db, err := engine.Open(*dir, engine.Options{Sync: policy, SyncInterval: *syncEvery, CheckpointInterval: *ckptEvery})
+	db, err := engine.Open(*dir, engine.Options{Sync: policy, SyncInterval: *syncEvery, CheckpointInterval: *ckptEvery,
+		Logf: engineLogf(logger)})
 	if err != nil {
 		return err
 	}
 	r := db.Recovery
-	log.Printf("memrl: opened %s in %v: %d collections, checkpoint at log position %d, %d log records replayed",
-		*dir, time.Since(start).Round(time.Millisecond), len(db.List()), r.CheckpointLSN, r.RecordsReplayed)
+	logger.Info("opened the database", "dir", *dir, "took", time.Since(start).Round(time.Millisecond),
+		"collections", len(db.List()), "checkpoint_lsn", r.CheckpointLSN, "records_replayed", r.RecordsReplayed)
 
-	srv := server.New(server.Config{Addr: *addr, Logger: slog.Default()})
+	srv := server.New(server.Config{Addr: *addr, Logger: logger})
 	srv.RegisterMem(db)
 	srv.AddInfoSection("simd", func() [][2]string {
 		return [][2]string{{"simd_level", simd.Level()}, {"simd_supported", strings.Join(simd.Levels(), ",")}}
 	})
+	stopObs, err := obs.start(srv, logger)
+	if err != nil {
+		db.Close()
+		return err
+	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
@@ -63,30 +74,32 @@ func serve(args []string) error {
 	for srv.Addr() == nil {
 		select {
 		case err := <-errc:
+			stopObs(context.Background())
 			db.Close()
 			return err
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	log.Printf("memrl: serving on %s (sync %s, simd %s)", srv.Addr(), policy, simd.Level())
+	logger.Info("serving", "addr", srv.Addr().String(), "sync", policy.String(), "simd", simd.Level())
 
 	var serveErr error
 	select {
 	case s := <-sigs:
-		log.Printf("memrl: %v: finishing replies, checkpointing, closing", s)
+		logger.Info("finishing replies, checkpointing, closing", "signal", s.String())
 	case serveErr = <-errc:
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
-		log.Printf("memrl: shutdown: %v", err)
+		logger.Warn("shutdown", "err", err)
 	}
+	stopObs(ctx)
 	if err := db.Close(); err != nil {
 		return fmt.Errorf("close: %w", err)
 	}
 	if serveErr != nil && !errors.Is(serveErr, server.ErrServerClosed) {
 		return serveErr
 	}
-	log.Printf("memrl: closed cleanly")
+	logger.Info("closed cleanly")
 	return nil
 }
