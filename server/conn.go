@@ -35,7 +35,10 @@ type conn struct {
 	holdToken uint64
 	holdErr   error // a failed hold: nothing more may be sent
 
-	lastActive atomic.Int64 // unix nanoseconds when the last command started
+	// lastActive is when the last command started, in nanoseconds since
+	// the server started on the monotonic clock (Server.sinceStart: one
+	// cheap clock read, shared with the command's timing).
+	lastActive atomic.Int64
 
 	mu      sync.Mutex // guards the fields below, read by CLIENT LIST from other connections
 	name    string     // CLIENT SETNAME / HELLO SETNAME
@@ -55,7 +58,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c.w = NewWriter(holdWriter{c})
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.hctx = Ctx{Writer: c.w, conn: c}
-	c.lastActive.Store(c.created.UnixNano())
+	c.lastActive.Store(int64(c.created.Sub(s.start)))
 	// Flush replies whenever the reader is about to wait for input: a
 	// pipeline that arrived together is answered with one write.
 	c.rd.SetBeforeBlock(c.w.Flush)
@@ -90,8 +93,8 @@ func (c *conn) serve() {
 
 // exec runs one command and reports whether the connection may continue.
 func (c *conn) exec(args [][]byte) (keep bool) {
-	start := time.Now()
-	c.lastActive.Store(start.UnixNano())
+	start := c.srv.sinceStart()
+	c.lastActive.Store(int64(start))
 	cmd := c.srv.lookup(args[0])
 	if cmd == nil {
 		c.srv.obs.unknown.Add(1)
