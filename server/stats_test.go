@@ -295,3 +295,20 @@ func TestObserveWithoutSocket(t *testing.T) {
 		t.Fatalf("calls, rejected, failed = %d, %d, %d; want 10, 1, 0", calls, rejected, failed)
 	}
 }
+
+// TestObserveAllocatesNothing: the statistics add no allocation to a
+// command that is not slow enough for the SLOWLOG.
+func TestObserveAllocatesNothing(t *testing.T) {
+	s := New(Config{})
+	c := newConn(s, discardConn{})
+	args := [][]byte{[]byte("PING")}
+	allocs := testing.AllocsPerRun(1000, func() {
+		c.exec(args)
+		if c.w.Buffered() > 8<<10 {
+			c.w.Flush()
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("PING allocates %v times per command", allocs)
+	}
+}
