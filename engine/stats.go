@@ -73,3 +73,23 @@ func (c *Collection) Stats() (CollectionStats, error) {
 	st.QMean, st.QStd = q.Mean, q.Std
 	return st, nil
 }
+
+// MappedBytes returns the bytes of every collection's vector file mapped
+// into memory (what CollectionStats reports as MappedBytes, summed),
+// without computing the rest of their statistics.
+func (db *DB) MappedBytes() int64 {
+	db.mu.RLock()
+	colls := make([]*Collection, 0, len(db.colls))
+	for _, c := range db.colls {
+		colls = append(colls, c)
+	}
+	db.mu.RUnlock()
+	var n int64
+	for _, c := range colls {
+		if c.rlockLive() == nil {
+			n += int64(len(c.vecs.mm))
+			c.mu.RUnlock()
+		}
+	}
+	return n
+}

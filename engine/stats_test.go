@@ -48,6 +48,9 @@ func TestStatsAccessors(t *testing.T) {
 	if s.MappedBytes < 4*4*4 {
 		t.Fatalf("MappedBytes = %d, the file holds 4 rows of 16 bytes", s.MappedBytes)
 	}
+	if got := db.MappedBytes(); got != st[0].MappedBytes+st[1].MappedBytes {
+		t.Fatalf("MappedBytes = %d, collections map %d and %d", got, st[0].MappedBytes, st[1].MappedBytes)
+	}
 	if st[1].Memories != 0 || st[1].QMean != 0 {
 		t.Fatalf("empty collection b = %+v", st[1])
 	}

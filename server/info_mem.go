@@ -130,10 +130,7 @@ func (o memObserver) keyspaceInfo() [][2]string {
 // memoryInfo adds the engine's mapped vector files to INFO memory: they
 // count in RSS as their pages are read, not in used_memory.
 func (o memObserver) memoryInfo() [][2]string {
-	var mapped int64
-	for _, c := range o.db.CollectionStats() {
-		mapped += c.MappedBytes
-	}
+	mapped := o.db.MappedBytes()
 	return [][2]string{
 		{"mem_mapped_files_bytes", strconv.FormatInt(mapped, 10)},
 		{"mem_mapped_files_human", bytesHuman(uint64(mapped))},
