@@ -75,7 +75,7 @@ type Server struct {
 }
 
 // New returns a Server with the built-in commands (PING, ECHO, HELLO,
-// COMMAND, QUIT, INFO, CLIENT, SELECT, CONFIG, AUTH) registered.
+// COMMAND, QUIT, INFO, CLIENT, SELECT, CONFIG, AUTH, SLOWLOG) registered.
 func New(cfg Config) *Server {
 	if cfg.Addr == "" {
 		cfg.Addr = DefaultAddr
