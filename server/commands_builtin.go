@@ -18,6 +18,7 @@ func (s *Server) registerBuiltins() {
 	s.mu.Lock()
 	s.addBuiltinInfoSectionsLocked()
 	s.mu.Unlock()
+	s.registerObservability() // SLOWLOG and more INFO sections (stats.go)
 }
 
 // PING [message]

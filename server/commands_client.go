@@ -112,7 +112,7 @@ func (c *conn) describe(now time.Time) string {
 		user = c.user.Name
 	}
 	c.mu.Unlock()
-	idle := now.Sub(time.Unix(0, c.lastActive.Load()))
+	idle := now.Sub(c.srv.start) - time.Duration(c.lastActive.Load())
 	return "id=" + strconv.FormatInt(c.id, 10) +
 		" addr=" + c.nc.RemoteAddr().String() +
 		" laddr=" + c.nc.LocalAddr().String() +

@@ -25,6 +25,7 @@ func (s *Server) RegisterMem(db *engine.DB) {
 	s.Register("MEM.CHECKPOINT", 0, m.checkpoint)
 	s.Register("MEM.VERIFY", 1, m.verify)
 	s.AddInfoSection("memrl", m.infoSection)
+	s.registerMemObservability(db) // info_mem.go
 }
 
 type memCommands struct {

@@ -40,7 +40,10 @@ type conn struct {
 	// touches it.
 	frameStart time.Time
 
-	lastActive atomic.Int64 // unix nanoseconds when the last command started
+	// lastActive is when the last command started, in nanoseconds since
+	// the server started on the monotonic clock (Server.sinceStart: one
+	// cheap clock read, shared with the command's timing).
+	lastActive atomic.Int64
 
 	mu      sync.Mutex // guards the fields below, read by CLIENT LIST from other connections
 	name    string     // CLIENT SETNAME / HELLO SETNAME
@@ -70,7 +73,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c.w = NewWriter(holdWriter{c})
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.hctx = Ctx{Writer: c.w, conn: c}
-	c.lastActive.Store(c.created.UnixNano())
+	c.lastActive.Store(int64(c.created.Sub(s.start)))
 	// Flush replies whenever the reader is about to wait for input: a
 	// pipeline that arrived together is answered with one write.
 	c.rd.SetBeforeBlock(c.w.Flush)
@@ -115,7 +118,8 @@ func (c *conn) serve() {
 
 // exec runs one command and reports whether the connection may continue.
 func (c *conn) exec(args [][]byte) (keep bool) {
-	c.lastActive.Store(time.Now().UnixNano())
+	start := c.srv.sinceStart()
+	c.lastActive.Store(int64(start))
 	if looksLikeHTTP(args) {
 		c.srv.statHTTPProbes.Add(1)
 		c.srv.log.Warn("server: possible SECURITY ATTACK detected: a client sent an HTTP request line or header "+
@@ -125,6 +129,7 @@ func (c *conn) exec(args [][]byte) (keep bool) {
 	}
 	cmd := c.srv.lookup(args[0])
 	if cmd == nil {
+		c.srv.obs.unknown.Add(1)
 		if c.user == nil {
 			c.w.WriteErr(errNoAuth) // say nothing of the command set before AUTH
 		} else {
@@ -133,6 +138,7 @@ func (c *conn) exec(args [][]byte) (keep bool) {
 		return true
 	}
 	if err := c.allowed(cmd); err != nil {
+		cmd.stats.rejected.Add(1)
 		c.w.WriteErr(err)
 		return true
 	}
@@ -140,6 +146,7 @@ func (c *conn) exec(args [][]byte) (keep bool) {
 	c.lastCmd = cmd.name
 	c.mu.Unlock()
 	if len(args)-1 < cmd.minArgs {
+		cmd.stats.rejected.Add(1)
 		c.w.WriteErr(errWrongArity(cmd.name))
 		return true
 	}
@@ -149,11 +156,14 @@ func (c *conn) exec(args [][]byte) (keep bool) {
 			c.srv.log.Error("server: command handler panicked; closing the connection",
 				"command", cmd.name, "client", c.id, "panic", p, "stack", string(debug.Stack()))
 			c.w.WriteError("internal error while executing '" + cmd.name + "'")
+			c.srv.observe(c, cmd, args, start, true)
 			keep = false
 		}
 	}()
 	c.hctx.cmd = cmd
+	errsBefore := c.w.errs
 	err := cmd.fn(&c.hctx, args[1:])
+	c.srv.observe(c, cmd, args, start, err != nil || c.w.errs != errsBefore) // stats.go
 	wrote := c.w.Written() != before
 	switch {
 	case err == nil && !wrote:

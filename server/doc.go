@@ -95,10 +95,18 @@
 //	COMMAND [COUNT|LIST|INFO names|DOCS|HELP]
 //	                            Redis 7 entry layout; arity -(minArgs+1);
 //	                            DOCS returns an empty map
-//	INFO [section ...]          "# Server", "# Clients", "# Stats" and
-//	                            sections added with AddInfoSection
+//	INFO [section ...]          Server, Clients, Memory, Stats,
+//	                            Commandstats, Latencystats (not by default,
+//	                            as in Redis), sections added with
+//	                            AddInfoSection (RegisterMem adds
+//	                            Persistence, Keyspace, memrl)
 //	CONFIG GET pattern ...      read-only: appendonly, bind, databases,
-//	                            maxclients, proto-max-bulk-len, save, timeout
+//	                            maxclients, port, proto-max-bulk-len, save,
+//	                            slowlog-*, timeout, and AddConfigParams'
+//	SLOWLOG GET [n]|LEN|RESET|HELP
+//	                            commands slower than a threshold
+//	                            (SetSlowlog), in Redis's format; AUTH
+//	                            arguments are redacted
 //
 // # Exposure
 //
@@ -108,4 +116,15 @@
 // (tls.go); frame, idle, auth and output timeouts (timeouts.go); a memory
 // budget shared by all clients' buffers (budget.go); and the closing of
 // connections that speak HTTP (http_probe.go).
+//
+// # Observability
+//
+// Every command that reaches its handler is timed (from the start of its
+// execution to its handler's return) into a per-command lock-free
+// histogram, and its failures (an error reply) and rejections (too few
+// arguments) are counted; see stats.go for what the time includes and what
+// it costs. INFO commandstats and latencystats, SLOWLOG, and the
+// Prometheus metrics of MetricsHandler (with optional net/http/pprof on
+// the handler's own mux) all read those counters. MetricsHandler has no
+// authentication; serve it on loopback only.
 package server

@@ -40,6 +40,7 @@ type command struct {
 	minArgs int    // fewest arguments after the name
 	flags   CommandFlag
 	fn      HandlerFunc
+	stats   cmdStats // calls, failures and latency (stats.go)
 }
 
 // Register adds a command. name is matched case-insensitively; minArgs is

@@ -118,12 +118,14 @@ type Server struct {
 	conns map[*conn]struct{}
 	// shutdown is set once by Shutdown; no connection is added after it.
 	shutdown bool
-	// info holds the INFO sections in output order.
+	// info holds the INFO sections in the order added.
 	info []infoSection
+
+	obs observer // SLOWLOG, counters, extra CONFIG and metrics (stats.go)
 }
 
 // New returns a Server with the built-in commands (PING, ECHO, HELLO,
-// COMMAND, QUIT, INFO, CLIENT, SELECT, CONFIG, AUTH) registered, or an
+// COMMAND, QUIT, INFO, CLIENT, SELECT, CONFIG, AUTH, SLOWLOG) registered, or an
 // error for an invalid Config (a bad user name, an empty password, a name
 // given twice).
 func New(cfg Config) (*Server, error) {

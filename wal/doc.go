@@ -120,6 +120,11 @@
 // concurrent SyncAlways appenders share about one fsync per batch. See
 // SyncPolicy for what Append waits for under each policy.
 //
+// The flusher times every fsync of a segment file (Log.SyncLatency, a
+// lock-free histogram) and Log.Stats reports the records, bytes, writes
+// and fsyncs since Open and the segment files held and their bytes; both
+// are for monitoring and never wait for the flusher.
+//
 // A failed write or fsync is fatal: the log records it as a sticky error
 // wrapping ErrFailed, every waiting and later Append returns it, and the
 // log never retries (after a failed fsync the kernel may have dropped

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -29,21 +28,23 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	logger, _ := o.obs.logger(os.Stderr) // checked by parseServeFlags
+	slog.SetDefault(logger)              // the std log package writes through it too
 	if o.passwordOnCommandLine {
-		log.Printf("memrl: warning: --requirepass puts the password where ps shows it; prefer $%s or --requirepass-file", passwordEnv)
+		logger.Warn("--requirepass puts the password where ps shows it; prefer $" + passwordEnv + " or --requirepass-file")
 	}
 	start := time.Now()
 	db, err := engine.Open(o.dir, engine.Options{Sync: o.sync, SyncInterval: o.syncEvery, CheckpointInterval: o.ckptEvery,
-		MaxOpenFiles: o.maxOpenFiles, MaxCollections: o.maxCollections})
+		MaxOpenFiles: o.maxOpenFiles, MaxCollections: o.maxCollections, Logf: engineLogf(logger)})
 	if err != nil {
 		return err
 	}
 	r := db.Recovery
-	log.Printf("memrl: opened %s in %v: %d collections, checkpoint at log position %d, %d log records replayed",
-		o.dir, time.Since(start).Round(time.Millisecond), len(db.List()), r.CheckpointLSN, r.RecordsReplayed)
+	logger.Info("opened the database", "dir", o.dir, "took", time.Since(start).Round(time.Millisecond),
+		"collections", len(db.List()), "checkpoint_lsn", r.CheckpointLSN, "records_replayed", r.RecordsReplayed)
 
 	cfg := o.cfg
-	cfg.Logger = slog.Default()
+	cfg.Logger = logger
 	srv, err := server.New(cfg)
 	if err != nil {
 		db.Close()
@@ -53,6 +54,11 @@ func serve(args []string) error {
 	srv.AddInfoSection("simd", func() [][2]string {
 		return [][2]string{{"simd_level", simd.Level()}, {"simd_supported", strings.Join(simd.Levels(), ",")}}
 	})
+	stopObs, err := o.obs.start(srv, logger)
+	if err != nil {
+		db.Close()
+		return err
+	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
@@ -62,6 +68,7 @@ func serve(args []string) error {
 	for srv.Addr() == nil {
 		select {
 		case err := <-errc:
+			stopObs(context.Background())
 			db.Close()
 			if errors.Is(err, server.ErrProtectedMode) {
 				return protectedModeError(o.addr)
@@ -70,25 +77,27 @@ func serve(args []string) error {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	log.Printf("memrl: serving on %s (sync %s, simd %s, tls %v, users %d)", srv.Addr(), o.sync, simd.Level(), o.cfg.TLS != nil, len(o.cfg.Users))
+	logger.Info("serving", "addr", srv.Addr().String(), "sync", o.sync.String(), "simd", simd.Level(),
+		"tls", o.cfg.TLS != nil, "users", len(o.cfg.Users))
 
 	var serveErr error
 	select {
 	case s := <-sigs:
-		log.Printf("memrl: %v: finishing replies, checkpointing, closing", s)
+		logger.Info("finishing replies, checkpointing, closing", "signal", s.String())
 	case serveErr = <-errc:
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
-		log.Printf("memrl: shutdown: %v", err)
+		logger.Warn("shutdown", "err", err)
 	}
+	stopObs(ctx)
 	if err := db.Close(); err != nil {
 		return fmt.Errorf("close: %w", err)
 	}
 	if serveErr != nil && !errors.Is(serveErr, server.ErrServerClosed) {
 		return serveErr
 	}
-	log.Printf("memrl: closed cleanly")
+	logger.Info("closed cleanly")
 	return nil
 }

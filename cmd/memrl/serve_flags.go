@@ -28,6 +28,7 @@ type serveOptions struct {
 	maxCollections int // engine.Options.MaxCollections
 
 	cfg server.Config // everything of the server's that a flag sets, but Logger
+	obs *observeFlags // logging, SLOWLOG, metrics (serve_observe.go)
 	// passwordOnCommandLine is set when --requirepass was used: ps shows it.
 	passwordOnCommandLine bool
 }
@@ -93,6 +94,8 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 	maxBulk := sizeFlag(fs, "proto-max-bulk-len", server.DefaultMaxBulkLen, "largest single argument")
 	maxReply := sizeFlag(fs, "max-reply-bytes", server.DefaultMaxReplyBytes, "largest reply of payloads (MEM.RETRIEVE ... WITHPAYLOAD)")
 
+	o.obs = addObserveFlags(fs)
+
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), serveUsage)
 		fs.PrintDefaults()
@@ -101,6 +104,9 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 		return nil, err
 	}
 
+	if err := o.obs.check(); err != nil {
+		return nil, cliflag.Usagef("%v", err)
+	}
 	var err error
 	if o.sync, err = wal.ParseSyncPolicy(*syncName); err != nil {
 		return nil, cliflag.Usagef("--sync: %v", err)
