@@ -77,6 +77,10 @@ type Config struct {
 //
 //	dim u32 | metric u8 | alpha f64 | gamma f64 | qinit f64 |
 //	index kind u8 | nlist u32 | pqm u32 | pqbits u8 | train u32
+//
+// REQUIRES: c.Validate() == nil, whose bounds (MaxDim, NLIST 65536, PQM 256,
+// PQBITS 8, MaxTrainThreshold) keep every field inside its width: a value
+// too wide would be stored truncated, and come back different.
 func encodeConfig(b []byte, c Config) []byte {
 	b = le.AppendUint32(b, uint32(c.Dim))
 	b = append(b, byte(c.Metric))

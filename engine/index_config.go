@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -41,6 +42,11 @@ func ParseIndexKind(s string) (IndexKind, error) {
 // points per centroid.
 const DefaultTrainThreshold = 10000
 
+// MaxTrainThreshold bounds TRAIN: the threshold is stored as a uint32 (see
+// encodeConfig), and a collection never holds more than 2^32-1 rows, so a
+// larger threshold could only be stored truncated.
+const MaxTrainThreshold = math.MaxUint32
+
 // IndexConfig configures the IVF-PQ index. Zero fields take defaults chosen
 // from the collection's size and dimension when the index is trained (see
 // ivfpq.DefaultParams): NList ≈ 4·√n, PQM the largest divisor of the
@@ -66,8 +72,8 @@ func (ic IndexConfig) validate(dim int) error {
 	if ic.PQBits != 0 && ic.PQBits != 4 && ic.PQBits != 8 {
 		return fmt.Errorf("%w: PQBITS must be 4 or 8, got %d", ErrBadParam, ic.PQBits)
 	}
-	if ic.TrainThreshold < 0 {
-		return fmt.Errorf("%w: TRAIN must be >= 0, got %d", ErrBadParam, ic.TrainThreshold)
+	if ic.TrainThreshold < 0 || ic.TrainThreshold > MaxTrainThreshold {
+		return fmt.Errorf("%w: TRAIN must be 0..%d, got %d", ErrBadParam, uint64(MaxTrainThreshold), ic.TrainThreshold)
 	}
 	return nil
 }
