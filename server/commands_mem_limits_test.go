@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"math"
 	"testing"
 )
 
@@ -28,4 +29,39 @@ func TestMemCreateRefusesTruncatedOptions(t *testing.T) {
 		t.Fatalf("refused creates left collections: %v", v)
 	}
 	mustDo(t, rdb, "MEM.CREATE", "c", "DIM", 8, "TRAIN", "4294967295")
+}
+
+// TestMemAutoIDAfterMaxID: ID 9223372036854775807 made MEM.INFO's next_id
+// wrap to -2^63, and every later add without ID fail even after the id
+// was deleted.
+func TestMemAutoIDAfterMaxID(t *testing.T) {
+	ts, _ := startMem(t)
+	rdb := ts.client(t)
+	mustDo(t, rdb, "MEM.CREATE", "c", "DIM", 2)
+	mustDo(t, rdb, "MEM.ADD", "c", "VALUES", 2, 1, 0, "ID", 3)
+	if id := mustDo(t, rdb, "MEM.ADD", "c", "VALUES", 2, 1, 0, "ID", "9223372036854775807"); id != int64(math.MaxInt64) {
+		t.Fatalf("ADD ID 2^63-1 = %v", id)
+	}
+	info := func() int64 {
+		v := mustDo(t, rdb, "MEM.INFO", "c").([]any)
+		for i := 0; i+1 < len(v); i += 2 {
+			if v[i] == "next_id" {
+				return v[i+1].(int64)
+			}
+		}
+		t.Fatalf("MEM.INFO has no next_id: %v", v)
+		return 0
+	}
+	if n := info(); n != 0 {
+		t.Fatalf("next_id %d with no id left, want 0", n)
+	}
+	wantErr(t, rdb, "no memory ids left", "MEM.ADD", "c", "VALUES", 2, 1, 0)
+	mustDo(t, rdb, "MEM.ADD", "c", "VALUES", 2, 1, 0, "ID", 4)
+	mustDo(t, rdb, "MEM.DEL", "c", "9223372036854775807")
+	if n := info(); n != 5 {
+		t.Fatalf("next_id %d after deleting 2^63-1, want 5", n)
+	}
+	if id := mustDo(t, rdb, "MEM.ADD", "c", "VALUES", 2, 1, 0); id != int64(5) {
+		t.Fatalf("ADD without ID after deleting 2^63-1 = %v, want 5", id)
+	}
 }
