@@ -53,9 +53,9 @@ type Collection struct {
 	// MaxID; 0 when not known. Derived from mems, never stored.
 	// INVARIANT: aboveLive == 0 or aboveLive == 1 + max(live ids) (1 if none).
 	aboveLive uint64
-	vecs    *vectorStore
-	pays    *payloadStore
-	index   phase1 // exactScan, or ivfPhase1 once an index is built
+	vecs      *vectorStore
+	pays      *payloadStore
+	index     phase1 // exactScan, or ivfPhase1 once an index is built
 
 	// Index state (index.go).
 	ivf           *ivfpq.Index   // the index in use, or nil
