@@ -125,16 +125,22 @@ func (c *Collection) closeFiles() error {
 }
 
 // checkVector validates v for this collection and returns the vector to
-// store: a copy, normalised for COSINE.
+// store: a copy, normalised for COSINE. Adds and queries both pass through
+// it, so every vector a similarity is computed from obeys MaxComponent.
 func (c *Collection) checkVector(v []float32) ([]float32, error) {
 	if len(v) != c.cfg.Dim {
 		return nil, fmt.Errorf("%w: got %d, collection %q has %d", ErrDimension, len(v), c.name, c.cfg.Dim)
 	}
+	bounded := c.cfg.Metric != Cosine
 	var norm float64
-	for _, x := range v {
+	for i, x := range v {
 		f := float64(x)
 		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, ErrBadVector
+			return nil, fmt.Errorf("%w: component %d is %v; components must be finite (no NaN or Inf)", ErrBadVector, i, f)
+		}
+		if bounded && math.Abs(f) > MaxComponent {
+			return nil, fmt.Errorf("%w: component %d is %g; in an %v collection components must have magnitude at most %g",
+				ErrBadVector, i, f, c.cfg.Metric, float64(MaxComponent))
 		}
 		norm += f * f
 	}
@@ -142,7 +148,7 @@ func (c *Collection) checkVector(v []float32) ([]float32, error) {
 	copy(out, v)
 	if c.cfg.Metric == Cosine {
 		if norm == 0 || math.IsInf(norm, 0) {
-			return nil, ErrBadVector
+			return nil, fmt.Errorf("%w: a COSINE collection's vectors must not be all zero", ErrBadVector)
 		}
 		inv := 1 / math.Sqrt(norm)
 		for i := range out {

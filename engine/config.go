@@ -57,6 +57,17 @@ const (
 // WAL record) at 256 KiB.
 const MaxDim = 65536
 
+// MaxComponent bounds the magnitude of each vector component in L2 and IP
+// collections (vectors and queries), so that no similarity can overflow
+// float32: with |x_i|, |y_i| <= 1e15 and DIM <= MaxDim = 2^16, a squared
+// distance is at most 4·2^16·1e30 ≈ 2.6e35 and a dot product at most
+// 6.6e34, some thousand times below float32's largest value (3.4e38), which
+// leaves room for the index's intermediate terms (distances to centroids,
+// residuals, ‖r̂‖² + 2⟨c, r̂⟩; see package ivfpq). A component of 3e38 once
+// made every L2 score NaN. COSINE vectors are normalised in float64 before
+// they are stored, so any finite component is safe there.
+const MaxComponent = 1e15
+
 // MaxPayload bounds a memory's payload. Payloads are opaque bytes: a plan, a
 // trajectory, a reflection.
 const MaxPayload = 16 << 20

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -63,5 +64,35 @@ func TestMemAutoIDAfterMaxID(t *testing.T) {
 	}
 	if id := mustDo(t, rdb, "MEM.ADD", "c", "VALUES", 2, 1, 0); id != int64(5) {
 		t.Fatalf("ADD without ID after deleting 2^63-1 = %v, want 5", id)
+	}
+}
+
+// TestMemHugeComponents: in an L2 collection VALUES 2 3e38 3e38 made every
+// score nan (Q ignored); in IP similarities came back inf or nan. Such
+// vectors are refused on add and retrieve, naming the limit.
+func TestMemHugeComponents(t *testing.T) {
+	ts, _ := startMem(t)
+	rdb := ts.client(t)
+	for _, metric := range []string{"L2", "IP"} {
+		mustDo(t, rdb, "MEM.CREATE", metric, "DIM", 2, "METRIC", metric)
+		mustDo(t, rdb, "MEM.ADD", metric, "VALUES", 2, 1, 2, "Q", 1)
+		mustDo(t, rdb, "MEM.ADD", metric, "VALUES", 2, "1e15", "-1e15", "Q", -1)
+		wantErr(t, rdb, "at most 1e+15", "MEM.ADD", metric, "VALUES", 2, "3e38", "3e38")
+		wantErr(t, rdb, "at most 1e+15", "MEM.ADD", metric, "FP32", fp32(1, -3e38))
+		wantErr(t, rdb, "at most 1e+15", "MEM.RETRIEVE", metric, "VALUES", 2, "3e38", "3e38")
+		rows := mustDo(t, rdb, "MEM.RETRIEVE", metric, "VALUES", 2, "-1e15", "1e15").([]any)
+		if len(rows) != 2 {
+			t.Fatalf("%s: %v", metric, rows)
+		}
+		for _, r := range rows {
+			for _, f := range r.([]any)[1:4] {
+				if s := f.(string); strings.Contains(s, "nan") || strings.Contains(s, "inf") {
+					t.Fatalf("%s: row %v has %s", metric, r, s)
+				}
+			}
+		}
+		if v := mustDo(t, rdb, "MEM.INFO", metric).([]any); v[7] != int64(2) {
+			t.Fatalf("%s: refused adds changed the count: %v", metric, v)
+		}
 	}
 }
