@@ -30,7 +30,7 @@ func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	dir := fs.String("dir", defaultDir, "data folder")
 	addr := fs.String("addr", defaultAddr, "TCP address to listen on")
-	syncName := fs.String("sync", "always", "WAL sync policy: always (a reply means fsynced), interval, none")
+	syncName := fs.String("sync", "always", "WAL sync policy; every one survives kill -9: always (a reply means fsynced: survives power loss too), interval (fsync every --sync-interval), none (never fsync)")
 	syncEvery := fs.Duration("sync-interval", 10*time.Millisecond, "fsync period for --sync interval")
 	ckptEvery := fs.Duration("checkpoint-interval", 5*time.Minute, "longest time between checkpoints (<0 disables)")
 	if err := fs.Parse(args); err != nil {
