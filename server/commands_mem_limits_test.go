@@ -30,6 +30,10 @@ func TestMemCreateRefusesTruncatedOptions(t *testing.T) {
 		t.Fatalf("refused creates left collections: %v", v)
 	}
 	mustDo(t, rdb, "MEM.CREATE", "c", "DIM", 8, "TRAIN", "4294967295")
+	// An NLIST whose training sample would not fit the 256 MiB budget at
+	// this dimension (39 vectors a list) is refused too.
+	wantErr(t, rdb, "NLIST must be at most 26 at DIM 65536", "MEM.CREATE", "big", "DIM", 65536, "NLIST", 1024)
+	mustDo(t, rdb, "MEM.CREATE", "big", "DIM", 65536, "NLIST", 26)
 }
 
 // TestMemAutoIDAfterMaxID: ID 9223372036854775807 made MEM.INFO's next_id
