@@ -134,3 +134,24 @@ func TestPhase2NeverNaN(t *testing.T) {
 		}
 	}
 }
+
+// TestPhase2NeverNaNOnNonFiniteSims: vectors stored before MaxComponent
+// existed can still give infinite or NaN similarities; phase 2 ranks them
+// (NaN as the least similar) without a NaN score.
+func TestPhase2NeverNaNOnNonFiniteSims(t *testing.T) {
+	pool := []scored{
+		{id: 1, sim: math.Inf(1), q: 1},
+		{id: 2, sim: math.Inf(-1), q: 0},
+		{id: 3, sim: math.NaN(), q: 2},
+		{id: 4, sim: 0.5, q: -1},
+	}
+	ranked := rankPhase2(pool, 0.5, 4)
+	for _, s := range ranked {
+		if !finite(s.score) {
+			t.Fatalf("memory %d: score %v", s.id, s.score)
+		}
+	}
+	if ranked[0].id != 1 {
+		t.Fatalf("ranking %v: want the infinitely similar memory first", ranked)
+	}
+}
