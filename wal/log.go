@@ -17,13 +17,13 @@ import (
 // record, each frame stores its own LSN).
 type LSN uint64
 
-// flushThreshold is how many buffered bytes make SyncNone wake the
-// flusher; maxBuffered is how many make SyncNone appenders wait for it,
-// bounding memory.
-const (
-	flushThreshold = 1 << 20
-	maxBuffered    = 8 << 20
-)
+// flushThreshold is how many buffered bytes make Enqueue wake the flusher
+// at once, before anyone waits: a caller that enqueues many records before
+// waiting for the last gets them written as they accumulate.
+const flushThreshold = 1 << 20
+
+// maxSpareBuf bounds the capacity of a recycled batch buffer.
+const maxSpareBuf = 16 << 20
 
 // Log is a write-ahead log: an ordered sequence of opaque records in
 // segment files. It is safe for concurrent use.
@@ -134,7 +134,7 @@ func (l *Log) recycle(bufs [][]byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, b := range bufs {
-		if cap(b) > 0 && cap(b) <= 2*maxBuffered && len(l.spare) < maxSpare {
+		if cap(b) > 0 && cap(b) <= maxSpareBuf && len(l.spare) < maxSpare {
 			l.spare = append(l.spare, b)
 		}
 	}
