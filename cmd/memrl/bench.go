@@ -5,12 +5,13 @@ import (
 	"os"
 
 	"github.com/memrl/memrl/bench/durability"
+	"github.com/memrl/memrl/bench/hostile"
 	"github.com/memrl/memrl/bench/rewards"
 )
 
 func bench(args []string) error {
 	if len(args) < 1 {
-		return fmt.Errorf("bench: which one? ann, rewards or durability")
+		return fmt.Errorf("bench: which one? ann, rewards, durability or hostile")
 	}
 	switch args[0] {
 	case "rewards":
@@ -19,6 +20,8 @@ func bench(args []string) error {
 		return durability.Main(args[1:], os.Stdout)
 	case "ann":
 		return benchANN(args[1:])
+	case "hostile":
+		return hostile.Main(args[1:], os.Stdout)
 	}
-	return fmt.Errorf("bench: unknown benchmark %q (want ann, rewards or durability)", args[0])
+	return fmt.Errorf("bench: unknown benchmark %q (want ann, rewards, durability or hostile)", args[0])
 }
