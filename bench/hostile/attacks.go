@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -98,8 +99,12 @@ type attacker struct {
 	end   time.Time // the attack phase's end: nothing outlives it
 	stall time.Duration
 	fill  int
-	rng   *rand.Rand
-	tally *tally
+	// maxBulk is the longest bulk string the server accepts (its CONFIG
+	// GET proto-max-bulk-len): the largest length a header may declare
+	// without being refused at once.
+	maxBulk int64
+	rng     *rand.Rand
+	tally   *tally
 }
 
 // dial connects with a short timeout, bounded by the end of the phase.
@@ -110,6 +115,14 @@ func (a *attacker) dial() (*net.TCPConn, bool) {
 		return nil, false
 	}
 	return c.(*net.TCPConn), true
+}
+
+// dialFailed counts a failed connect, unless it failed only because the
+// phase ended (the dial deadline is the phase's end).
+func (a *attacker) dialFailed(k Kind) {
+	if time.Now().Before(a.end) {
+		a.tally.add(k, endDialFailed, nil)
+	}
 }
 
 // abort closes c with SO_LINGER 0: an RST, and no TIME_WAIT on this side,
@@ -130,7 +143,7 @@ func (a *attacker) run(k Kind) {
 	}
 	c, ok := a.dial()
 	if !ok {
-		a.tally.add(k, endDialFailed, nil)
+		a.dialFailed(k)
 		return
 	}
 	defer abort(c)
@@ -140,7 +153,12 @@ func (a *attacker) run(k Kind) {
 	case Malformed:
 		ending, reply = a.sendThenWatch(c, []byte(malformedFrames[a.rng.Intn(len(malformedFrames))]))
 	case HugeLen:
-		msg := "*2\r\n$4\r\nECHO\r\n$999999999\r\n" + strings.Repeat("x", 1+a.rng.Intn(16))
+		// Over the limit half the time, exactly at it otherwise.
+		declared := int64(999999999)
+		if a.rng.Intn(2) == 0 {
+			declared = a.maxBulk
+		}
+		msg := "*2\r\n$4\r\nECHO\r\n$" + strconv.FormatInt(declared, 10) + "\r\n" + strings.Repeat("x", 1+a.rng.Intn(16))
 		if a.rng.Intn(2) == 0 {
 			if _, err := c.Write([]byte(msg)); err != nil {
 				ending = endWriteFailed
@@ -220,16 +238,18 @@ func (a *attacker) watch(c *net.TCPConn) (string, []byte) {
 	}
 }
 
-// bigFill declares a huge bulk string and sends a.fill bytes of it in 64
-// KiB pieces, then stalls: how much does the server hold for it?
+// bigFill declares the largest bulk string the server accepts and sends
+// a.fill bytes of it (less if that is all it declared) in 64 KiB pieces,
+// then stalls: how much does the server hold for it?
 func (a *attacker) bigFill(c *net.TCPConn) (string, []byte) {
 	c.SetWriteDeadline(a.limit())
-	if _, err := c.Write([]byte("*2\r\n$4\r\nECHO\r\n$999999999\r\n")); err != nil {
+	if _, err := c.Write([]byte("*2\r\n$4\r\nECHO\r\n$" + strconv.FormatInt(a.maxBulk, 10) + "\r\n")); err != nil {
 		return classifyWriteErr(err), nil
 	}
+	fill := int(min(int64(a.fill), a.maxBulk))
 	piece := bytes.Repeat([]byte("f"), 64<<10)
-	for sent := 0; sent < a.fill; sent += len(piece) {
-		if _, err := c.Write(piece[:min(len(piece), a.fill-sent)]); err != nil {
+	for sent := 0; sent < fill; sent += len(piece) {
+		if _, err := c.Write(piece[:min(len(piece), fill-sent)]); err != nil {
 			return classifyWriteErr(err), nil
 		}
 	}
@@ -257,7 +277,7 @@ func (a *attacker) churn() {
 	for i := 0; i < 20 && time.Now().Before(a.end); i++ {
 		c, ok := a.dial()
 		if !ok {
-			a.tally.add(Churn, endDialFailed, nil)
+			a.dialFailed(Churn)
 			continue
 		}
 		if a.rng.Intn(2) == 0 {

@@ -12,8 +12,10 @@
 // over attacks, one connection at a time:
 //
 //	malformed  bad '*' or '$' headers, non-canonical counts, missing CRLF
-//	hugelen    "$999999999" then a few bytes, then a stall or a close
-//	bigfill    "$999999999" then --fill bytes of the body, then a stall
+//	hugelen    "$999999999", or the server's own limit (CONFIG GET
+//	           proto-max-bulk-len), then a few bytes, then a stall or a close
+//	bigfill    a bulk of the server's limit, then --fill bytes of it, then
+//	           a stall
 //	http       "POST / HTTP/1.1" with headers and the body "MEM.DROP honest"
 //	random     1..4096 random bytes
 //	halfframe  a frame cut short ("MEM.DROP hon"), then a stall

@@ -33,8 +33,8 @@ func mib(kib int64) string {
 // Print writes the report as aligned text tables.
 func (r *Report) Print(out io.Writer) {
 	c := r.Cfg
-	fmt.Fprintf(out, "memrl bench hostile: %s, %d hostile goroutines (%s), quiet %v, attack %v, stall %v, bigfill %d bytes\n",
-		c.Addr, c.Hostile, strings.Join(kindNames(c.Kinds), ","), c.Quiet, c.Duration, c.Stall, c.Fill)
+	fmt.Fprintf(out, "memrl bench hostile: %s, %d hostile goroutines (%s), quiet %v, attack %v, stall %v, bigfill %d bytes, server's bulk limit %d\n",
+		c.Addr, c.Hostile, strings.Join(kindNames(c.Kinds), ","), c.Quiet, c.Duration, c.Stall, c.Fill, c.MaxBulk)
 	fmt.Fprintf(out, "\n%-22s %12s %12s\n", "honest client", "quiet", "attack")
 	fmt.Fprintf(out, "%-22s %12d %12d\n", "commands", len(r.Quiet), len(r.Attack))
 	for _, p := range []struct {

@@ -26,6 +26,7 @@ type Config struct {
 	Hostile  int           // hostile goroutines
 	Stall    time.Duration // longest a stalling attack holds a connection
 	Fill     int           // bytes a bigfill attack sends
+	MaxBulk  int64         // longest bulk the server accepts; 0: ask it (CONFIG GET proto-max-bulk-len)
 	Pause    time.Duration // pause between one goroutine's attacks
 	Kinds    []Kind        // attacks to run; nil: AllKinds
 	Memories int           // most memories the honest client keeps
@@ -118,6 +119,14 @@ func Run(cfg Config) (*Report, error) {
 	if err := h.create(ctx); err != nil {
 		return nil, fmt.Errorf("hostile: creating the honest collection on %s: %w", cfg.Addr, err)
 	}
+	if cfg.MaxBulk <= 0 {
+		cfg.MaxBulk = 64 << 20 // the server's default, if it will not say
+		if kv, err := h.rdb.ConfigGet(ctx, "proto-max-bulk-len").Result(); err == nil {
+			if n, err := strconv.ParseInt(kv["proto-max-bulk-len"], 10, 64); err == nil && n > 0 {
+				cfg.MaxBulk = n
+			}
+		}
+	}
 	rep := &Report{Cfg: cfg, Alive: -1, RSSStart: -1, RSSPeakSampled: -1, RSSEnd: -1, HWM: -1}
 
 	start := time.Now()
@@ -140,7 +149,7 @@ func Run(cfg Config) (*Report, error) {
 		wg.Add(1)
 		go func(seed int64) {
 			defer wg.Done()
-			a := &attacker{addr: cfg.Addr, end: end, stall: cfg.Stall, fill: cfg.Fill,
+			a := &attacker{addr: cfg.Addr, end: end, stall: cfg.Stall, fill: cfg.Fill, maxBulk: cfg.MaxBulk,
 				rng: rand.New(rand.NewSource(seed)), tally: t}
 			for time.Now().Before(end) {
 				a.run(cfg.Kinds[a.rng.Intn(len(cfg.Kinds))])
