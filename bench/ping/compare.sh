@@ -17,6 +17,10 @@
 #   MEMRL_PORT (16390), REDIS_PORT (16379)
 #   MEMRL_BIN         a built memrl binary; by default one is built into a
 #                     temporary folder with `go build ./cmd/memrl`
+#   MEMRL_GOMAXPROCS  GOMAXPROCS of the memrl server (default: Go's, one per
+#                     core). redis-server runs its commands on one thread;
+#                     1 compares like with like, and keeps memrl from
+#                     winning only by taking more of a shared machine
 #
 # Both servers run without durability work on the PING path: memrl with
 # --sync none, redis with --save '' --appendonly no. The script starts them,
@@ -65,8 +69,12 @@ if [ -z "$bin" ]; then
 	GOFLAGS=-mod=mod go build -o "$bin" ./cmd/memrl
 fi
 
+if [ -n "${MEMRL_GOMAXPROCS:-}" ]; then
+	export GOMAXPROCS=$MEMRL_GOMAXPROCS
+fi
 "$bin" serve --dir "$tmp/data" --addr "127.0.0.1:$MEMRL_PORT" --sync none >"$tmp/memrl.log" 2>&1 &
 mpid=$!
+unset GOMAXPROCS
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
 	--daemonize no --logfile "$tmp/redis.log" &
 rpid=$!
@@ -84,7 +92,7 @@ waitup "$MEMRL_PORT" "$mpid" memrl
 waitup "$REDIS_PORT" "$rpid" redis
 
 echo "# $(date -u +%FT%TZ) $(redis-benchmark --version) $(redis-server --version | cut -d' ' -f1-3)"
-echo "# $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); -c $CLIENTS -n $REQUESTS (pipelined: $REQUESTS_PIPELINED), $ROUNDS rounds"
+echo "# $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); memrl GOMAXPROCS=${MEMRL_GOMAXPROCS:-default}; -c $CLIENTS -n $REQUESTS (pipelined: $REQUESTS_PIPELINED), $ROUNDS rounds"
 echo "# raw: round server pipeline test requests/s"
 
 raw=$tmp/raw
