@@ -42,7 +42,8 @@
 // recreates it and starts its model afresh.
 //
 // After the attack phase the honest client checks that a fresh connection
-// gets PONG, and re-reads every memory of its model once more. The report
+// gets PONG, re-reads every memory of its model once more, and checks that
+// MEM.INFO counts as many memories as the model holds. The report
 // gives the honest latencies (p50, p99, max) of each phase, wrong answers,
 // honest errors, whether the server is alive, the hostile connections per
 // kind and ending, and the server's RSS (VmRSS at the start and end of the

@@ -330,11 +330,28 @@ func (h *honest) retrieve(ctx context.Context) {
 	}
 }
 
-// sweep re-reads every memory of the model.
+// sweep re-reads every memory of the model, then checks that the
+// collection holds no more than the model: MEM.INFO's count. The count
+// also catches a collection dropped after the last command, when the
+// model may be empty.
 func (h *honest) sweep(ctx context.Context) {
 	for _, id := range h.ids {
 		h.check(ctx, id)
 	}
+	res, err := h.rdb.Do(ctx, "MEM.INFO", honestColl).Slice()
+	if err != nil {
+		h.failed(ctx, "MEM.INFO", err, nil)
+		return
+	}
+	for i := 0; i+1 < len(res); i += 2 {
+		if key, _ := res[i].(string); key == "count" {
+			if n, _ := res[i+1].(int64); n != int64(len(h.ids)) {
+				h.noteWrong("MEM.INFO: count %d, want %d", n, len(h.ids))
+			}
+			return
+		}
+	}
+	h.noteWrong("MEM.INFO: no count field in %v", res)
 }
 
 func parseFloat(v any) (float64, error) {
