@@ -29,7 +29,8 @@
 // the attacker gave up, ...) is counted per kind.
 //
 // The honest client (go-redis, one connection, no retries) owns the
-// collection "honest" (DIM 8, L2, INDEX FLAT, the ALPHA of --alpha). It
+// collection "honest" (DIM 8, L2, INDEX FLAT, the ALPHA of --alpha); a
+// collection of that name on the target server is dropped first. It
 // adds memories with random vectors and binary payloads, rewards, gets and
 // retrieves them, and checks every answer against its own model: the ids the
 // collection assigns, the Q values after each reward (Q + α(r − Q)), visit

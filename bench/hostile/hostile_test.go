@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,5 +131,17 @@ func TestCheckLoopback(t *testing.T) {
 		if err := checkLoopback(addr); (err == nil) != ok {
 			t.Errorf("checkLoopback(%q) = %v, want ok %v", addr, err, ok)
 		}
+	}
+}
+
+// TestMainRefusesBadArguments: no traffic leaves loopback, and a typo in
+// --kinds is an error, not a silently smaller run.
+func TestMainRefusesBadArguments(t *testing.T) {
+	var out bytes.Buffer
+	if err := Main([]string{"--addr", "192.0.2.1:6390", "--duration", "1ms", "--quiet", "1ms"}, &out); !errors.Is(err, ErrNotLoopback) {
+		t.Errorf("non-loopback --addr: %v, want ErrNotLoopback", err)
+	}
+	if err := Main([]string{"--kinds", "malformed,nosuch"}, &out); err == nil || !strings.Contains(err.Error(), "nosuch") {
+		t.Errorf("unknown attack: %v", err)
 	}
 }
