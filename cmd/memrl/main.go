@@ -26,6 +26,7 @@ usage:
   memrl bench ann [flags]          recall against latency of the phase-1 index
   memrl bench rewards [flags]      acknowledged rewards per second over the protocol
   memrl bench durability [flags]   fsync latency, in-process rewards, recovery, checkpoint stalls
+  memrl bench hostile [flags]      an honest client's answers and latency while hostile clients attack
   memrl info                       build and CPU facts (SIMD kernels in use)
   memrl version                    version, Go version and SIMD level
   memrl help [command]             this text, or a command's flags
