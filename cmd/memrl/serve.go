@@ -33,6 +33,20 @@ func serve(args []string) error {
 	if o.passwordOnCommandLine {
 		logger.Warn("--requirepass puts the password where ps shows it; prefer $" + passwordEnv + " or --requirepass-file")
 	}
+	if nofile, err := openFileLimit(); err == nil {
+		maxOpen := o.maxOpenFiles
+		if maxOpen <= 0 {
+			maxOpen = engine.DefaultMaxOpenFiles
+		}
+		fit, warn, err := fitMaxClients(o.cfg.MaxClients, maxOpen, nofile)
+		if err != nil {
+			return err
+		}
+		if warn != "" {
+			logger.Warn(warn)
+		}
+		o.cfg.MaxClients = fit
+	}
 	start := time.Now()
 	db, err := engine.Open(o.dir, engine.Options{Sync: o.sync, SyncInterval: o.syncEvery, CheckpointInterval: o.ckptEvery,
 		MaxOpenFiles: o.maxOpenFiles, MaxCollections: o.maxCollections, Logf: engineLogf(logger)})
