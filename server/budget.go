@@ -92,3 +92,7 @@ func (b *Budget) Refused() int64 { return b.refused.Load() }
 
 // Limit returns the budget's limit; <= 0 means unlimited.
 func (b *Budget) Limit() int64 { return b.limit }
+
+// ClientMemory returns the server's client-memory budget, for monitoring
+// and for a process-wide heap limit (see memrl serve's heap governor).
+func (s *Server) ClientMemory() *Budget { return &s.budget }

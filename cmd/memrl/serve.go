@@ -68,6 +68,9 @@ func serve(args []string) error {
 	srv.AddInfoSection("simd", func() [][2]string {
 		return [][2]string{{"simd_level", simd.Level()}, {"simd_supported", strings.Join(simd.Levels(), ",")}}
 	})
+	govCtx, stopGov := context.WithCancel(context.Background())
+	defer stopGov()
+	go governHeap(govCtx, srv.ClientMemory(), srv.ClientMemory().Limit(), logger) // heaplimit.go
 	stopObs, err := o.obs.start(srv, logger)
 	if err != nil {
 		db.Close()
