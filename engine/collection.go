@@ -124,7 +124,8 @@ func (c *Collection) checkVector(v []float32) ([]float32, error) {
 	var norm float64
 	for _, x := range v {
 		f := float64(x)
-		if math.IsNaN(f) || math.IsInf(f, 0) {
+		// !(|f| <= MaxComponent) also refuses NaN and ±Inf.
+		if !(math.Abs(f) <= MaxComponent) {
 			return nil, ErrBadVector
 		}
 		norm += f * f

@@ -142,6 +142,14 @@ func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 // a reward naming several memories never fails part-way.
 const MaxValue = 1e15
 
+// MaxComponent bounds the magnitude of a vector component. float32 reaches
+// 3.4e38, but a squared L2 distance or a dot product of vectors with
+// components that large overflows to infinity, and phase 2 would then
+// score the memories NaN. With |x| <= 1e15, a distance is at most
+// MaxDim·(2·MaxComponent)² ≈ 2.6e35, finite in float32 (COSINE vectors are
+// normalised anyway). Embeddings are many orders of magnitude smaller.
+const MaxComponent = 1e15
+
 // boundedValue enforces ErrBadNumber for learning values.
 func boundedValue(f float64, what string) error {
 	if !finite(f) || math.Abs(f) > MaxValue {

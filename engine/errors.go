@@ -13,9 +13,10 @@ var (
 	ErrBadName = errors.New("invalid collection name: use 1-128 characters of A-Z a-z 0-9 _ . : -")
 	// ErrDimension: every vector of a collection has the collection's dimension.
 	ErrDimension = errors.New("vector dimension does not match the collection")
-	// ErrBadVector: vector components are finite (no NaN or Inf), and a
-	// COSINE collection's vectors are not all zero.
-	ErrBadVector = errors.New("vector has a NaN or infinite component, or is zero in a COSINE collection")
+	// ErrBadVector: vector components are finite (no NaN or Inf) and of
+	// magnitude at most MaxComponent, and a COSINE collection's vectors
+	// are not all zero.
+	ErrBadVector = errors.New("vector has a NaN, infinite or over-1e15 component, or is zero in a COSINE collection")
 	// ErrBadNumber: rewards, Q values and learning parameters are finite.
 	ErrBadNumber = errors.New("value must be a finite number")
 	// ErrBadParam: a parameter is out of its documented range.
