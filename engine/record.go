@@ -134,10 +134,14 @@ type decoder struct {
 	err bool
 }
 
+// take returns the next n bytes. On a short read it sets d.err and
+// returns 8 zero bytes (or fewer), enough for the fixed-size readers
+// below: never a buffer of the length asked for, which may be a
+// length field read from damaged input (up to 4 GiB).
 func (d *decoder) take(n int) []byte {
 	if d.err || n < 0 || len(d.b) < n {
 		d.err = true
-		return make([]byte, max(n, 0))
+		return make([]byte, min(max(n, 0), 8))
 	}
 	p := d.b[:n]
 	d.b = d.b[n:]
