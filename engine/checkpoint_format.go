@@ -259,6 +259,11 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 		c.uid = d.u64()
 		c.name = string(d.take(int(d.u16())))
 		c.cfg = decodeConfig(&d)
+		// Only valid configs are ever written; an invalid one (a zero
+		// dimension would divide by a zero row size) is damage.
+		if err := c.cfg.Validate(); !d.err && err != nil {
+			return cp, fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, c.name, err)
+		}
 		if version == 1 {
 			c.nrows = d.u32()
 			c.paySize = d.u64()

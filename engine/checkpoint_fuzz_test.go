@@ -53,7 +53,7 @@ func TestFuzzSeedsCheckpoint(t *testing.T) {
 //   - memory allocated stays within a constant plus a small multiple of
 //     the input length, whatever the counts in the file declare;
 //   - an accepted checkpoint is consistent: kind and sequence number
-//     agree, and every memory lies within its collection's recorded
+//     agree, every collection config is valid, and every memory lies within its collection's recorded
 //     vector and payload file sizes (without overflow), which is what
 //     loading trusts;
 //   - an accepted checkpoint re-encoded as version 3 decodes to a
@@ -79,6 +79,9 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 			t.Fatalf("accepted kind %d with sequence number %d", cp.kind, cp.seq)
 		}
 		for _, c := range cp.colls {
+			if err := c.cfg.Validate(); err != nil {
+				t.Fatalf("accepted collection %q with an invalid config: %v", c.name, err)
+			}
 			if cp.kind == ckptFull && len(c.tombs) > 0 {
 				t.Fatalf("full checkpoint with %d tombstones", len(c.tombs))
 			}

@@ -167,7 +167,15 @@ func decodeCreate(b []byte) (createRec, error) {
 	r.uid = d.u64()
 	r.name = string(d.take(int(d.u16())))
 	r.cfg = decodeConfig(&d)
-	return r, d.done("create")
+	if err := d.done("create"); err != nil {
+		return r, err
+	}
+	// Create logs only validated configs; replaying an invalid one (a
+	// zero dimension divides by a zero row size) would be unsafe.
+	if err := r.cfg.Validate(); err != nil {
+		return r, fmt.Errorf("%w: create record: %v", errBadRecord, err)
+	}
+	return r, nil
 }
 
 func decodeDrop(b []byte) (uint64, error) {
