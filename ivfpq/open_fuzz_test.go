@@ -188,3 +188,34 @@ func FuzzOpenIndex(f *testing.F) {
 		}
 	})
 }
+
+// TestVerifyRefusesRowsPastRows is the regression test of a FuzzOpenIndex
+// finding: a list whose checksum matches (as a buggy writer's would) but
+// holds a row id at or past the index's row count was accepted by Open
+// and Verify, and searches returned that row, which the engine uses to
+// index its row table and vector file. Such a list is now corrupt.
+func TestVerifyRefusesRowsPastRows(t *testing.T) {
+	b := append([]byte(nil), indexFileSeeds(t)["l2-4bit"][0].([]byte)...)
+	h, err := decodeHeader(b, uint64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := getDirEntry(b[h.dirOff:])
+	if e.n == 0 {
+		t.Fatal("list 0 is empty")
+	}
+	binary.LittleEndian.PutUint32(b[h.dataOff+e.off:], h.rows) // first row id of list 0
+	fixSums(b)
+	ix, err := indexFromMapping(alignedCopy(b), uint64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Verify(); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Verify: %v, want ErrCorrupt", err)
+	}
+	ix, _ = indexFromMapping(alignedCopy(b), uint64(len(b)))
+	res, err := ix.Search(make([]float32, 4), 100, SearchParams{NProbe: h.p.NList}, nil, nil)
+	if !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Search: %v, %v; want ErrCorrupt", res, err)
+	}
+}
