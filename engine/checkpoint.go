@@ -61,7 +61,8 @@ var snapshotChunk uint32 = 1024 // a variable so that crash tests can make chunk
 //     a delta skips was not changed since an earlier file of the chain
 //     copied it.
 //  4. fsync the log (the part before L must be durable before the
-//     checkpoint that replaces it), and the vector and payload files up to
+//     checkpoint that replaces it), and the vector (with their checksum
+//     file, vectors.sum) and payload files up to
 //     the sizes copied: the checkpoint must not point at bytes a crash
 //     could take away. The files are written back in paced pieces first
 //     (wal.SyncPaced), so the log's own fsyncs never queue behind them.
@@ -176,10 +177,10 @@ func (db *DB) checkpoint(forceFull bool) (err error) {
 	// ckptMu, so these files stay open.
 	for i, c := range colls {
 		if err := c.vecs.syncTo(sizes[i].nrows); err != nil {
-			return db.stopCheckpointsLocked(fmt.Errorf("sync vectors of %q: %w", c.name, err))
+			return db.syncFailedLocked(fmt.Errorf("sync vectors of %q: %w", c.name, err))
 		}
 		if err := c.pays.syncTo(sizes[i].paySize); err != nil {
-			return db.stopCheckpointsLocked(fmt.Errorf("sync payloads of %q: %w", c.name, err))
+			return db.syncFailedLocked(fmt.Errorf("sync payloads of %q: %w", c.name, err))
 		}
 	}
 	committed = true
@@ -207,6 +208,18 @@ func (db *DB) checkpoint(forceFull bool) (err error) {
 		keep[i] = c.uid
 	}
 	return db.removeOrphansLocked(keep)
+}
+
+// syncFailedLocked handles a failed sync of a collection file: a file that
+// could not be opened for want of descriptors (ErrTooManyOpenFiles) was
+// never fsynced, so nothing is lost and the checkpoint merely fails; any
+// other failure stops checkpoints (stopCheckpointsLocked).
+// REQUIRES: db.ckptMu held.
+func (db *DB) syncFailedLocked(err error) error {
+	if errors.Is(err, ErrTooManyOpenFiles) {
+		return err
+	}
+	return db.stopCheckpointsLocked(err)
 }
 
 // stopCheckpointsLocked records a failed sync as the sticky checkpoint

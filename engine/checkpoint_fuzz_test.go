@@ -64,9 +64,9 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 		if fixSum && len(data) >= 8 {
 			data = resum(data)
 		}
-		before := totalAlloc()
+		before := allocatedBytes()
 		cp, err := decodeCheckpoint(data)
-		if used := totalAlloc() - before; used > 256<<10+8*uint64(len(data)) {
+		if used := allocatedBytes() - before; used > 256<<10+8*uint64(len(data)) {
 			t.Fatalf("decoding a %d-byte file allocated %d bytes", len(data), used)
 		}
 		if err != nil {
@@ -104,7 +104,10 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 	})
 }
 
-func totalAlloc() uint64 {
+// allocatedBytes returns the bytes allocated so far by the process
+// (runtime.MemStats.TotalAlloc); the difference of two readings bounds
+// what the code between them allocated.
+func allocatedBytes() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.TotalAlloc

@@ -43,10 +43,19 @@ type Collection struct {
 	// deleted holds the ids deleted (and not added again) since the last
 	// checkpoint took them: the tombstones of the next delta checkpoint.
 	deleted map[uint64]struct{}
-	nextID  uint64 // the id an ADD without ID gets: above every id ever used
-	vecs    *vectorStore
-	pays    *payloadStore
-	index   phase1 // exactScan, or ivfPhase1 once an index is built
+	// nextID is one above every id ever used: the id an ADD without ID
+	// gets while it is at most MaxID. It is a uint64, so an add of MaxID
+	// makes it MaxID+1 without wrapping; it is rebuilt identically by
+	// replay (applyAddLocked) and stored in checkpoints.
+	nextID uint64
+	// aboveLive caches one above the highest live id (1 when none is
+	// live), the id an ADD without ID falls back to once nextID has passed
+	// MaxID; 0 when not known. Derived from mems, never stored.
+	// INVARIANT: aboveLive == 0 or aboveLive == 1 + max(live ids) (1 if none).
+	aboveLive uint64
+	vecs      *vectorStore
+	pays      *payloadStore
+	index     phase1 // exactScan, or ivfPhase1 once an index is built
 
 	// Index state (index.go).
 	ivf           *ivfpq.Index   // the index in use, or nil
@@ -74,17 +83,18 @@ func collectionDir(root string, uid uint64) string {
 }
 
 // openCollection opens (creating) the files of a collection holding nrows
-// vector rows and paySize payload bytes.
-func openCollection(db *DB, name string, uid uint64, cfg Config, nrows uint32, paySize uint64) (*Collection, error) {
+// vector rows and paySize payload bytes. create says the collection is new
+// (Create), not one recovery found (see openVectorStore).
+func openCollection(db *DB, name string, uid uint64, cfg Config, nrows uint32, paySize uint64, create bool) (*Collection, error) {
 	dir := collectionDir(db.dir, uid)
 	if err := db.fs.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return nil, fdError(err)
 	}
-	vecs, err := openVectorStore(db.fs, filepath.Join(dir, "vectors.f32"), cfg.Dim, nrows)
+	vecs, err := openVectorStore(db.files, dir, cfg.Dim, nrows, create)
 	if err != nil {
 		return nil, err
 	}
-	pays, err := openPayloadStore(db.fs, filepath.Join(dir, "payloads.dat"), paySize)
+	pays, err := openPayloadStore(db.files, filepath.Join(dir, "payloads.dat"), paySize, vecs.hdr.legacyPayloadEnd)
 	if err != nil {
 		vecs.close()
 		return nil, err
@@ -95,7 +105,7 @@ func openCollection(db *DB, name string, uid uint64, cfg Config, nrows uint32, p
 		if err := db.fs.SyncDir(d); err != nil {
 			vecs.close()
 			pays.close()
-			return nil, err
+			return nil, fdError(err)
 		}
 	}
 	c := &Collection{
@@ -116,17 +126,22 @@ func (c *Collection) closeFiles() error {
 }
 
 // checkVector validates v for this collection and returns the vector to
-// store: a copy, normalised for COSINE.
+// store: a copy, normalised for COSINE. Adds and queries both pass through
+// it, so every vector a similarity is computed from obeys MaxComponent.
 func (c *Collection) checkVector(v []float32) ([]float32, error) {
 	if len(v) != c.cfg.Dim {
 		return nil, fmt.Errorf("%w: got %d, collection %q has %d", ErrDimension, len(v), c.name, c.cfg.Dim)
 	}
+	bounded := c.cfg.Metric != Cosine
 	var norm float64
-	for _, x := range v {
+	for i, x := range v {
 		f := float64(x)
-		// !(|f| <= MaxComponent) also refuses NaN and ±Inf.
-		if !(math.Abs(f) <= MaxComponent) {
-			return nil, ErrBadVector
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("%w: component %d is %v; components must be finite (no NaN or Inf)", ErrBadVector, i, f)
+		}
+		if bounded && math.Abs(f) > MaxComponent {
+			return nil, fmt.Errorf("%w: component %d is %g; in an %v collection components must have magnitude at most %g",
+				ErrBadVector, i, f, c.cfg.Metric, float64(MaxComponent))
 		}
 		norm += f * f
 	}
@@ -134,7 +149,7 @@ func (c *Collection) checkVector(v []float32) ([]float32, error) {
 	copy(out, v)
 	if c.cfg.Metric == Cosine {
 		if norm == 0 || math.IsInf(norm, 0) {
-			return nil, ErrBadVector
+			return nil, fmt.Errorf("%w: a COSINE collection's vectors must not be all zero", ErrBadVector)
 		}
 		inv := 1 / math.Sqrt(norm)
 		for i := range out {
@@ -166,7 +181,7 @@ func (c *Collection) rlockLive() error {
 
 // MaxID is the largest memory id: ids are replied as RESP integers, which
 // are signed 64-bit, so ids stay below 2^63. It also keeps nextID (one
-// above every id used) from wrapping.
+// above every id used, at most MaxID+1) from wrapping.
 const MaxID = math.MaxInt64
 
 // AddRequest is one memory to add.
@@ -213,17 +228,16 @@ func (c *Collection) AddDeferred(req AddRequest) (uint64, Ticket, error) {
 	if err := c.lockLive(); err != nil {
 		return 0, 0, err
 	}
-	id := c.nextID
-	if !req.HasID && id > MaxID {
-		c.mu.Unlock()
-		return 0, 0, fmt.Errorf("%w: no memory ids left above %d", ErrBadParam, id-1)
-	}
+	var id uint64
 	if req.HasID {
 		id = req.ID
 		if _, ok := c.mems[id]; ok {
 			c.mu.Unlock()
 			return 0, 0, fmt.Errorf("%w: %d", ErrIDExists, id)
 		}
+	} else if id = c.autoIDLocked(); id == 0 {
+		c.mu.Unlock()
+		return 0, 0, fmt.Errorf("%w: no memory ids left above the highest id %d; give an explicit ID", ErrBadParam, uint64(MaxID))
 	}
 	if uint64(c.vecs.nrows) >= math.MaxUint32 {
 		c.mu.Unlock()
@@ -253,11 +267,63 @@ func (c *Collection) AddDeferred(req AddRequest) (uint64, Ticket, error) {
 	return id, Ticket(lsn), nil
 }
 
+// autoIDLocked returns the id an add without ID gets, or 0 if none is left:
+// nextID (one above every id ever used) while it is at most MaxID, then one
+// above the highest live id, so that deleting the memories at the top of the
+// id space frees their ids again. It caches what it scans in aboveLive.
+// REQUIRES: c.mu held for writing.
+func (c *Collection) autoIDLocked() uint64 {
+	if c.nextID <= MaxID {
+		return c.nextID
+	}
+	if c.aboveLive == 0 {
+		c.aboveLive = c.scanAboveLiveLocked()
+	}
+	if c.aboveLive > MaxID {
+		return 0
+	}
+	return c.aboveLive
+}
+
+// peekAutoIDLocked is autoIDLocked for readers: it does not fill the cache.
+// REQUIRES: c.mu held at least for reading.
+func (c *Collection) peekAutoIDLocked() uint64 {
+	if c.nextID <= MaxID {
+		return c.nextID
+	}
+	above := c.aboveLive
+	if above == 0 {
+		above = c.scanAboveLiveLocked()
+	}
+	if above > MaxID {
+		return 0
+	}
+	return above
+}
+
+// scanAboveLiveLocked returns one above the highest live id, or 1 if none
+// is live. It visits every memory; it runs only once nextID has passed
+// MaxID, and then once per deletion of the highest id.
+// REQUIRES: c.mu held at least for reading.
+func (c *Collection) scanAboveLiveLocked() uint64 {
+	var top uint64
+	found := false
+	for id := range c.mems {
+		if !found || id > top {
+			top, found = id, true
+		}
+	}
+	if !found {
+		return 1
+	}
+	return top + 1 // top <= MaxID, so this does not wrap
+}
+
 func (c *Collection) writeFilesLocked(r addRec) error {
 	if err := c.vecs.put(r.row, r.vec); err != nil {
 		return err
 	}
-	return c.pays.put(r.payOff, r.payload)
+	return c.pays.put(r.id, r.payOff, r.payload)
 }
 
 // unwriteFilesLocked forgets the rows writeFilesLocked wrote for an add
@@ -290,7 +356,10 @@ func (c *Collection) applyAddLocked(r addRec) {
 	c.rowIDs[r.row] = r.id
 	c.dead.Remove(r.row)
 	if r.id >= c.nextID {
-		c.nextID = r.id + 1
+		c.nextID = r.id + 1 // r.id <= MaxID: no wrap
+	}
+	if c.aboveLive != 0 && r.id >= c.aboveLive {
+		c.aboveLive = r.id + 1
 	}
 	c.q.Put(r.id, qtable.Entry{Q: r.q, Updated: r.created})
 }
@@ -342,6 +411,9 @@ func (c *Collection) applyDeleteLocked(r deleteRec) {
 			delete(c.mems, id)
 			c.q.Delete(id)
 			c.deleted[id] = struct{}{}
+			if id+1 == c.aboveLive {
+				c.aboveLive = 0 // the highest live id is gone: rescan when needed
+			}
 		}
 	}
 }
@@ -394,9 +466,12 @@ func (c *Collection) Get(id uint64) (MemoryInfo, error) {
 		return MemoryInfo{}, fmt.Errorf("%w: %d", ErrNoMemory, id)
 	}
 	e, _ := c.q.Get(id)
-	p, err := c.pays.get(m.payOff, m.payLen)
+	p, err := c.pays.get(id, m.payOff, m.payLen)
 	if err != nil {
-		return MemoryInfo{}, err
+		return MemoryInfo{}, c.reportLocked(err)
+	}
+	if err := c.vecs.checkRow(m.row); err != nil {
+		return MemoryInfo{}, c.reportLocked(fmt.Errorf("memory %d: %w", id, err))
 	}
 	return MemoryInfo{
 		ID: id, Q: e.Q, Visits: e.Visits, LastReward: e.LastReward, MeanReward: e.MeanReward(),
@@ -411,7 +486,7 @@ type Info struct {
 	Config
 	Count     int    // live memories
 	Rows      uint32 // rows of the vector file, live or dead
-	NextID    uint64
+	NextID    uint64 // the id an add without ID would get; 0 when none is left
 	Index     string // "flat" (exact scan) or the IVF-PQ index in use
 	PayloadMB float64
 }
@@ -429,7 +504,7 @@ func (c *Collection) Info() (Info, error) {
 		index = "flat (building ivfpq)"
 	}
 	return Info{
-		Name: c.name, Config: c.cfg, Count: len(c.mems), Rows: c.vecs.nrows, NextID: c.nextID,
+		Name: c.name, Config: c.cfg, Count: len(c.mems), Rows: c.vecs.nrows, NextID: c.peekAutoIDLocked(),
 		Index: index, PayloadMB: float64(c.pays.size) / (1 << 20),
 	}, nil
 }

@@ -57,6 +57,17 @@ const (
 // WAL record) at 256 KiB.
 const MaxDim = 65536
 
+// MaxComponent bounds the magnitude of each vector component in L2 and IP
+// collections (vectors and queries), so that no similarity can overflow
+// float32: with |x_i|, |y_i| <= 1e15 and DIM <= MaxDim = 2^16, a squared
+// distance is at most 4·2^16·1e30 ≈ 2.6e35 and a dot product at most
+// 6.6e34, some thousand times below float32's largest value (3.4e38), which
+// leaves room for the index's intermediate terms (distances to centroids,
+// residuals, ‖r̂‖² + 2⟨c, r̂⟩; see package ivfpq). A component of 3e38 once
+// made every L2 score NaN. COSINE vectors are normalised in float64 before
+// they are stored, so any finite component is safe there.
+const MaxComponent = 1e15
+
 // MaxPayload bounds a memory's payload. Payloads are opaque bytes: a plan, a
 // trajectory, a reflection.
 const MaxPayload = 16 << 20
@@ -77,6 +88,10 @@ type Config struct {
 //
 //	dim u32 | metric u8 | alpha f64 | gamma f64 | qinit f64 |
 //	index kind u8 | nlist u32 | pqm u32 | pqbits u8 | train u32
+//
+// REQUIRES: c.Validate() == nil, whose bounds (MaxDim, NLIST 65536, PQM 256,
+// PQBITS 8, MaxTrainThreshold) keep every field inside its width: a value
+// too wide would be stored truncated, and come back different.
 func encodeConfig(b []byte, c Config) []byte {
 	b = le.AppendUint32(b, uint32(c.Dim))
 	b = append(b, byte(c.Metric))
@@ -141,14 +156,6 @@ func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 // r + γ·nextQ, so |Q| never exceeds 2·MaxValue: no update can overflow, and
 // a reward naming several memories never fails part-way.
 const MaxValue = 1e15
-
-// MaxComponent bounds the magnitude of a vector component. float32 reaches
-// 3.4e38, but a squared L2 distance or a dot product of vectors with
-// components that large overflows to infinity, and phase 2 would then
-// score the memories NaN. With |x| <= 1e15, a distance is at most
-// MaxDim·(2·MaxComponent)² ≈ 2.6e35, finite in float32 (COSINE vectors are
-// normalised anyway). Embeddings are many orders of magnitude smaller.
-const MaxComponent = 1e15
 
 // boundedValue enforces ErrBadNumber for learning values.
 func boundedValue(f float64, what string) error {

@@ -36,7 +36,24 @@ type Options struct {
 	// Logf receives recovery reports and background errors; nil means the
 	// standard logger.
 	Logf func(format string, args ...any)
+	// MaxOpenFiles caps the collection files (vectors, their checksums,
+	// payloads) held open at once; the least recently used are closed to
+	// open others, so any number of collections needs a bounded number of
+	// descriptors. 0 means DefaultMaxOpenFiles; the log's own files, and
+	// the IVF-PQ index files (one per indexed collection), are not counted.
+	MaxOpenFiles int
+	// MaxCollections caps how many collections Create makes
+	// (ErrTooManyCollections); 0 means DefaultMaxCollections, < 0 no cap.
+	// Recovery opens every collection the log and checkpoint hold, even
+	// past the cap.
+	MaxCollections int
 }
+
+// DefaultMaxCollections is the default of Options.MaxCollections. Each
+// collection costs memory and a mapping of its vector file (the kernel
+// allows about 65,000 mappings per process by default), so a client must
+// not be able to create them without bound.
+const DefaultMaxCollections = 4096
 
 // DB is a memrl database: a folder of named collections and the write-ahead
 // log that makes their changes durable. Its methods are safe for concurrent
@@ -48,6 +65,8 @@ type DB struct {
 	opts Options
 	log  *wal.Log
 	lock *dirLock
+	// files keeps the collections' files open, a bounded number at a time.
+	files *fileCache
 
 	// ckptMu serialises checkpoints with each other and with Drop, which
 	// closes a collection's files. It guards chain, ckptErr, and the synced sizes
@@ -107,6 +126,12 @@ func Open(dir string, opts Options) (*DB, error) {
 	if opts.CheckpointBytes == 0 {
 		opts.CheckpointBytes = 256 << 20
 	}
+	if opts.MaxOpenFiles <= 0 {
+		opts.MaxOpenFiles = DefaultMaxOpenFiles
+	}
+	if opts.MaxCollections == 0 {
+		opts.MaxCollections = DefaultMaxCollections
+	}
 	fs := opts.FS
 	if err := fs.MkdirAll(filepath.Join(dir, "collections"), 0o755); err != nil {
 		return nil, err
@@ -116,7 +141,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{
-		dir: dir, fs: fs, opts: opts, lock: lock, nextUID: 1,
+		dir: dir, fs: fs, opts: opts, lock: lock, nextUID: 1, files: newFileCache(fs, opts.MaxOpenFiles),
 		colls: make(map[string]*Collection), byUID: make(map[uint64]*Collection),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -156,15 +181,19 @@ func (db *DB) Create(name string, cfg Config) error {
 		db.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrCollectionExists, name)
 	}
+	if max := db.opts.MaxCollections; max > 0 && len(db.colls) >= max {
+		db.mu.Unlock()
+		return fmt.Errorf("%w: the database holds %d", ErrTooManyCollections, len(db.colls))
+	}
 	r := createRec{uid: db.nextUID, name: name, cfg: cfg}
 	// A uid is fresh, but a crash may have lost the create record of an
 	// earlier collection that had the same uid; its files must not be
 	// mistaken for this one's (its saved index above all).
 	if err := db.fs.RemoveAll(collectionDir(db.dir, r.uid)); err != nil {
 		db.mu.Unlock()
-		return err
+		return fdError(err)
 	}
-	c, err := openCollection(db, name, r.uid, cfg, 0, 0)
+	c, err := openCollection(db, name, r.uid, cfg, 0, 0, !createLegacy)
 	if err != nil {
 		db.mu.Unlock()
 		return err
@@ -179,6 +208,10 @@ func (db *DB) Create(name string, cfg Config) error {
 	db.mu.Unlock()
 	return db.log.WaitDurable(lsn)
 }
+
+// createLegacy, set by tests only, makes Create make a collection in the
+// format from before checksums, as an older memrl did.
+var createLegacy bool
 
 // REQUIRES: db.mu held for writing.
 func (db *DB) addCollectionLocked(c *Collection) {

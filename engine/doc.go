@@ -26,12 +26,55 @@
 //	dir/CHECKPOINT.<n>              delta checkpoints of its chain (checkpoint_chain.go)
 //	dir/wal/                        the write-ahead log (package wal)
 //	dir/collections/<uid>/vectors.f32   row-major float32 vectors, read through mmap
-//	dir/collections/<uid>/payloads.dat  payload bytes, appended
+//	dir/collections/<uid>/vectors.sum   format header and a checksum per vector row (sums_format.go)
+//	dir/collections/<uid>/payloads.dat  payload records: bytes, then their checksum (payloads.go)
 //	dir/collections/<uid>/ivfpq/        the IVF-PQ index once trained (index.go)
 //
 // A collection's folder is named by its uid (a counter never reused), so a
 // collection dropped and created again under the same name never meets its
 // predecessor's files.
+//
+// # Checksums
+//
+// Every vector row has a checksum (xxhash64, mixed with the row number),
+// kept in memory and in vectors.sum; every payload is followed by one
+// (xxhash64 of the memory's id, the payload's offset and its bytes).
+// What is verified when:
+//
+//   - Open, after replay: everything (Collection.Verify): every row against
+//     its checksum, vectors.sum against the copy in memory, every live
+//     payload, and the IVF-PQ index's header and directory (ivfpq.Open).
+//     Damage is logged, and damaged rows are left out of searches (as
+//     tombstones are); Get keeps reporting them. A damaged vectors.sum
+//     header stops Open (ErrCorrupt): without it the payloads cannot be
+//     read. (Removing the file makes Open treat the collection as one
+//     from before checksums, below.)
+//   - Get: the memory's row and payload.
+//   - Retrieve: the rows of the K1 phase-1 candidates, once phase 1 is
+//     done, and the payloads returned. Phase 1 itself (the exact scan and
+//     the index's exact re-ranking) reads rows from the mapping unchecked:
+//     a checksum per row scanned would make the scan 3-4 times slower. So
+//     a damaged row is never returned nor ranked (a damaged candidate is
+//     left out and logged, and the retrieval goes on), but one damaged
+//     into looking dissimilar drops out of results unnoticed until Verify.
+//   - Verify (MEM.VERIFY): everything, as at Open, plus the index's lists.
+//
+// A read that meets damage fails with an error wrapping ErrCorrupt that
+// names the memory, and is logged; damaged data is never returned.
+// Collections written before checksums existed have no vectors.sum: Open
+// sums their rows as found, writes the file, and records there where the
+// old payloads end; those payloads (only) stay unchecked. A torn tail
+// past a checkpoint's sizes, in any of the three files, is rewritten by
+// replay with fresh checksums, as before.
+//
+// Collections hold no descriptors of their own. Their files are opened when
+// an operation needs them (a write, a payload read, a checkpoint's sync)
+// through a cache that keeps at most Options.MaxOpenFiles of them open,
+// closing the least recently used (filecache.go); vectors are read through
+// a mapping, which needs no descriptor once made. A command that cannot
+// open a file for want of descriptors fails with ErrTooManyOpenFiles and
+// changes nothing; the log is untouched. Create refuses more than
+// Options.MaxCollections collections (ErrTooManyCollections).
 //
 // # Durability
 //

@@ -13,10 +13,11 @@ var (
 	ErrBadName = errors.New("invalid collection name: use 1-128 characters of A-Z a-z 0-9 _ . : -")
 	// ErrDimension: every vector of a collection has the collection's dimension.
 	ErrDimension = errors.New("vector dimension does not match the collection")
-	// ErrBadVector: vector components are finite (no NaN or Inf) and of
-	// magnitude at most MaxComponent, and a COSINE collection's vectors
-	// are not all zero.
-	ErrBadVector = errors.New("vector has a NaN, infinite or over-1e15 component, or is zero in a COSINE collection")
+	// ErrBadVector: vector components are finite (no NaN or Inf), of
+	// magnitude at most MaxComponent in L2 and IP collections (so that no
+	// similarity overflows), and a COSINE collection's vectors are not all
+	// zero.
+	ErrBadVector = errors.New("invalid vector")
 	// ErrBadNumber: rewards, Q values and learning parameters are finite.
 	ErrBadNumber = errors.New("value must be a finite number")
 	// ErrBadParam: a parameter is out of its documented range.
@@ -32,6 +33,20 @@ var (
 	// succeeds proves nothing). Writes go on, kept by the log; restart
 	// the process to recover and checkpoint again.
 	ErrCheckpointsStopped = errors.New("checkpoints stopped after a failed sync; restart to recover")
+	// ErrTooManyOpenFiles: a command that must open a collection file
+	// fails, changing nothing, when the process has no file descriptor
+	// left (EMFILE or ENFILE) even after closing the idle ones. It is not
+	// sticky: the log and every other collection go on, and the command
+	// works again once descriptors are free.
+	ErrTooManyOpenFiles = errors.New("out of file descriptors: too many open files; raise the limit (ulimit -n) or lower the open-files cap")
+	// ErrTooManyCollections: a database holds at most Options.MaxCollections
+	// collections.
+	ErrTooManyCollections = errors.New("too many collections")
+	// ErrCorrupt: data read from a collection's files matches its
+	// checksum, or it is not served. A vector row or payload that fails
+	// is reported (an error on the command that read it, the log, and
+	// MEM.VERIFY), never returned.
+	ErrCorrupt = errors.New("data file damaged: fails its checksum")
 	// ErrClosed: the database was closed.
 	ErrClosed = errors.New("database is closed")
 )

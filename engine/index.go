@@ -38,9 +38,16 @@ import (
 // well up to a few n, after which lists grow long and recall per probe falls.
 const retrainFactor = 4
 
-// buildChunk is the number of rows copied out of the mapping and encoded per
-// step of a build.
+// buildChunk is the most rows copied out of the mapping and encoded per
+// step of a build; buildChunkBytes bounds a step's copy in bytes, so that
+// large dimensions take fewer rows (see chunkRows).
 const buildChunk = 65536
+
+// The byte budgets of a build, variables so that tests can scale them down.
+var (
+	trainSampleBytes = TrainSampleBytes
+	buildChunkBytes  = 64 << 20
+)
 
 // ivfPhase1 is phase 1 through a trained index.
 type ivfPhase1 struct {
@@ -75,9 +82,22 @@ func (c *Collection) ivfMetric() ivfpq.Metric {
 	return ivfpq.IP // COSINE vectors are stored normalised
 }
 
+// trainRows is the most vectors of dimension dim a training sample holds:
+// trainSampleBytes of them.
+func trainRows(dim int) int { return max(trainSampleBytes/(4*dim), 1) }
+
+// chunkRows is the number of rows a build step copies and encodes: at most
+// buildChunk, and at most buildChunkBytes of vectors.
+func chunkRows(dim int) uint32 { return uint32(min(max(buildChunkBytes/(4*dim), 1), buildChunk)) }
+
 // ivfParams returns the index parameters for a collection of n memories.
+// The default NList is halved until the training sample (at most
+// trainRows) holds minPointsPerList vectors per list.
 func (c *Collection) ivfParams(n int) ivfpq.Params {
 	p := ivfpq.DefaultParams(n, c.cfg.Dim, c.ivfMetric())
+	for p.NList > 1 && minPointsPerList*p.NList > trainRows(c.cfg.Dim) {
+		p.NList /= 2
+	}
 	ic := c.cfg.Index
 	if ic.NList > 0 {
 		p.NList = ic.NList
@@ -182,6 +202,13 @@ var errDropped = errors.New("collection dropped")
 // buildIndex trains an index on a sample of the live vectors and adds rows
 // in chunks until it is nearly caught up. It holds the read lock only while
 // copying vectors out.
+//
+// Memory: the sample is at most 256·NList vectors and at most
+// trainSampleBytes; training allocates at most about as much again (see
+// ivfpq.Train); the chunks are copied out, one at a time, into one buffer of
+// at most buildChunkBytes. So a build needs about 2·trainSampleBytes +
+// buildChunkBytes besides the index it makes (and the codes of each chunk
+// before they join it), whatever the collection's size and dimension.
 func (c *Collection) buildIndex() (*ivfpq.Index, int, error) {
 	c.mu.RLock()
 	if c.dropped {
@@ -190,7 +217,8 @@ func (c *Collection) buildIndex() (*ivfpq.Index, int, error) {
 	}
 	n := len(c.mems)
 	p := c.ivfParams(n)
-	sample := c.sampleLocked(rand.New(rand.NewSource(int64(n))), 256*p.NList)
+	limit := min(256*p.NList, trainRows(c.cfg.Dim))
+	sample := c.sampleLocked(rand.New(rand.NewSource(int64(n))), limit)
 	c.mu.RUnlock()
 
 	workers := runtime.GOMAXPROCS(0)
@@ -199,6 +227,11 @@ func (c *Collection) buildIndex() (*ivfpq.Index, int, error) {
 		return nil, 0, err
 	}
 	dim := c.cfg.Dim
+	step := chunkRows(dim)
+	// The rows left for build to add under the write lock: few, and no
+	// more than one chunk's worth of encoding for large dimensions.
+	rest := min(1024, step)
+	var chunk []float32 // reused: AddBatch keeps nothing of it
 	for {
 		c.mu.RLock()
 		if c.dropped {
@@ -207,12 +240,12 @@ func (c *Collection) buildIndex() (*ivfpq.Index, int, error) {
 			return nil, 0, errDropped
 		}
 		from, nrows := ix.Rows(), c.vecs.nrows
-		if nrows-from <= 1024 {
+		if nrows-from <= rest {
 			c.mu.RUnlock()
 			return ix, n, nil
 		}
-		to := min(from+buildChunk, nrows)
-		chunk := append([]float32(nil), c.vecs.rows()[int(from)*dim:int(to)*dim]...)
+		to := min(from+step, nrows)
+		chunk = append(chunk[:0], c.vecs.rows()[int(from)*dim:int(to)*dim]...)
 		c.mu.RUnlock()
 		if err := ix.AddBatch(from, chunk, workers); err != nil {
 			ix.Close()
@@ -359,8 +392,9 @@ func (c *Collection) openIndexLocked() {
 // catchUpLocked adds rows [ix.Rows(), nrows) to ix.
 func (c *Collection) catchUpLocked(ix *ivfpq.Index) error {
 	dim := c.cfg.Dim
+	step := chunkRows(dim)
 	for from := ix.Rows(); from < c.vecs.nrows; from = ix.Rows() {
-		to := min(from+buildChunk, c.vecs.nrows)
+		to := min(from+step, c.vecs.nrows)
 		if err := ix.AddBatch(from, c.vecs.rows()[int(from)*dim:int(to)*dim], runtime.GOMAXPROCS(0)); err != nil {
 			return err
 		}

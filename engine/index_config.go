@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -41,6 +42,24 @@ func ParseIndexKind(s string) (IndexKind, error) {
 // points per centroid.
 const DefaultTrainThreshold = 10000
 
+// TrainSampleBytes bounds the training sample of an IVF-PQ build: the
+// build copies at most this many bytes of vectors (256·NLIST of them, fewer
+// for large dimensions: 1,024 at DIM 65536, 87,381 at DIM 768) and trains on
+// them. Training allocates at most about as much again (see ivfpq.Train),
+// and the build then encodes the collection in chunks of at most 64 MiB,
+// so a build needs about 2·TrainSampleBytes + 64 MiB besides the index it
+// makes, whatever the collection's size and dimension.
+const TrainSampleBytes = 256 << 20
+
+// minPointsPerList is the fewest training vectors per coarse list: below it
+// k-means has too few points to place a centroid (FAISS warns below 39).
+const minPointsPerList = 39
+
+// MaxTrainThreshold bounds TRAIN: the threshold is stored as a uint32 (see
+// encodeConfig), and a collection never holds more than 2^32-1 rows, so a
+// larger threshold could only be stored truncated.
+const MaxTrainThreshold = math.MaxUint32
+
 // IndexConfig configures the IVF-PQ index. Zero fields take defaults chosen
 // from the collection's size and dimension when the index is trained (see
 // ivfpq.DefaultParams): NList ≈ 4·√n, PQM the largest divisor of the
@@ -60,14 +79,20 @@ func (ic IndexConfig) validate(dim int) error {
 	if ic.NList < 0 || ic.NList > 65536 {
 		return fmt.Errorf("%w: NLIST must be 1..65536, got %d", ErrBadParam, ic.NList)
 	}
+	// Training samples at most TrainSampleBytes of vectors, and needs
+	// minPointsPerList of them a list.
+	if most := TrainSampleBytes / (4 * dim) / minPointsPerList; ic.NList > most {
+		return fmt.Errorf("%w: NLIST must be at most %d at DIM %d (a list needs %d training vectors, and the training sample is at most %d MiB), got %d",
+			ErrBadParam, most, dim, minPointsPerList, TrainSampleBytes>>20, ic.NList)
+	}
 	if ic.PQM < 0 || ic.PQM > 0 && (dim%ic.PQM != 0 || ic.PQM > 256) {
 		return fmt.Errorf("%w: PQM must divide DIM %d (and be at most 256), got %d", ErrBadParam, dim, ic.PQM)
 	}
 	if ic.PQBits != 0 && ic.PQBits != 4 && ic.PQBits != 8 {
 		return fmt.Errorf("%w: PQBITS must be 4 or 8, got %d", ErrBadParam, ic.PQBits)
 	}
-	if ic.TrainThreshold < 0 {
-		return fmt.Errorf("%w: TRAIN must be >= 0, got %d", ErrBadParam, ic.TrainThreshold)
+	if ic.TrainThreshold < 0 || ic.TrainThreshold > MaxTrainThreshold {
+		return fmt.Errorf("%w: TRAIN must be 0..%d, got %d", ErrBadParam, uint64(MaxTrainThreshold), ic.TrainThreshold)
 	}
 	return nil
 }

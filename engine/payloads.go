@@ -2,66 +2,123 @@ package engine
 
 import (
 	"fmt"
-
-	"github.com/memrl/memrl/wal"
+	"io"
 )
 
 // payloadStore is a collection's append-only payload file. A memory's
-// payload is the bytes [off, off+len) of the file; the memory table holds
-// off and len. Like the vector file it has no header and is derived data:
-// the log holds every payload and a checkpoint records the synced size.
+// payload is a record at offset off of the file: its len bytes, then
+// payloadSumSize bytes of checksum (payloadSum of the memory's id, off and
+// the bytes). The memory table holds off and len. Payloads below
+// legacyEnd are of the format before checksums, the bytes alone; the
+// collection's checksum file says where that format ends (sums_format.go).
+// Like the vector file it is derived data: the log holds every payload and
+// a checkpoint records the synced size.
+//
+// Every read is verified (get): a record that fails its checksum is an
+// ErrCorrupt error, never a payload.
 //
 // REQUIRES: put with the collection's lock held for writing; get is safe
 // concurrently with put (pread of bytes already written).
+//
+// Like the vector store it holds no descriptor of its own: each call takes
+// the file from the database's fileCache.
 type payloadStore struct {
-	f    wal.File
-	size uint64 // bytes in use; the next payload goes here
+	files *fileCache
+	path  string
+	size  uint64 // bytes in use; the next payload goes here
+	// legacyEnd: records below it have no checksum. Set at open (and by
+	// recovery's migration of a collection from before checksums, under
+	// Open), constant once the database is shared.
+	legacyEnd uint64
 
 	synced syncMark // how much of the file a checkpoint has synced
 }
 
-func openPayloadStore(fs wal.FS, path string, size uint64) (*payloadStore, error) {
-	f, err := fs.OpenReadWrite(path)
+func openPayloadStore(files *fileCache, path string, size, legacyEnd uint64) (*payloadStore, error) {
+	cf, err := files.acquire(path)
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
+	defer files.release(cf)
+	st, err := cf.f.Stat()
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	if uint64(st.Size()) < size {
-		f.Close()
 		return nil, fmt.Errorf("engine: payload file %s has %d bytes, the checkpoint needs %d", path, st.Size(), size)
 	}
-	return &payloadStore{f: f, size: size, synced: syncMark{int64(size)}}, nil
+	return &payloadStore{files: files, path: path, size: size, legacyEnd: legacyEnd, synced: syncMark{int64(size)}}, nil
 }
 
-// put writes p at off and extends size past it.
-func (s *payloadStore) put(off uint64, p []byte) error {
-	if len(p) == 0 {
+// checked reports whether the record at off carries a checksum.
+func (s *payloadStore) checked(off uint64) bool { return off >= s.legacyEnd }
+
+// put writes the record of memory id's payload p at off and extends size
+// past it.
+func (s *payloadStore) put(id, off uint64, p []byte) error {
+	rec := p
+	if s.checked(off) {
+		rec = make([]byte, len(p), len(p)+payloadSumSize)
+		copy(rec, p)
+		rec = le.AppendUint64(rec, payloadSum(id, off, p))
+	}
+	if len(rec) == 0 {
 		return nil
 	}
-	if _, err := s.f.WriteAt(p, int64(off)); err != nil {
+	cf, err := s.files.acquire(s.path)
+	if err != nil {
 		return err
 	}
-	s.size = max(s.size, off+uint64(len(p)))
+	defer s.files.release(cf)
+	if _, err := cf.f.WriteAt(rec, int64(off)); err != nil {
+		return err
+	}
+	s.size = max(s.size, off+uint64(len(rec)))
 	return nil
 }
 
-func (s *payloadStore) get(off uint64, n uint32) ([]byte, error) {
-	p := make([]byte, n)
-	if n == 0 {
-		return p, nil
+// get reads and verifies memory id's payload of n bytes at off. A record
+// that fails its checksum is an error wrapping ErrCorrupt.
+func (s *payloadStore) get(id, off uint64, n uint32) ([]byte, error) {
+	if !s.checked(off) && n == 0 {
+		return []byte{}, nil
 	}
-	if _, err := s.f.ReadAt(p, int64(off)); err != nil {
+	rn := uint64(n)
+	if s.checked(off) {
+		rn += payloadSumSize
+	}
+	cf, err := s.files.acquire(s.path)
+	if err != nil {
+		return nil, err
+	}
+	defer s.files.release(cf)
+	rec := make([]byte, rn)
+	if k, err := cf.f.ReadAt(rec, int64(off)); err != nil {
+		if err == io.EOF && s.checked(off) {
+			return nil, fmt.Errorf("%w: payload of memory %d (%s, offset %d) is cut short at %d of %d bytes", ErrCorrupt, id, s.path, off, k, rn)
+		}
 		return nil, fmt.Errorf("engine: read payload: %w", err)
+	}
+	if !s.checked(off) {
+		return rec, nil
+	}
+	p := rec[:n:n]
+	if le.Uint64(rec[n:]) != payloadSum(id, off, p) {
+		return nil, fmt.Errorf("%w: payload of memory %d (%s, offset %d) fails its checksum", ErrCorrupt, id, s.path, off)
 	}
 	return p, nil
 }
 
 // syncTo makes bytes [0, size) durable (see syncMark).
 // REQUIRES: the database's ckptMu held; size bytes were written.
-func (s *payloadStore) syncTo(size uint64) error { return s.synced.syncTo(s.f, int64(size)) }
+func (s *payloadStore) syncTo(size uint64) error {
+	cf, err := s.files.acquire(s.path)
+	if err != nil {
+		return err
+	}
+	defer s.files.release(cf)
+	return s.synced.syncTo(cf.f, int64(size))
+}
 
-func (s *payloadStore) close() error { return s.f.Close() }
+// close forgets the file: it is closed now, or by its last user.
+func (s *payloadStore) close() error { return s.files.forget(s.path) }

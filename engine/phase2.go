@@ -22,11 +22,14 @@ type scored struct {
 // the z-score over the pool (population standard deviation; a pool whose
 // standard deviation is 0 gives z = 0), sorts best first (ties: higher
 // similarity, then lower id) and keeps the first k2.
+//
+// Scores are always finite: similarities are z-scored as rankSim clamps
+// them, and Q is bounded (MaxValue).
 func rankPhase2(pool []scored, lambda float64, k2 int) []scored {
-	ms, ss := meanStd(pool, func(s scored) float64 { return s.sim })
+	ms, ss := meanStd(pool, func(s scored) float64 { return rankSim(s.sim) })
 	mq, sq := meanStd(pool, func(s scored) float64 { return s.q })
 	for i := range pool {
-		zs := zscore(pool[i].sim, ms, ss)
+		zs := zscore(rankSim(pool[i].sim), ms, ss)
 		zq := math.Max(-zClip, math.Min(zClip, zscore(pool[i].q, mq, sq)))
 		pool[i].score = (1-lambda)*zs + lambda*zq
 	}
@@ -35,8 +38,8 @@ func rankPhase2(pool []scored, lambda float64, k2 int) []scored {
 		if a.score != b.score {
 			return a.score > b.score
 		}
-		if a.sim != b.sim {
-			return a.sim > b.sim
+		if as, bs := rankSim(a.sim), rankSim(b.sim); as != bs {
+			return as > bs // never NaN: a consistent order
 		}
 		return a.id < b.id
 	})
@@ -44,6 +47,25 @@ func rankPhase2(pool []scored, lambda float64, k2 int) []scored {
 		pool = pool[:k2]
 	}
 	return pool
+}
+
+// rankSim is the similarity phase 2 ranks by: sim clamped to float32's
+// finite range, NaN as the least similar. Checked vectors (MaxComponent)
+// never give a non-finite similarity, but vectors stored before that check
+// existed can, and one infinity would make the pool's mean and standard
+// deviation, and so every score, NaN. In float64, sums of squares of
+// clamped values cannot overflow.
+func rankSim(sim float64) float64 {
+	const big = math.MaxFloat32
+	switch {
+	case math.IsNaN(sim):
+		return -big
+	case sim > big:
+		return big
+	case sim < -big:
+		return -big
+	}
+	return sim
 }
 
 func meanStd(pool []scored, f func(scored) float64) (mean, std float64) {

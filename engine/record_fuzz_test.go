@@ -38,9 +38,9 @@ func TestDecodeShortAddAllocatesLittle(t *testing.T) {
 	b := encodeAdd(addRec{uid: 1, id: 1, vec: []float32{1}})
 	at := 1 + 8 + 8 + 4 + 8 + 8 + 8 // the payload length
 	le.PutUint32(b[at:], 0xfffffff0)
-	before := totalAlloc()
+	before := allocatedBytes()
 	_, err := decodeAdd(b, 1)
-	if used := totalAlloc() - before; used > 1<<20 {
+	if used := allocatedBytes() - before; used > 1<<20 {
 		t.Errorf("decoding a %d-byte record allocated %d bytes", len(b), used)
 	}
 	if !errors.Is(err, errBadRecord) {
@@ -87,9 +87,9 @@ func decodeRecord(rec []byte, dim int) ([]byte, error) {
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte{recAdd}, uint16(4))
 	f.Fuzz(func(t *testing.T, rec []byte, dim uint16) {
-		before := totalAlloc()
+		before := allocatedBytes()
 		enc, err := decodeRecord(rec, int(dim))
-		if used := totalAlloc() - before; used > 64<<10+4*uint64(len(rec)) {
+		if used := allocatedBytes() - before; used > 64<<10+4*uint64(len(rec)) {
 			t.Fatalf("decoding a %d-byte record allocated %d bytes", len(rec), used)
 		}
 		if err != nil {

@@ -26,7 +26,7 @@ func (db *DB) recover() error {
 	db.nextUID = max(cp.nextUID, 1)
 	db.Recovery.CheckpointLSN = cp.walLSN
 	for _, cc := range cp.colls {
-		c, err := openCollection(db, cc.name, cc.uid, cc.cfg, cc.nrows, cc.paySize)
+		c, err := openCollection(db, cc.name, cc.uid, cc.cfg, cc.nrows, cc.paySize, false)
 		if err != nil {
 			return fmt.Errorf("engine: open collection %q: %w", cc.name, err)
 		}
@@ -58,6 +58,9 @@ func (db *DB) recover() error {
 	}
 	for _, c := range db.byUID {
 		c.rebuildDeadLocked()
+		if err := c.openChecksLocked(); err != nil {
+			return err
+		}
 		c.openIndexLocked()
 	}
 	return nil
@@ -78,7 +81,7 @@ func (db *DB) replayRecord(rec []byte) error {
 		if _, ok := db.byUID[r.uid]; ok {
 			return nil
 		}
-		c, err := openCollection(db, r.name, r.uid, r.cfg, 0, 0)
+		c, err := openCollection(db, r.name, r.uid, r.cfg, 0, 0, false)
 		if err != nil {
 			return err
 		}

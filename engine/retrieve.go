@@ -59,6 +59,9 @@ type Result struct {
 	Q       float64 // learned utility at retrieval time
 	Score   float64 // phase-2 score
 	Payload []byte  // set when WithPayload
+	// PayloadLen is the payload's length, set always: a server can bound
+	// or stream a reply before reading any payload (Collection.Payload).
+	PayloadLen uint32
 }
 
 // Retrieve runs two-phase retrieval: phase 1 recalls the K1 memories most
@@ -80,6 +83,23 @@ func (c *Collection) Retrieve(query []float32, opt RetrieveOptions) ([]Result, e
 	if err != nil {
 		return nil, err
 	}
+	// Phase 1 read every row from the mapping without checking it (a
+	// checksum per row scanned would make the scan 3-4 times slower:
+	// BenchmarkRowSum against BenchmarkExactScanRows); the candidates'
+	// rows are checked here, so a damaged vector is never served as a
+	// result, nor ranks one: it is left out and logged, and the retrieval
+	// goes on with the others, as Open leaves damaged rows out of searches.
+	// (A row damaged into looking dissimilar just drops out unnoticed;
+	// Verify finds it.)
+	kept := cands[:0]
+	for _, cd := range cands {
+		if err := c.vecs.checkRow(cd.row); err != nil {
+			c.reportLocked(fmt.Errorf("memory %d left out of a retrieval: %w", c.rowIDs[cd.row], err))
+			continue
+		}
+		kept = append(kept, cd)
+	}
+	cands = kept
 	pool := make([]scored, len(cands))
 	for i, cd := range cands {
 		id := c.rowIDs[cd.row]
@@ -93,11 +113,11 @@ func (c *Collection) Retrieve(query []float32, opt RetrieveOptions) ([]Result, e
 	ranked := rankPhase2(pool, opt.Lambda, opt.K2)
 	out := make([]Result, len(ranked))
 	for i, s := range ranked {
-		out[i] = Result{ID: s.id, Sim: s.sim, Q: s.q, Score: s.score}
+		m := c.mems[s.id]
+		out[i] = Result{ID: s.id, Sim: s.sim, Q: s.q, Score: s.score, PayloadLen: m.payLen}
 		if opt.WithPayload {
-			m := c.mems[s.id]
-			if out[i].Payload, err = c.pays.get(m.payOff, m.payLen); err != nil {
-				return nil, err
+			if out[i].Payload, err = c.pays.get(s.id, m.payOff, m.payLen); err != nil {
+				return nil, c.reportLocked(err)
 			}
 		}
 	}

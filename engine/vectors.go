@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"unsafe"
 
 	"github.com/edsrzf/mmap-go"
@@ -12,63 +13,91 @@ import (
 
 // vectorStore is a collection's append-only vector file: row r holds the
 // dim float32 components (little-endian, the host order on every platform
-// memrl supports) at offset r*dim*4. There is no header: the file is derived
-// data. The log holds every vector, and a checkpoint records how many rows
-// the file had when it was synced, so recovery never trusts bytes past that.
+// memrl supports) at offset r*dim*4. There is no header: the file's format
+// version and a checksum per row live in vectors.sum (vecsums.go). The file
+// is derived data: the log holds every vector, and a checkpoint records how
+// many rows the file had when it was synced, so recovery never trusts bytes
+// past that.
 //
 // Rows are written with WriteAt (pwrite) and read through a read-only shared
 // mmap of the whole file, so a database of millions of vectors opens without
-// reading them into the heap; on Linux the page cache makes the written bytes
+// copying them into the heap (Open reads them once, to verify them); on Linux the page cache makes the written bytes
 // visible through the mapping at once. The file grows by doubling (a sparse
 // truncate) and the mapping is replaced when it does.
 //
 // A file without an OS descriptor (an in-memory FS in tests) keeps a heap
 // copy instead of a mapping.
 //
+// The store holds no descriptor of its own: writes, growth and syncs take
+// the file from the database's fileCache for the length of the call, and
+// reads need none, since a mapping outlives the descriptor it was made
+// from.
+//
 // Not safe for concurrent use: the owning collection guards it. REQUIRES:
 // put and grow with the collection's lock held for writing; row and rows
 // with it held at least for reading (a put may replace the mapping).
 type vectorStore struct {
-	f       wal.File
-	osf     *os.File // f's *os.File, nil when f has none
-	dim     int
-	rowSize int64     // dim*4
-	mm      mmap.MMap // maps capRows rows; nil when capRows is 0 or osf is nil
-	heap    []float32 // used instead of mm when osf is nil
-	capRows uint32    // rows the file (and mapping) can hold
-	nrows   uint32    // rows in use: the highest row written + 1
+	files    *fileCache
+	path     string
+	mappable bool // the file has an OS descriptor, so rows are read through mm
+	dim      int
+	rowSize  int64     // dim*4
+	mm       mmap.MMap // maps capRows rows; nil when capRows is 0 or not mappable
+	heap     []float32 // used instead of mm when the file is not mappable
+	capRows  uint32    // rows the file (and mapping) can hold
+	nrows    uint32    // rows in use: the highest row written + 1
 
 	synced syncMark // how much of the file a checkpoint has synced
+
+	// Checksums (vecsums.go). sums[r] is row r's checksum for r < nrows;
+	// the same values are in sumsPath, unless legacy.
+	sumsPath   string
+	sums       []uint64
+	hdr        sumsHeader
+	legacy     bool     // no checksum file yet (a collection from before checksums)
+	sumsSynced syncMark // how much of sumsPath a checkpoint has synced
 }
 
 // osFiler is implemented by files of the OS file system.
 type osFiler interface{ OSFile() *os.File }
 
-// openVectorStore opens (creating) the vector file at path holding nrows rows
-// of dim components. Bytes past nrows rows are ignored and overwritten.
-func openVectorStore(fs wal.FS, path string, dim int, nrows uint32) (*vectorStore, error) {
-	f, err := fs.OpenReadWrite(path)
+// openVectorStore opens (creating) the vector file vectors.f32 in dir
+// holding nrows rows of dim components, and its checksum file vectors.sum
+// (sums_format.go). Bytes past nrows rows are ignored and overwritten.
+// create says the collection is new: its checksum file is written, with
+// a header and no rows, and fsynced (the caller syncs dir). Otherwise a
+// missing or empty checksum file means a collection of the format before
+// checksums: its rows are summed as found, and the store is legacy until
+// migrateSums writes the file.
+//
+// The checksums of rows [0, nrows) are read but not compared with the
+// rows here: recovery verifies the whole collection once the log is
+// replayed (Collection.openChecksLocked).
+func openVectorStore(files *fileCache, dir string, dim int, nrows uint32, create bool) (*vectorStore, error) {
+	path := filepath.Join(dir, "vectors.f32")
+	cf, err := files.acquire(path)
 	if err != nil {
 		return nil, err
 	}
-	s := &vectorStore{f: f, dim: dim, rowSize: int64(dim) * 4}
-	if of, ok := f.(osFiler); ok {
-		s.osf = of.OSFile()
-	}
-	st, err := f.Stat()
+	defer files.release(cf)
+	s := &vectorStore{files: files, path: path, sumsPath: filepath.Join(dir, "vectors.sum"), dim: dim, rowSize: int64(dim) * 4}
+	_, s.mappable = cf.f.(osFiler)
+	st, err := cf.f.Stat()
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	if st.Size() < int64(nrows)*s.rowSize {
-		f.Close()
 		return nil, fmt.Errorf("engine: vector file %s has %d bytes, the checkpoint needs %d rows of %d", path, st.Size(), nrows, s.rowSize)
 	}
-	if err := s.mapRows(uint32(st.Size()/s.rowSize), nrows); err != nil {
-		f.Close()
+	if err := s.mapRows(cf.f, uint32(st.Size()/s.rowSize), nrows); err != nil {
 		return nil, err
 	}
 	s.nrows, s.synced.size = nrows, int64(nrows)*s.rowSize
+	if err := s.loadSums(create); err != nil {
+		s.unmap()
+		files.forget(s.sumsPath)
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -77,23 +106,23 @@ func openVectorStore(fs wal.FS, path string, dim int, nrows uint32) (*vectorStor
 //
 // The new mapping is made before the old one is dropped, so that a failure
 // leaves the store as it was: still readable, with its old capacity.
-func (s *vectorStore) mapRows(capRows, valid uint32) error {
+func (s *vectorStore) mapRows(f wal.File, capRows, valid uint32) error {
 	if capRows == 0 {
 		return nil
 	}
-	if s.osf == nil {
+	if !s.mappable {
 		heap := make([]float32, int(capRows)*s.dim)
 		copy(heap, s.heap)
 		if s.heap == nil && valid > 0 {
 			buf := unsafe.Slice((*byte)(unsafe.Pointer(&heap[0])), int64(valid)*s.rowSize)
-			if _, err := s.f.ReadAt(buf, 0); err != nil {
+			if _, err := f.ReadAt(buf, 0); err != nil {
 				return err
 			}
 		}
 		s.heap, s.capRows = heap, capRows
 		return nil
 	}
-	mm, err := mmap.MapRegion(s.osf, int(int64(capRows)*s.rowSize), mmap.RDONLY, 0, 0)
+	mm, err := mmap.MapRegion(f.(osFiler).OSFile(), int(int64(capRows)*s.rowSize), mmap.RDONLY, 0, 0)
 	if err != nil {
 		return fmt.Errorf("engine: mmap vector file: %w", err)
 	}
@@ -107,24 +136,32 @@ func (s *vectorStore) mapRows(capRows, valid uint32) error {
 	return nil
 }
 
-// grow makes room for at least need rows.
-func (s *vectorStore) grow(need uint32) error {
+// grow makes room for at least need rows of f, the store's file.
+func (s *vectorStore) grow(f wal.File, need uint32) error {
 	newCap := max(s.capRows*2, need, 1024)
-	if err := s.f.Truncate(int64(newCap) * s.rowSize); err != nil {
+	if err := f.Truncate(int64(newCap) * s.rowSize); err != nil {
 		return err
 	}
-	return s.mapRows(newCap, s.nrows)
+	return s.mapRows(f, newCap, s.nrows)
 }
 
 // put writes v as row r, growing the file as needed.
 func (s *vectorStore) put(r uint32, v []float32) error {
+	cf, err := s.files.acquire(s.path)
+	if err != nil {
+		return err
+	}
+	defer s.files.release(cf)
 	if r >= s.capRows {
-		if err := s.grow(r + 1); err != nil {
+		if err := s.grow(cf.f, r+1); err != nil {
 			return err
 		}
 	}
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), s.rowSize)
-	if _, err := s.f.WriteAt(b, int64(r)*s.rowSize); err != nil {
+	if _, err := cf.f.WriteAt(b, int64(r)*s.rowSize); err != nil {
+		return err
+	}
+	if err := s.putSum(r, rowSum(r, v)); err != nil {
 		return err
 	}
 	if s.heap != nil {
@@ -161,7 +198,16 @@ func (s *vectorStore) Vector(r uint32) []float32 { return s.row(r) }
 // syncTo makes rows [0, nrows) durable (see syncMark).
 // REQUIRES: the database's ckptMu held; nrows rows were written.
 func (s *vectorStore) syncTo(nrows uint32) error {
-	return s.synced.syncTo(s.f, int64(nrows)*s.rowSize)
+	cf, err := s.files.acquire(s.path)
+	if err != nil {
+		return err
+	}
+	err = s.synced.syncTo(cf.f, int64(nrows)*s.rowSize)
+	s.files.release(cf)
+	if err != nil {
+		return err
+	}
+	return s.syncSums(nrows)
 }
 
 // syncMark remembers how many leading bytes of an append-only file a
@@ -180,13 +226,21 @@ func (m *syncMark) syncTo(f wal.File, size int64) error {
 	return nil
 }
 
-func (s *vectorStore) close() error {
+func (s *vectorStore) unmap() error {
 	var err error
 	if s.mm != nil {
 		err = s.mm.Unmap()
 		s.mm = nil
 	}
-	if cerr := s.f.Close(); err == nil {
+	return err
+}
+
+func (s *vectorStore) close() error {
+	err := s.unmap()
+	if cerr := s.files.forget(s.path); err == nil {
+		err = cerr
+	}
+	if cerr := s.files.forget(s.sumsPath); err == nil {
 		err = cerr
 	}
 	return err

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/memrl/memrl/wal"
@@ -23,8 +22,7 @@ func TestVectorStoreMapsOSFiles(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fs.MkdirAll(tc.dir, 0o755)
-			path := filepath.Join(tc.dir, "v")
-			s, err := openVectorStore(tc.fs, path, 3, 0)
+			s, err := openVectorStore(newFileCache(tc.fs, 4), tc.dir, 3, 0, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,6 +40,9 @@ func TestVectorStoreMapsOSFiles(t *testing.T) {
 					if v := s.row(r); v[0] != float32(r) || v[1] != 1 || v[2] != -float32(r) {
 						t.Fatalf("row %d = %v", r, v)
 					}
+					if err := s.checkRow(r); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 			check(s)
@@ -49,7 +50,7 @@ func TestVectorStoreMapsOSFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.close()
-			s, err = openVectorStore(tc.fs, path, 3, n)
+			s, err = openVectorStore(newFileCache(tc.fs, 4), tc.dir, 3, n, false)
 			if err != nil {
 				t.Fatal(err)
 			}

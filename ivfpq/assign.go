@@ -66,9 +66,31 @@ func assignRange(x []float32, d int, cent []float32, k int, lo, hi int, labels [
 
 // assignAll is assignRange over all n points of x, in parallel.
 func assignAll(x []float32, d int, cent []float32, k int, labels []int32, dists []float32, workers int) {
+	assignAllScratch(x, d, cent, k, labels, dists, make([]assignScratch, max(1, workers)))
+}
+
+// assignAllScratch is assignAll with one scratch per worker (len(scr)
+// workers), kept by the caller across calls: k-means assigns every
+// iteration, and fresh scratch each time would add up to many times the
+// training sample in allocations over a PQ training's M·25 runs.
+func assignAllScratch(x []float32, d int, cent []float32, k int, labels []int32, dists []float32, scr []assignScratch) {
 	n := len(x) / d
-	parallelFor(n, workers, func(_, lo, hi int) {
-		var s assignScratch
-		assignRange(x, d, cent, k, lo, hi, labels, dists, &s)
+	parallelFor(n, len(scr), func(w, lo, hi int) {
+		assignRange(x, d, cent, k, lo, hi, labels, dists, &scr[w])
 	})
+}
+
+// nearest returns the index of the centroid of cent ([k][len(v)]) nearest
+// to v (ties to the lower index); dist is scratch of at least k floats.
+func nearest(v, cent []float32, dist []float32) int32 {
+	k := len(cent) / len(v)
+	dist = dist[:k]
+	simd.L2SqBatch(v, cent, dist)
+	best, bl := dist[0], 0
+	for c, x := range dist {
+		if x < best {
+			best, bl = x, c
+		}
+	}
+	return int32(bl)
 }

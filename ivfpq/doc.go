@@ -11,6 +11,14 @@
 // stored in the list of its nearest centroid (always by L2) as the PQ code of
 // its residual.
 //
+// Training memory is bounded by the sample, which callers bound in bytes
+// (the engine: engine.TrainSampleBytes): apart from the centroids and
+// codebooks it returns, Train allocates at most about the sample's size.
+// k-means sums one cluster at a time per worker (one float64 row each, not
+// a [NList][Dim]float64 table per worker), PQ residuals are formed one
+// sub-space at a time into a buffer per worker, and k-means scratch is
+// reused across the M sub-space runs.
+//
 // Two code kinds exist:
 //   - Bits 8: one byte per sub-space; scored with float look-up tables
 //     (simd.ScanPQ8).

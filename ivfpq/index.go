@@ -78,6 +78,12 @@ func (ix *Index) Params() Params {
 // to their coarse centroids. workers bounds the goroutines used; seed makes
 // training reproducible.
 //
+// Memory: besides the index's own centroids and codebooks
+// (4·(NList·Dim + 2^Bits·Dim) bytes), Train allocates at most about the
+// sample's size: a copy of the sample's subsample when it holds more than
+// 256·NList vectors, and the residuals of at most 256·2^Bits vectors, one
+// sub-space at a time. Callers bound the sample in bytes to bound training.
+//
 // The sample needs at least max(NList, 2^Bits) vectors. For IP indexes the
 // vectors must already be normalised if cosine similarity is wanted.
 func Train(p Params, sample []float32, workers int, seed int64) (*Index, error) {
@@ -102,18 +108,27 @@ func Train(p Params, sample []float32, workers int, seed int64) (*Index, error) 
 		return nil, err
 	}
 
-	// PQ trains on residuals of (a subsample of) the training set.
-	pqSample := sample
+	// PQ trains on the residuals of (a subsample of) the training set to
+	// their nearest coarse centroids. The subsample is a list of rows, not
+	// a copy, and trainPQ forms the residuals one sub-space at a time.
+	var rows []int
+	npq := n
 	if limit := p.ksub() * pqMaxPerCentroid; n > limit {
-		pqSample = subsample(sample, p.Dim, limit, newRand(seed+1))
+		rows = newRand(seed + 1).Perm(n)[:limit]
+		npq = limit
 	}
-	labels := make([]int32, len(pqSample)/p.Dim)
-	assignAll(pqSample, p.Dim, coarse, p.NList, labels, nil, workers)
-	resid := make([]float32, len(pqSample))
-	for i, l := range labels {
-		subtract(resid[i*p.Dim:(i+1)*p.Dim], pqSample[i*p.Dim:(i+1)*p.Dim], coarse[int(l)*p.Dim:(int(l)+1)*p.Dim])
-	}
-	book, err := trainPQ(resid, p.Dim, p.M, p.ksub(), workers, seed+2)
+	labels := make([]int32, npq)
+	parallelFor(npq, workers, func(_, lo, hi int) {
+		dist := make([]float32, p.NList)
+		for i := lo; i < hi; i++ {
+			r := i
+			if rows != nil {
+				r = rows[i]
+			}
+			labels[i] = nearest(sample[r*p.Dim:(r+1)*p.Dim], coarse, dist)
+		}
+	})
+	book, err := trainPQ(sample, rows, labels, coarse, p.Dim, p.M, p.ksub(), workers, seed+2)
 	if err != nil {
 		return nil, err
 	}

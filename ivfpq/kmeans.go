@@ -14,8 +14,39 @@ type kmeansConfig struct {
 	seed           int64 // random start and subsample
 }
 
+// kmeansScratch is k-means working memory, reusable across runs: PQ
+// training runs k-means once per sub-space, and fresh buffers for each run
+// would add up to many times the training sample.
+type kmeansScratch struct {
+	perm   []int32
+	labels []int32
+	order  []int32 // points bucketed by cluster
+	start  []int   // [k+1]: cluster c's points are order[start[c]:start[c+1]]
+	fill   []int
+	size   []int
+	acc    [][]float64 // per worker: one cluster's float64 sum
+	assign []assignScratch
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
 // kmeans clusters the n points of x ([n][d]) into cfg.k centroids and
 // returns them ([k][d]).
+func kmeans(x []float32, d int, cfg kmeansConfig) ([]float32, error) {
+	cent := make([]float32, cfg.k*d)
+	if err := kmeansInto(x, d, cfg, cent, &kmeansScratch{}); err != nil {
+		return nil, err
+	}
+	return cent, nil
+}
+
+// kmeansInto is kmeans writing the centroids to cent ([k][d]) and working
+// in ks.
 //
 // The start is k distinct points drawn at random (k-means++ costs as much as
 // a full iteration per centroid chosen, and with a subsample of at most
@@ -24,12 +55,15 @@ type kmeansConfig struct {
 // is re-seeded by splitting a large one (picked with probability proportional
 // to its size) into two slightly perturbed copies, as FAISS does.
 //
-// REQUIRES: n >= k.
-func kmeans(x []float32, d int, cfg kmeansConfig) ([]float32, error) {
+// Memory: besides ks (about 20 bytes a point, one float64 row a worker),
+// only a subsample copy when x holds more than k·maxPerCentroid points.
+//
+// REQUIRES: n >= k; len(cent) == k*d.
+func kmeansInto(x []float32, d int, cfg kmeansConfig, cent []float32, ks *kmeansScratch) error {
 	n := len(x) / d
 	k := cfg.k
 	if n < k {
-		return nil, fmt.Errorf("%w: k-means needs at least %d training points, got %d", ErrBadParams, k, n)
+		return fmt.Errorf("%w: k-means needs at least %d training points, got %d", ErrBadParams, k, n)
 	}
 	rng := rand.New(rand.NewSource(cfg.seed))
 	if cfg.maxPerCentroid > 0 && n > k*cfg.maxPerCentroid {
@@ -37,64 +71,82 @@ func kmeans(x []float32, d int, cfg kmeansConfig) ([]float32, error) {
 		n = len(x) / d
 	}
 
-	cent := make([]float32, k*d)
-	perm := rng.Perm(n)
+	// rng.Perm(n), without its []int.
+	perm := grow(ks.perm, n)
+	ks.perm = perm
+	for i := 0; i < n; i++ {
+		j := rng.Intn(i + 1)
+		perm[i] = perm[j]
+		perm[j] = int32(i)
+	}
 	for c := 0; c < k; c++ {
-		copy(cent[c*d:(c+1)*d], x[perm[c]*d:(perm[c]+1)*d])
+		p := int(perm[c])
+		copy(cent[c*d:(c+1)*d], x[p*d:(p+1)*d])
 	}
 	if n == k {
-		return cent, nil
+		return nil
 	}
 
 	workers := max(1, cfg.workers)
-	labels := make([]int32, n)
-	// Per-worker float64 sums: float32 would lose precision on large clusters.
-	sums := make([][]float64, workers)
-	counts := make([][]int, workers)
-	for w := range sums {
-		sums[w] = make([]float64, k*d)
-		counts[w] = make([]int, k)
+	// The update step sums each cluster's points in float64 (float32 would
+	// lose precision on large clusters). Points are bucketed by cluster (a
+	// counting sort of the labels) and workers split the clusters, so the
+	// sums take one float64 row per worker, not a [k][d]float64 table per
+	// worker: that table, NList·Dim·8 bytes a worker, was once the larger
+	// part of training memory for large dims.
+	labels := grow(ks.labels, n)
+	order := grow(ks.order, n)
+	start := grow(ks.start, k+1)
+	fill := grow(ks.fill, k)
+	size := grow(ks.size, k)
+	ks.labels, ks.order, ks.start, ks.fill, ks.size = labels, order, start, fill, size
+	for len(ks.acc) < workers {
+		ks.acc = append(ks.acc, nil)
 	}
-	size := make([]int, k)
+	for w := 0; w < workers; w++ {
+		ks.acc[w] = grow(ks.acc[w], d)
+	}
+	for len(ks.assign) < workers {
+		ks.assign = append(ks.assign, assignScratch{})
+	}
+	acc, scr := ks.acc, ks.assign[:workers]
+	start[0] = 0
 	for it := 0; it < cfg.niter; it++ {
-		assignAll(x, d, cent, k, labels, nil, workers)
-		parallelFor(n, workers, func(w, lo, hi int) {
-			s, cnt := sums[w], counts[w]
-			clear(s)
-			clear(cnt)
-			for i := lo; i < hi; i++ {
-				c := int(labels[i])
-				cnt[c]++
-				row := s[c*d : (c+1)*d]
-				for j, v := range x[i*d : (i+1)*d] {
-					row[j] += float64(v)
-				}
-			}
-		})
-		parallelFor(k, workers, func(_, lo, hi int) {
+		assignAllScratch(x, d, cent, k, labels, nil, scr)
+		clear(size)
+		for _, l := range labels {
+			size[l]++
+		}
+		for c := 0; c < k; c++ {
+			start[c+1] = start[c] + size[c]
+		}
+		copy(fill, start[:k])
+		for i, l := range labels {
+			order[fill[l]] = int32(i)
+			fill[l]++
+		}
+		parallelFor(k, workers, func(w, lo, hi int) {
+			sum := acc[w]
 			for c := lo; c < hi; c++ {
-				total := 0
-				for w := range counts {
-					total += counts[w][c]
-				}
-				size[c] = total
-				if total == 0 {
+				if size[c] == 0 {
 					continue
 				}
-				inv := 1 / float64(total)
+				clear(sum)
+				for _, i := range order[start[c]:start[c+1]] {
+					for j, v := range x[int(i)*d : (int(i)+1)*d] {
+						sum[j] += float64(v)
+					}
+				}
+				inv := 1 / float64(size[c])
 				row := cent[c*d : (c+1)*d]
 				for j := range row {
-					var s float64
-					for w := range sums {
-						s += sums[w][c*d+j]
-					}
-					row[j] = float32(s * inv)
+					row[j] = float32(sum[j] * inv)
 				}
 			}
 		})
 		splitEmpty(cent, d, size, n, rng)
 	}
-	return cent, nil
+	return nil
 }
 
 // splitEmpty re-seeds every empty cluster by splitting a populous one.

@@ -1,8 +1,8 @@
 package ivfpq
 
 import (
-	"math/rand"
 	"sync"
+	"sync/atomic"
 
 	"github.com/memrl/memrl/simd"
 )
@@ -19,35 +19,64 @@ const (
 	coarseMaxPerCent = 256
 )
 
-// trainPQ trains the codebooks on x ([n][dim]); sub-spaces run in parallel.
-func trainPQ(x []float32, dim, m, ksub, workers int, seed int64) ([]float32, error) {
+// trainPQ trains the codebooks on the residuals x[r] − coarse[labels[i]] of
+// the rows r = rows[i] of x ([n][dim]); rows nil means every row, and coarse
+// nil means no coarse centroid is subtracted (x holds the vectors to
+// quantize). Sub-spaces run in parallel, up to workers at a time.
+//
+// The residuals are never formed whole: each worker copies one sub-space's
+// dim/M columns of them at a time into a buffer it reuses, so the working
+// memory is min(workers, M) such buffers, at most the size of the rows
+// trained on, instead of a residual copy of the sample and then a copy of
+// every sub-space besides.
+//
+// REQUIRES: len(rows) (or n) <= ksub·pqMaxPerCentroid; labels[i] is the
+// coarse list of rows[i] when coarse is not nil.
+func trainPQ(x []float32, rows []int, labels []int32, coarse []float32, dim, m, ksub, workers int, seed int64) ([]float32, error) {
 	n := len(x) / dim
+	if rows != nil {
+		n = len(rows)
+	}
+	row := func(i int) int {
+		if rows != nil {
+			return rows[i]
+		}
+		return i
+	}
 	dsub := dim / m
 	book := make([]float32, m*ksub*dsub)
-	if n > ksub*pqMaxPerCentroid {
-		x = subsample(x, dim, ksub*pqMaxPerCentroid, rand.New(rand.NewSource(seed^0x5eed)))
-		n = len(x) / dim
-	}
+	// Up to workers goroutines take sub-spaces in turn, each reusing its
+	// own residual columns and k-means scratch.
+	workers = max(1, min(workers, m))
 	errs := make([]error, m)
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(1, workers))
-	for s := 0; s < m; s++ {
+	for w := 0; w < workers; w++ {
 		wg.Add(1)
-		sem <- struct{}{}
-		go func(s int) {
+		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
 			sub := make([]float32, n*dsub)
-			for i := 0; i < n; i++ {
-				copy(sub[i*dsub:(i+1)*dsub], x[i*dim+s*dsub:i*dim+(s+1)*dsub])
+			var ks kmeansScratch
+			for {
+				s := int(next.Add(1) - 1)
+				if s >= m {
+					return
+				}
+				for i := 0; i < n; i++ {
+					dst := sub[i*dsub : (i+1)*dsub]
+					r := row(i)
+					copy(dst, x[r*dim+s*dsub:r*dim+(s+1)*dsub])
+					if coarse != nil {
+						c := int(labels[i])
+						for j, v := range coarse[c*dim+s*dsub : c*dim+(s+1)*dsub] {
+							dst[j] -= v
+						}
+					}
+				}
+				cfg := kmeansConfig{k: ksub, niter: pqIter, workers: 1, seed: seed + int64(s)}
+				errs[s] = kmeansInto(sub, dsub, cfg, book[s*ksub*dsub:(s+1)*ksub*dsub], &ks)
 			}
-			c, err := kmeans(sub, dsub, kmeansConfig{k: ksub, niter: pqIter, workers: 1, seed: seed + int64(s)})
-			if err != nil {
-				errs[s] = err
-				return
-			}
-			copy(book[s*ksub*dsub:], c)
-		}(s)
+		}()
 	}
 	wg.Wait()
 	for _, err := range errs {

@@ -55,7 +55,35 @@ type stripe struct {
 	// INVARIANT: every i with dirty[i] has ids[i] in changed (changed may
 	// also hold ids since deleted or already taken; TakeDirty skips them).
 	changed []uint64 // guarded by mu
-	_       [64]byte // pads a stripe: no false sharing between stripes
+	// qs are running sums of the entries' Q for Stats; guarded by mu.
+	qs qSums
+	_  [64]byte // pads a stripe: no false sharing between stripes
+}
+
+// qSums are running sums of the Q of a stripe's entries, shifted by a
+// reference value (the Q of the entry that made the stripe non-empty) so
+// that the variance does not suffer from cancellation when the Q values
+// are large and close together: d1 = Σ(Q-ref), d2 = Σ(Q-ref)². They are
+// reset when the stripe empties, so rounding errors do not outlive the
+// entries that caused them.
+type qSums struct {
+	ref, d1, d2 float64
+}
+
+// add counts q in (sign +1) or out (sign -1) of the sums of a stripe that
+// holds n entries after the change.
+func (q *qSums) add(v float64, sign float64, n int) {
+	if n == 0 {
+		*q = qSums{}
+		return
+	}
+	if sign > 0 && n == 1 {
+		*q = qSums{ref: v}
+		return
+	}
+	d := v - q.ref
+	q.d1 += sign * d
+	q.d2 += sign * d * d
 }
 
 // putLocked inserts or replaces id's entry, marking it dirty if mark.
@@ -68,7 +96,10 @@ func (s *stripe) putLocked(id uint64, e Entry, mark bool) {
 		s.ents = append(s.ents, e)
 		s.ids = append(s.ids, id)
 		s.dirty = append(s.dirty, false)
+	} else {
+		s.qs.add(s.ents[i].Q, -1, len(s.ents)-1)
 	}
+	s.qs.add(e.Q, +1, len(s.ents))
 	s.ents[i] = e
 	if mark {
 		s.markLocked(i)
@@ -91,6 +122,7 @@ func (s *stripe) deleteLocked(id uint64) bool {
 		return false
 	}
 	last := uint32(len(s.ents) - 1)
+	s.qs.add(s.ents[i].Q, -1, int(last))
 	if i != last {
 		s.ents[i], s.ids[i], s.dirty[i] = s.ents[last], s.ids[last], s.dirty[last]
 		s.pos[s.ids[i]] = i
@@ -181,6 +213,11 @@ func (t *Table) Update(id uint64, fn func(e *Entry) error) (Entry, error) {
 		*p = old
 		return Entry{}, err
 	}
+	if p.Q != old.Q {
+		n := len(s.ents)
+		s.qs.add(old.Q, -1, n-1)
+		s.qs.add(p.Q, +1, n)
+	}
 	s.markLocked(i)
 	return *p, nil
 }
@@ -254,4 +291,50 @@ func (t *Table) MaxQ(ids []uint64) (float64, bool) {
 		}
 	}
 	return best, found
+}
+
+// QStats summarise the Q values of a table.
+type QStats struct {
+	N    int     // entries
+	Mean float64 // mean Q; 0 when N is 0
+	Std  float64 // population standard deviation of Q; 0 when N < 2
+}
+
+// QStats returns the count, mean and standard deviation of the entries'
+// Q. It costs a lock of each stripe in turn and a few operations per
+// stripe, not per entry: every stripe keeps running sums, updated by Put,
+// Load, Update and Delete. Under concurrent changes the result mixes
+// stripes read at slightly different times. The sums accumulate rounding
+// error with each change (relative to the spread of Q within a stripe);
+// a stripe's sums restart from zero whenever it empties.
+func (t *Table) QStats() QStats {
+	type part struct {
+		n           int
+		ref, d1, d2 float64
+	}
+	var parts [numStripes]part
+	total, sum := 0, 0.0
+	for i := range t.stripes {
+		s := &t.stripes[i]
+		s.mu.Lock()
+		p := part{n: len(s.ents), ref: s.qs.ref, d1: s.qs.d1, d2: s.qs.d2}
+		s.mu.Unlock()
+		parts[i] = p
+		total += p.n
+		sum += float64(p.n)*p.ref + p.d1
+	}
+	if total == 0 {
+		return QStats{}
+	}
+	mean := sum / float64(total)
+	// Σ(Q-mean)² over a stripe = d2 + 2(ref-mean)·d1 + n(ref-mean)².
+	var ss float64
+	for _, p := range parts {
+		if p.n == 0 {
+			continue
+		}
+		k := p.ref - mean
+		ss += p.d2 + 2*k*p.d1 + float64(p.n)*k*k
+	}
+	return QStats{N: total, Mean: mean, Std: math.Sqrt(max(ss/float64(total), 0))}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"strings"
 	"testing"
 
@@ -98,6 +99,31 @@ func BenchmarkServerRoundTrip(b *testing.B) {
 		c.Write(ping)
 		if _, err := br.ReadSlice('\n'); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// discardConn is a net.Conn whose writes vanish, for benchmarks of the
+// command path without a socket.
+type discardConn struct{ net.Conn }
+
+func (discardConn) Write(p []byte) (int, error) { return len(p), nil }
+func (discardConn) RemoteAddr() net.Addr        { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }
+
+// BenchmarkExecPing measures the server's per-command path (lookup,
+// bookkeeping, handler, reply into the buffer) for PING, with no socket:
+// the figure to watch for the cost of per-command statistics.
+func BenchmarkExecPing(b *testing.B) {
+	s := mustNew(b, Config{})
+	c := newConn(s, discardConn{})
+	args := [][]byte{[]byte("PING")}
+	b.ReportAllocs()
+	for b.Loop() {
+		if !c.exec(args) {
+			b.Fatal("exec ended the connection")
+		}
+		if c.w.Buffered() > 8<<10 {
+			c.w.Flush()
 		}
 	}
 }

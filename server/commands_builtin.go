@@ -5,19 +5,20 @@ import "strings"
 // registerBuiltins registers the commands every client library or Redis
 // tool expects to find (see doc.go for the exact behaviour of each).
 func (s *Server) registerBuiltins() {
-	s.Register("ping", 0, cmdPing)
-	s.Register("echo", 1, cmdEcho)
-	s.Register("quit", 0, cmdQuit)
-	s.Register("select", 1, cmdSelect)
-	s.Register("auth", 1, cmdAuth)
-	s.Register("hello", 0, cmdHello)
-	s.Register("client", 1, cmdClient)
-	s.Register("command", 0, cmdCommand)
-	s.Register("info", 0, cmdInfo)
-	s.Register("config", 1, cmdConfig)
+	s.Register("ping", 0, cmdPing, ReadOnly, NoAuth)
+	s.Register("echo", 1, cmdEcho, ReadOnly)
+	s.Register("quit", 0, cmdQuit, ReadOnly, NoAuth)
+	s.Register("select", 1, cmdSelect, ReadOnly)
+	s.Register("auth", 1, cmdAuth, ReadOnly, NoAuth)
+	s.Register("hello", 0, cmdHello, ReadOnly, NoAuth)
+	s.Register("client", 1, cmdClient, ReadOnly) // changes only the connection
+	s.Register("command", 0, cmdCommand, ReadOnly)
+	s.Register("info", 0, cmdInfo, ReadOnly)
+	s.Register("config", 1, cmdConfig, ReadOnly) // CONFIG SET is refused
 	s.mu.Lock()
 	s.addBuiltinInfoSectionsLocked()
 	s.mu.Unlock()
+	s.registerObservability() // SLOWLOG and more INFO sections (stats.go)
 }
 
 // PING [message]
@@ -65,15 +66,6 @@ func cmdSelect(c *Ctx, args [][]byte) error {
 	return nil
 }
 
-// AUTH [username] password: the server has no password, so AUTH fails the
-// way it does on a Redis server without requirepass.
-func cmdAuth(c *Ctx, args [][]byte) error {
-	if len(args) > 2 {
-		return c.WrongArity()
-	}
-	return NewError("AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
-}
-
 // HELLO [protover [AUTH username password] [SETNAME clientname]]
 //
 // Only RESP2 is spoken: protover 3 gets "-NOPROTO", on which clients
@@ -90,15 +82,12 @@ func cmdHello(c *Ctx, args [][]byte) error {
 		}
 	}
 	var setName *string
+	var authUser, authPass []byte
 	for i := 1; i < len(args); i++ {
 		opt := string(args[i])
 		switch {
 		case strings.EqualFold(opt, "AUTH") && i+2 < len(args):
-			// No passwords: like Redis's nopass default user, "default"
-			// with any password is accepted.
-			if string(args[i+1]) != "default" {
-				return &ReplyError{Code: "WRONGPASS", Msg: "invalid username-password pair or user is disabled."}
-			}
+			authUser, authPass = args[i+1], args[i+2]
 			i += 2
 		case strings.EqualFold(opt, "SETNAME") && i+1 < len(args):
 			name := string(args[i+1])
@@ -110,6 +99,16 @@ func cmdHello(c *Ctx, args [][]byte) error {
 		default:
 			return NewError("Syntax error in HELLO option '" + truncate(opt, 128) + "'")
 		}
+	}
+	// As in Redis, an unauthenticated client may send HELLO only to
+	// authenticate with it.
+	if authUser != nil {
+		if err := c.conn.authenticate(authUser, authPass); err != nil {
+			return err
+		}
+	} else if c.conn.user == nil {
+		return &ReplyError{Code: "NOAUTH", Msg: "HELLO must be called with the client already authenticated, " +
+			"otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"}
 	}
 	if setName != nil {
 		c.conn.setName(*setName)

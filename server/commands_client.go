@@ -107,8 +107,12 @@ func (c *conn) setLib(attr, val string) {
 func (c *conn) describe(now time.Time) string {
 	c.mu.Lock()
 	name, libName, libVer, cmd := c.name, c.libName, c.libVer, c.lastCmd
+	user := ""
+	if c.user != nil {
+		user = c.user.Name
+	}
 	c.mu.Unlock()
-	idle := now.Sub(time.Unix(0, c.lastActive.Load()))
+	idle := now.Sub(c.srv.start) - time.Duration(c.lastActive.Load())
 	return "id=" + strconv.FormatInt(c.id, 10) +
 		" addr=" + c.nc.RemoteAddr().String() +
 		" laddr=" + c.nc.LocalAddr().String() +
@@ -117,7 +121,8 @@ func (c *conn) describe(now time.Time) string {
 		" idle=" + strconv.FormatInt(int64(idle/time.Second), 10) +
 		" db=0 cmd=" + cmd +
 		" lib-name=" + libName +
-		" lib-ver=" + libVer
+		" lib-ver=" + libVer +
+		" user=" + user
 }
 
 // clientList renders CLIENT LIST: one line per connection, by id.

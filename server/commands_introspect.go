@@ -1,10 +1,12 @@
 package server
 
 import (
+	"net"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // COMMAND | COMMAND COUNT | COMMAND LIST | COMMAND INFO [name ...] |
@@ -110,9 +112,9 @@ func (s *Server) sortedCommands() []*command {
 // CONFIG GET pattern [pattern ...] | CONFIG SET ... | CONFIG RESETSTAT |
 // CONFIG HELP
 //
-// The server has no runtime configuration; CONFIG GET reports a few
-// read-only parameters with the values Redis tools look for (redis-benchmark
-// asks for "save" and "appendonly" when it starts).
+// The server has no runtime configuration; CONFIG GET reports read-only
+// parameters with their true values, named as in Redis (redis-benchmark
+// asks for "save" and "appendonly" when it starts). See configParams.
 func cmdConfig(c *Ctx, args [][]byte) error {
 	sub := strings.ToLower(string(args[0]))
 	switch sub {
@@ -153,15 +155,82 @@ func cmdConfig(c *Ctx, args [][]byte) error {
 	return nil
 }
 
-// configParams lists the parameters CONFIG GET can report.
+// configParams lists the parameters CONFIG GET can report: the server's
+// own, then those added with AddConfigParams (which replace a server
+// parameter of the same name).
 func (s *Server) configParams() [][2]string {
-	return [][2]string{
-		{"appendonly", "no"}, // memrl's own log is not Redis's AOF
-		{"bind", s.cfg.Addr},
+	host, port := s.cfg.Addr, ""
+	if a := s.Addr(); a != nil {
+		host = a.String()
+	}
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		host, port = h, p
+	}
+	params := [][2]string{
+		{"appendonly", "no"}, // until AddConfigParams says otherwise (RegisterMem does)
+		{"bind", host},
 		{"databases", "1"},
 		{"maxclients", strconv.Itoa(s.cfg.MaxClients)},
+		{"port", port},
 		{"proto-max-bulk-len", strconv.Itoa(s.cfg.Limits.MaxBulkLen)},
 		{"save", ""}, // no RDB snapshots
-		{"timeout", "0"},
+		{"slowlog-log-slower-than", strconv.FormatInt(s.obs.slow.slowerThan.Load(), 10)},
+		{"slowlog-max-len", strconv.Itoa(s.obs.slow.capacity())},
+		{"timeout", strconv.FormatInt(int64(s.cfg.IdleTimeout/time.Second), 10)}, // seconds, as Redis
+		{"maxmemory", strconv.FormatInt(s.budget.Limit(), 10)},                   // of client buffers (budget.go)
+		{"client-query-buffer-limit", strconv.Itoa(s.cfg.Limits.MaxCommandLen)},
+		{"protected-mode", yesNo(!s.cfg.DisableProtectedMode)},
+		{"tls-port", tlsPort(s.cfg.TLS != nil, port)},
+		// Redis answers CONFIG GET requirepass with the password itself;
+		// memrl never shows it, only whether one is set.
+		{"requirepass", redactedIf(s.auth.required())},
 	}
+	s.mu.Lock()
+	extra := slices.Clone(s.obs.extraConfig)
+	s.mu.Unlock()
+	for _, fn := range extra {
+		for _, kv := range fn() {
+			kv[0] = strings.ToLower(kv[0])
+			if i := slices.IndexFunc(params, func(p [2]string) bool { return p[0] == kv[0] }); i >= 0 {
+				params[i] = kv
+			} else {
+				params = append(params, kv)
+			}
+		}
+	}
+	return params
+}
+
+// AddConfigParams adds parameters for CONFIG GET to report: fn returns
+// name/value pairs (names are lower-cased) and is called, concurrently
+// with everything else, on each CONFIG GET; it must be safe for concurrent
+// use. A pair named like one of the server's own parameters (appendonly,
+// bind, ...) replaces it. RegisterMem adds the engine's (appendonly,
+// appendfsync, dir, ...) this way, so the server core needs no engine.
+func (s *Server) AddConfigParams(fn func() [][2]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.obs.extraConfig = append(s.obs.extraConfig, fn)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// tlsPort is Redis's tls-port: the port when the server speaks TLS, else 0.
+func tlsPort(tls bool, port string) string {
+	if tls {
+		return port
+	}
+	return "0"
+}
+
+func redactedIf(set bool) string {
+	if set {
+		return "(redacted)"
+	}
+	return ""
 }

@@ -104,11 +104,15 @@ func fuzzColls(t *testing.T) []*engine.Collection {
 	return out
 }
 
-// allFinite reports whether every component of v is a number of
-// magnitude at most engine.MaxComponent (which excludes NaN and ±Inf).
-func allFinite(v []float32) bool {
+// acceptable reports whether the engine may accept v in collection c:
+// finite components, of magnitude at most engine.MaxComponent in L2 and
+// IP collections (COSINE vectors are normalised, so any finite one is
+// safe there).
+func acceptable(c *engine.Collection, v []float32) bool {
+	bounded := c.Config().Metric != engine.Cosine
 	for _, x := range v {
-		if !(math.Abs(float64(x)) <= engine.MaxComponent) {
+		f := math.Abs(float64(x))
+		if math.IsNaN(f) || math.IsInf(f, 0) || (bounded && f > engine.MaxComponent) {
 			return false
 		}
 	}
@@ -128,7 +132,8 @@ func allFinite(v []float32) bool {
 //     strconv returns for the argument;
 //   - a vector the engine accepts, for an add or a retrieval, has the
 //     collection's dimension and only finite components (of magnitude at
-//     most engine.MaxComponent), and is stored as such; a retrieval the engine accepts returns at most K2 results
+//     most engine.MaxComponent in L2 and IP collections), and is stored
+//     as such; a retrieval the engine accepts returns at most K2 results
 //     whose similarity, Q and score are numbers (not NaN).
 func FuzzMemArgs(f *testing.F) {
 	f.Add([]byte("VALUES\n4\n1\n2\n3\n4"))
@@ -227,7 +232,7 @@ func FuzzMemArgs(f *testing.F) {
 		for _, c := range fuzzColls(t) {
 			res, err := c.Retrieve(v, opt)
 			if err == nil {
-				if len(v) != 4 || !allFinite(v) {
+				if len(v) != 4 || !acceptable(c, v) {
 					t.Fatalf("%s: retrieval with query %v accepted", c.Name(), v)
 				}
 				if len(res) > opt.K2 {
@@ -244,14 +249,14 @@ func FuzzMemArgs(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			if len(v) != 4 || !allFinite(v) {
+			if len(v) != 4 || !acceptable(c, v) {
 				t.Fatalf("%s: add of %v accepted", c.Name(), v)
 			}
 			m, err := c.Get(id)
 			if err != nil {
 				t.Fatalf("%s: get of added %d: %v", c.Name(), id, err)
 			}
-			if len(m.Vector) != 4 || !allFinite(m.Vector) {
+			if len(m.Vector) != 4 || !acceptable(c, m.Vector) {
 				t.Fatalf("%s: stored vector %v for %v", c.Name(), m.Vector, v)
 			}
 			if _, err := c.Delete([]uint64{id}); err != nil && !errors.Is(err, engine.ErrNoMemory) {

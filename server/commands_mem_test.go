@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -343,5 +345,44 @@ func TestMemLargePayload(t *testing.T) {
 	res := mustDo(t, rdb, "MEM.RETRIEVE", "p", "VALUES", 2, 1, 0, "WITHPAYLOAD").([]any)
 	if res[0].([]any)[4] != string(payload) {
 		t.Fatal("WITHPAYLOAD payload differs")
+	}
+}
+
+// TestMemVerify: MEM.VERIFY replies with a summary of a clean collection,
+// and an ERR naming the damaged memory once a payload byte is flipped; the
+// damaged payload is never served.
+func TestMemVerify(t *testing.T) {
+	dir := t.TempDir()
+	db, err := engine.Open(dir, engine.Options{Sync: wal.SyncNone, CheckpointInterval: -1, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ts := startServer(t, Config{}, func(s *Server) { s.RegisterMem(db) })
+	rdb := ts.client(t)
+	mustDo(t, rdb, "MEM.CREATE", "v", "DIM", 2)
+	mustDo(t, rdb, "MEM.ADD", "v", "VALUES", 2, 1, 0, "ID", 1, "PAYLOAD", "first")
+	mustDo(t, rdb, "MEM.ADD", "v", "VALUES", 2, 0, 1, "ID", 2, "PAYLOAD", "second")
+	got := fmt.Sprint(mustDo(t, rdb, "MEM.VERIFY", "v"))
+	if want := "[rows 2 payloads 2 legacy_payloads 0 checksum_file checked index none damaged 0]"; got != want {
+		t.Fatalf("MEM.VERIFY = %s, want %s", got, want)
+	}
+	wantErr(t, rdb, "no such collection", "MEM.VERIFY", "nope")
+	wantErr(t, rdb, "wrong number of arguments", "MEM.VERIFY", "v", "x")
+
+	paths, _ := filepath.Glob(filepath.Join(dir, "collections", "*", "payloads.dat"))
+	if len(paths) != 1 {
+		t.Fatalf("payload files %v", paths)
+	}
+	f, err := os.OpenFile(paths[0], os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("S"), int64(len("first")+8)) // memory 2's first byte
+	f.Close()
+	wantErr(t, rdb, `collection "v": data file damaged: fails its checksum: 1 damaged: memory 2 payload row 1 offset 13`, "MEM.VERIFY", "v")
+	wantErr(t, rdb, "memory 2", "MEM.GET", "v", 2)
+	if v := mustDo(t, rdb, "MEM.GET", "v", 1).([]any); v[len(v)-1] != "first" {
+		t.Fatalf("MEM.GET v 1 = %v", v)
 	}
 }

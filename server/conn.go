@@ -35,13 +35,25 @@ type conn struct {
 	holdToken uint64
 	holdErr   error // a failed hold: nothing more may be sent
 
-	lastActive atomic.Int64 // unix nanoseconds when the last command started
+	// frameStart is when the command being read began to arrive (zero
+	// between commands); see readDeadline. Only the connection's goroutine
+	// touches it.
+	frameStart time.Time
+
+	// lastActive is when the last command started, in nanoseconds since
+	// the server started on the monotonic clock (Server.sinceStart: one
+	// cheap clock read, shared with the command's timing).
+	lastActive atomic.Int64
 
 	mu      sync.Mutex // guards the fields below, read by CLIENT LIST from other connections
 	name    string     // CLIENT SETNAME / HELLO SETNAME
 	libName string     // CLIENT SETINFO LIB-NAME
 	libVer  string     // CLIENT SETINFO LIB-VER
 	lastCmd string     // name of the last command executed
+	// user is who the client authenticated as; nil until it has, when
+	// the server requires authentication. Written by the connection's
+	// goroutine under mu, so that goroutine reads it without the lock.
+	user *User
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -50,12 +62,18 @@ func newConn(s *Server, nc net.Conn) *conn {
 		nc:      nc,
 		id:      s.nextID.Add(1),
 		created: time.Now(),
-		rd:      NewReader(nc, s.cfg.Limits),
+	}
+	c.rd = NewReader(deadlineReader{c}, s.cfg.Limits)
+	c.rd.SetBudget(&s.budget)
+	if s.auth.required() {
+		c.rd.SetLimits(s.cfg.PreAuthLimits)
+	} else {
+		c.user = fullAccess
 	}
 	c.w = NewWriter(holdWriter{c})
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.hctx = Ctx{Writer: c.w, conn: c}
-	c.lastActive.Store(c.created.UnixNano())
+	c.lastActive.Store(int64(c.created.Sub(s.start)))
 	// Flush replies whenever the reader is about to wait for input: a
 	// pipeline that arrived together is answered with one write.
 	c.rd.SetBeforeBlock(c.w.Flush)
@@ -68,6 +86,7 @@ func (c *conn) serve() {
 	defer func() {
 		c.w.Flush() // best effort: replies to the commands already executed
 		c.nc.Close()
+		c.rd.Release()
 		c.cancel()
 		c.srv.removeConn(c)
 	}()
@@ -75,9 +94,18 @@ func (c *conn) serve() {
 		args, err := c.rd.ReadCommand()
 		if err != nil {
 			var pe *ProtocolError
-			if errors.As(err, &pe) {
+			var re *ReplyError
+			switch {
+			case errors.As(err, &re): // over the client memory budget
+				c.w.WriteErr(re)
+				c.srv.log.Warn("server: request refused: client buffers at maxmemory; connection closed",
+					"client", c.id, "addr", c.nc.RemoteAddr(), "maxmemory", c.srv.budget.Limit())
+			case errors.As(err, &pe):
 				c.w.WriteError(pe.Error())
 				c.srv.log.Debug("server: protocol error", "client", c.id, "addr", c.nc.RemoteAddr(), "err", pe)
+			case isTimeout(err) && !c.srv.closing.Load():
+				c.srv.statTimeouts.Add(1)
+				c.srv.log.Debug("server: client timed out", "client", c.id, "addr", c.nc.RemoteAddr(), "mid_command", c.rd.InCommand())
 			}
 			return
 		}
@@ -90,16 +118,35 @@ func (c *conn) serve() {
 
 // exec runs one command and reports whether the connection may continue.
 func (c *conn) exec(args [][]byte) (keep bool) {
-	c.lastActive.Store(time.Now().UnixNano())
+	start := c.srv.sinceStart()
+	c.lastActive.Store(int64(start))
+	if looksLikeHTTP(args) {
+		c.srv.statHTTPProbes.Add(1)
+		c.srv.log.Warn("server: possible SECURITY ATTACK detected: a client sent an HTTP request line or header "+
+			"(a cross-protocol attack, e.g. a web page posting commands); connection closed",
+			"client", c.id, "addr", c.nc.RemoteAddr(), "line", truncate(string(args[0]), 32))
+		return false
+	}
 	cmd := c.srv.lookup(args[0])
 	if cmd == nil {
-		c.w.WriteErr(errUnknownCommand(args))
+		c.srv.obs.unknown.Add(1)
+		if c.user == nil {
+			c.w.WriteErr(errNoAuth) // say nothing of the command set before AUTH
+		} else {
+			c.w.WriteErr(errUnknownCommand(args))
+		}
+		return true
+	}
+	if err := c.allowed(cmd); err != nil {
+		cmd.stats.rejected.Add(1)
+		c.w.WriteErr(err)
 		return true
 	}
 	c.mu.Lock()
 	c.lastCmd = cmd.name
 	c.mu.Unlock()
 	if len(args)-1 < cmd.minArgs {
+		cmd.stats.rejected.Add(1)
 		c.w.WriteErr(errWrongArity(cmd.name))
 		return true
 	}
@@ -109,11 +156,14 @@ func (c *conn) exec(args [][]byte) (keep bool) {
 			c.srv.log.Error("server: command handler panicked; closing the connection",
 				"command", cmd.name, "client", c.id, "panic", p, "stack", string(debug.Stack()))
 			c.w.WriteError("internal error while executing '" + cmd.name + "'")
+			c.srv.observe(c, cmd, args, start, true)
 			keep = false
 		}
 	}()
 	c.hctx.cmd = cmd
+	errsBefore := c.w.errs
 	err := cmd.fn(&c.hctx, args[1:])
+	c.srv.observe(c, cmd, args, start, err != nil || c.w.errs != errsBefore) // stats.go
 	wrote := c.w.Written() != before
 	switch {
 	case err == nil && !wrote:

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net"
 )
 
@@ -48,3 +49,26 @@ func (c *Ctx) CloseAfterReply() { c.conn.closeAfter = true }
 // WrongArity returns the standard "wrong number of arguments" error for the
 // current command, for handlers that check a maximum argument count.
 func (c *Ctx) WrongArity() error { return errWrongArity(c.cmd.name) }
+
+// ReserveMemory takes n bytes from the server's client-memory budget
+// (Config.MaxMemory) for something the handler holds while it replies, such
+// as a payload. It returns a function that gives them back, which the
+// handler must call before it returns, or an "-OOM" error to return
+// without replying.
+func (c *Ctx) ReserveMemory(n int64) (release func(), err error) {
+	b := &c.conn.srv.budget
+	if !b.Reserve(n) {
+		return nil, errClientMemory
+	}
+	return func() { b.Release(n) }, nil
+}
+
+// CheckReplySize returns an error if a reply of n bytes would exceed
+// Config.MaxReplyBytes, for handlers that know their reply's size before
+// writing it.
+func (c *Ctx) CheckReplySize(n int64) error {
+	if lim := c.conn.srv.cfg.MaxReplyBytes; lim > 0 && n > lim {
+		return NewError(fmt.Sprintf("the reply would be %d bytes, more than the limit of %d (max-reply-bytes); ask for fewer memories or without payloads", n, lim))
+	}
+	return nil
+}

@@ -1,7 +1,9 @@
 // Package server is memrl's network front end: a RESP2 protocol layer and a
-// TCP server loop that dispatches commands to registered handlers. It knows
-// nothing of the storage engine; the memory commands (MEM.*) are registered
-// on top of it with Server.Register.
+// TCP server loop that dispatches commands to registered handlers. The core
+// (reader, writer, connections, built-in commands) knows nothing of the
+// storage engine; the memory commands (MEM.*, commands_mem*.go) are
+// registered on top of it with Server.Register and are the only files that
+// import it.
 //
 // # Requests
 //
@@ -85,17 +87,44 @@
 //	                            to RESP2; none or 2 gets Redis's field/value
 //	                            array (server, version, proto, id, mode,
 //	                            role, modules)
-//	AUTH [u] p                  error: no password is configured
+//	AUTH [u] p                  authenticate (auth.go); without users
+//	                            configured, an error as on Redis
 //	SELECT 0                    +OK; any other index is out of range
 //	QUIT                        +OK, then the connection is closed
 //	CLIENT ID|GETNAME|SETNAME n|SETINFO LIB-NAME|LIB-VER v|INFO|LIST|HELP
 //	COMMAND [COUNT|LIST|INFO names|DOCS|HELP]
 //	                            Redis 7 entry layout; arity -(minArgs+1);
 //	                            DOCS returns an empty map
-//	INFO [section ...]          "# Server", "# Clients", "# Stats" and
-//	                            sections added with AddInfoSection
+//	INFO [section ...]          Server, Clients, Memory, Stats,
+//	                            Commandstats, Latencystats (not by default,
+//	                            as in Redis), sections added with
+//	                            AddInfoSection (RegisterMem adds
+//	                            Persistence, Keyspace, memrl)
 //	CONFIG GET pattern ...      read-only: appendonly, bind, databases,
-//	                            maxclients, proto-max-bulk-len, save, timeout
+//	                            maxclients, port, proto-max-bulk-len, save,
+//	                            slowlog-*, timeout, and AddConfigParams'
+//	SLOWLOG GET [n]|LEN|RESET|HELP
+//	                            commands slower than a threshold
+//	                            (SetSlowlog), in Redis's format; AUTH
+//	                            arguments are redacted
 //
-// There is no authentication: the default address is loopback only.
+// # Exposure
+//
+// Users (Config.Users) with passwords, read-only users, a tighter frame
+// limit before authentication (auth.go); protected mode, which refuses a
+// listener beyond loopback on a server without users (protected.go); TLS
+// (tls.go); frame, idle, auth and output timeouts (timeouts.go); a memory
+// budget shared by all clients' buffers (budget.go); and the closing of
+// connections that speak HTTP (http_probe.go).
+//
+// # Observability
+//
+// Every command that reaches its handler is timed (from the start of its
+// execution to its handler's return) into a per-command lock-free
+// histogram, and its failures (an error reply) and rejections (too few
+// arguments) are counted; see stats.go for what the time includes and what
+// it costs. INFO commandstats and latencystats, SLOWLOG, and the
+// Prometheus metrics of MetricsHandler (with optional net/http/pprof on
+// the handler's own mux) all read those counters. MetricsHandler has no
+// authentication; serve it on loopback only.
 package server

@@ -1,5 +1,7 @@
 package server
 
+import "time"
+
 // Durable replies for pipelined writes.
 //
 // A write command's reply acknowledges that its change is durable. Waiting
@@ -75,5 +77,15 @@ func (h holdWriter) Write(p []byte) (int, error) {
 	if err := h.cn.releaseHold(); err != nil {
 		return 0, err
 	}
-	return h.cn.nc.Write(p)
+	if t := h.cn.srv.cfg.OutputTimeout; t > 0 {
+		// A client that does not read its replies is disconnected
+		// (timeouts.go) instead of pinning this goroutine and its reply.
+		h.cn.nc.SetWriteDeadline(time.Now().Add(t))
+	}
+	n, err := h.cn.nc.Write(p)
+	if err != nil && isTimeout(err) {
+		h.cn.srv.statOutputTimeouts.Add(1)
+		h.cn.srv.log.Info("server: client did not read its replies; disconnected", "client", h.cn.id, "addr", h.cn.nc.RemoteAddr())
+	}
+	return n, err
 }

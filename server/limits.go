@@ -46,3 +46,32 @@ func (l Limits) withDefaults() Limits {
 	}
 	return l
 }
+
+// PreAuthLimits are the default request limits for a client that has not
+// authenticated yet on a server that requires it, as Redis limits
+// unauthenticated clients (at most 10 arguments, 16 KiB bulks): AUTH,
+// HELLO, PING and QUIT need no more, and an attacker without the password
+// cannot make the server buffer more than this per connection.
+var PreAuthLimits = Limits{
+	MaxInlineLen:  4 << 10,
+	MaxBulkLen:    16 << 10,
+	MaxArrayLen:   10,
+	MaxCommandLen: 64 << 10,
+}
+
+// or returns l with every non-positive field taken from d.
+func (l Limits) or(d Limits) Limits {
+	if l.MaxInlineLen <= 0 {
+		l.MaxInlineLen = d.MaxInlineLen
+	}
+	if l.MaxBulkLen <= 0 {
+		l.MaxBulkLen = d.MaxBulkLen
+	}
+	if l.MaxArrayLen <= 0 {
+		l.MaxArrayLen = d.MaxArrayLen
+	}
+	if l.MaxCommandLen <= 0 {
+		l.MaxCommandLen = d.MaxCommandLen
+	}
+	return l
+}

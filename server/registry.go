@@ -20,11 +20,27 @@ import "strings"
 // gets an error and its connection is closed; the server keeps running.
 type HandlerFunc func(c *Ctx, args [][]byte) error
 
+// CommandFlag describes what a command may do, for access control.
+type CommandFlag uint8
+
+const (
+	// ReadOnly marks a command that changes no stored data. Users
+	// configured read-only (User.ReadOnly) may run only these; a command
+	// registered without it is treated as a write.
+	ReadOnly CommandFlag = 1 << iota
+	// NoAuth marks a command a client may send before it has
+	// authenticated when the server requires a password (AUTH, HELLO,
+	// PING, QUIT). Every other command then gets "-NOAUTH".
+	NoAuth
+)
+
 // command is one registered command.
 type command struct {
 	name    string // lower case, as shown in errors and COMMAND replies
 	minArgs int    // fewest arguments after the name
+	flags   CommandFlag
 	fn      HandlerFunc
+	stats   cmdStats // calls, failures and latency (stats.go)
 }
 
 // Register adds a command. name is matched case-insensitively; minArgs is
@@ -33,10 +49,13 @@ type command struct {
 // fn; a handler that also has a maximum checks it itself and returns
 // c.WrongArity()).
 //
+// flags say what the command may do (see CommandFlag); none means a command
+// that writes and needs an authenticated client, the safe default.
+//
 // Register may be called before or while the server runs. It panics if the
 // name is empty, contains a blank, or is already registered (including the
 // built-in commands), as registering a command twice is a programming error.
-func (s *Server) Register(name string, minArgs int, fn HandlerFunc) {
+func (s *Server) Register(name string, minArgs int, fn HandlerFunc, flags ...CommandFlag) {
 	lname := strings.ToLower(name)
 	if lname == "" || strings.ContainsAny(lname, " \t\r\n") || fn == nil || minArgs < 0 {
 		panic("server: Register: invalid command " + name)
@@ -52,7 +71,11 @@ func (s *Server) Register(name string, minArgs int, fn HandlerFunc) {
 	for k, v := range old {
 		next[k] = v
 	}
-	next[lname] = &command{name: lname, minArgs: minArgs, fn: fn}
+	cmd := &command{name: lname, minArgs: minArgs, fn: fn}
+	for _, f := range flags {
+		cmd.flags |= f
+	}
+	next[lname] = cmd
 	s.cmds.Store(&next)
 }
 

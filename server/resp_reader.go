@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"io"
+	"unsafe"
 )
 
 const (
@@ -20,8 +21,10 @@ const (
 	firstChunk = 64 << 10
 	// keepArena and keepArgs bound the memory a Reader retains between
 	// commands; after an unusually large command the buffers are dropped
-	// instead of being reused.
-	keepArena = 1 << 20
+	// instead of being reused. Retained bytes stay reserved from the
+	// Reader's Budget, so keepArena is kept small: 10,000 idle clients
+	// retain at most 640 MiB.
+	keepArena = 64 << 10
 	keepArgs  = 4096
 )
 
@@ -47,6 +50,15 @@ type Reader struct {
 	args  [][]byte
 
 	beforeBlock func() error
+
+	// budget, if set, is charged for held: the bytes of arena, offs and
+	// args, and of buf beyond readBufSize.
+	budget *Budget
+	held   int64
+
+	// inCommand is true while a command's frame is being parsed: from
+	// its first byte until it is complete (or has failed).
+	inCommand bool
 }
 
 // NewReader returns a Reader reading from rd with the given limits (zero
@@ -55,12 +67,61 @@ func NewReader(rd io.Reader, lim Limits) *Reader {
 	return &Reader{rd: rd, lim: lim.withDefaults(), buf: make([]byte, readBufSize)}
 }
 
+// SetLimits replaces the Reader's limits (zero fields take their
+// defaults) from the next command on. The server reads with tighter limits
+// until a client authenticates.
+func (r *Reader) SetLimits(lim Limits) { r.lim = lim.withDefaults() }
+
 // SetBeforeBlock installs fn to be called every time the Reader has consumed
 // all buffered input and is about to read from the underlying reader (which
 // may block). The server uses it to flush pending replies: a pipeline of
 // commands that arrived together is executed back to back and its replies
 // leave in one write. If fn returns an error, ReadCommand returns it.
 func (r *Reader) SetBeforeBlock(fn func() error) { r.beforeBlock = fn }
+
+// SetBudget makes the Reader reserve from b every byte it holds beyond its
+// fixed input buffer (see budget.go). A request that would take the budget
+// past its limit fails with an "-OOM" *ReplyError; the Reader must not be
+// used again after it.
+func (r *Reader) SetBudget(b *Budget) { r.budget = b }
+
+// Release drops the Reader's buffers and gives their bytes back to its
+// Budget. Call it when the connection ends.
+func (r *Reader) Release() {
+	r.arena, r.offs, r.args = nil, nil, nil
+	r.buf, r.r, r.w = nil, 0, 0
+	r.account(0)
+}
+
+// account reserves from (or releases to) the budget the change in the
+// bytes the Reader holds, plus extra bytes it is about to allocate, since
+// the last call. If the budget refuses, nothing is reserved and the Reader
+// must not be used again (the connection is closed, and Release gives back
+// what it still holds).
+func (r *Reader) account(extra int64) error {
+	if r.budget == nil {
+		return nil
+	}
+	// Argument bounds count too: a million empty arguments are 6 MB on
+	// the wire but 40 MB of offs and args.
+	held := int64(cap(r.arena)) + max(int64(cap(r.buf))-readBufSize, 0) +
+		int64(cap(r.offs))*int64(unsafe.Sizeof(int(0))) + int64(cap(r.args))*int64(unsafe.Sizeof([]byte(nil))) + extra
+	switch d := held - r.held; {
+	case d > 0:
+		if !r.budget.Reserve(d) {
+			return errClientMemory
+		}
+	case d < 0:
+		r.budget.Release(-d)
+	}
+	r.held = held
+	return nil
+}
+
+// InCommand reports whether the Reader is inside a command's frame, that is
+// whether a read it makes now waits for the rest of a command that has
+// begun, rather than for a new one. The server's frame timeout uses it.
+func (r *Reader) InCommand() bool { return r.inCommand }
 
 // Buffered returns the number of input bytes received but not yet consumed.
 func (r *Reader) Buffered() int { return r.w - r.r }
@@ -91,6 +152,9 @@ func (r *Reader) ReadCommand() ([][]byte, error) {
 	if len(r.buf) > readBufSize && r.r == r.w {
 		r.buf, r.r, r.w = make([]byte, readBufSize), 0, 0 // grown for one long line
 	}
+	if err := r.account(0); err != nil { // releases what was just dropped
+		return nil, err
+	}
 	for {
 		r.arena = r.arena[:0]
 		r.offs = r.offs[:0]
@@ -100,11 +164,13 @@ func (r *Reader) ReadCommand() ([][]byte, error) {
 			}
 		}
 		var err error
+		r.inCommand = true
 		if r.buf[r.r] == '*' {
 			err = r.readArray()
 		} else {
 			err = r.readInline()
 		}
+		r.inCommand = false
 		if err != nil {
 			return nil, err
 		}
@@ -139,6 +205,9 @@ func (r *Reader) fill() error {
 	if r.w == len(r.buf) {
 		// Callers grow buf before asking for more when it is full.
 		panic("server: Reader.fill on a full buffer")
+	}
+	if err := r.account(0); err != nil {
+		return err
 	}
 	for {
 		if r.err != nil {
@@ -321,8 +390,16 @@ func (r *Reader) readDirect(need, got int) error {
 		}
 	}
 	want := min(need, max(firstChunk, got))
+	if err := r.account(0); err != nil {
+		return err
+	}
 	if cap(r.arena)-len(r.arena) < want {
-		grown := make([]byte, len(r.arena), len(r.arena)+max(want, len(r.arena)))
+		newCap := len(r.arena) + max(want, len(r.arena))
+		// Reserve before allocating: this is where a huge bulk grows.
+		if err := r.account(int64(newCap - cap(r.arena))); err != nil {
+			return err
+		}
+		grown := make([]byte, len(r.arena), newCap)
 		copy(grown, r.arena)
 		r.arena = grown
 	}

@@ -26,6 +26,7 @@ type Writer struct {
 	bw      *bufio.Writer
 	scratch [64]byte // number formatting without allocation
 	n       int64    // bytes accepted so far; lets the server see whether a handler replied
+	errs    int64    // error replies written so far; lets the server count failed commands
 }
 
 // NewWriter returns a Writer buffering replies for w.
@@ -94,6 +95,7 @@ func (w *Writer) WriteErrorCode(code, msg string) {
 	if code == "" {
 		code = "ERR"
 	}
+	w.errs++
 	w.line('-', code+" "+msg)
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -19,6 +20,11 @@ const (
 	// authentication, so exposing it must be an explicit choice.
 	DefaultAddr       = "127.0.0.1:6379"
 	DefaultMaxClients = 10000
+	// DefaultMaxMemory is Config.MaxMemory's default: 1 GiB of client
+	// buffers in all.
+	DefaultMaxMemory = 1 << 30
+	// DefaultMaxReplyBytes is Config.MaxReplyBytes's default.
+	DefaultMaxReplyBytes = 512 << 20
 )
 
 // Config configures a Server. The zero value is usable.
@@ -30,8 +36,45 @@ type Config struct {
 	// "-ERR max number of clients reached" and is closed. Default
 	// DefaultMaxClients.
 	MaxClients int
+	// TLS, if set, makes ListenAndServe speak TLS (see TLSConfig). A
+	// listener given to Serve is used as it is.
+	TLS *tls.Config
 	// Limits bounds each request (see Limits); zero fields take defaults.
 	Limits Limits
+	// Users are the accounts clients authenticate as (see auth.go). Empty
+	// means no authentication: every client has full access, and Serve
+	// refuses a listener beyond loopback unless DisableProtectedMode.
+	Users []User
+	// PreAuthLimits bound each request of a client that has not yet
+	// authenticated, when Users is not empty; zero fields take the fields
+	// of the package variable PreAuthLimits.
+	PreAuthLimits Limits
+	// IdleTimeout closes a connection that sends no command for this
+	// long; <= 0 means never (Redis's default, timeout 0).
+	IdleTimeout time.Duration
+	// FrameTimeout closes a connection whose command has begun to arrive
+	// but is not complete after this long; 0 means DefaultFrameTimeout,
+	// < 0 never.
+	FrameTimeout time.Duration
+	// AuthTimeout closes a connection that has not authenticated this long
+	// after it was accepted, on a server with Users; 0 means
+	// DefaultAuthTimeout, < 0 never.
+	AuthTimeout time.Duration
+	// OutputTimeout closes a connection when a write of its replies makes
+	// no progress for this long (the client does not read); 0 means
+	// DefaultOutputTimeout, < 0 never.
+	OutputTimeout time.Duration
+	// MaxMemory bounds the bytes all clients together may make the server
+	// buffer: requests being read and payloads of replies being written
+	// (see budget.go). 0 means DefaultMaxMemory, < 0 unlimited.
+	MaxMemory int64
+	// MaxReplyBytes bounds one reply whose size a command knows before
+	// writing it (MEM.RETRIEVE ... WITHPAYLOAD); a larger one is refused
+	// with an error. 0 means DefaultMaxReplyBytes, < 0 unlimited.
+	MaxReplyBytes int64
+	// DisableProtectedMode lets a server without Users listen beyond
+	// loopback (see ErrProtectedMode). The zero value is the safe one.
+	DisableProtectedMode bool
 	// Logger receives connection errors and handler panics; default
 	// slog.Default().
 	Logger *slog.Logger
@@ -54,9 +97,16 @@ type Server struct {
 	nextID  atomic.Int64
 	connWG  sync.WaitGroup // one count per live connection goroutine
 
-	statConns    atomic.Int64 // connections accepted, ever
-	statCmds     atomic.Int64 // commands read, ever
-	statRejected atomic.Int64 // connections refused by MaxClients
+	statConns          atomic.Int64 // connections accepted, ever
+	statCmds           atomic.Int64 // commands read, ever
+	statRejected       atomic.Int64 // connections refused by MaxClients
+	statHTTPProbes     atomic.Int64 // connections closed because they spoke HTTP
+	statAuthFailures   atomic.Int64 // AUTH or HELLO AUTH with a wrong name or password
+	statTimeouts       atomic.Int64 // connections closed by a read deadline
+	statOutputTimeouts atomic.Int64 // connections closed because they did not read replies
+
+	auth   *authenticator // immutable after New
+	budget Budget         // client memory (budget.go); its limit is set by New
 
 	mu sync.Mutex // guards the fields below; also serialises Register
 	// listeners being served; closed by Shutdown.
@@ -68,13 +118,17 @@ type Server struct {
 	conns map[*conn]struct{}
 	// shutdown is set once by Shutdown; no connection is added after it.
 	shutdown bool
-	// info holds the INFO sections in output order.
+	// info holds the INFO sections in the order added.
 	info []infoSection
+
+	obs observer // SLOWLOG, counters, extra CONFIG and metrics (stats.go)
 }
 
 // New returns a Server with the built-in commands (PING, ECHO, HELLO,
-// COMMAND, QUIT, INFO, CLIENT, SELECT, CONFIG, AUTH) registered.
-func New(cfg Config) *Server {
+// COMMAND, QUIT, INFO, CLIENT, SELECT, CONFIG, AUTH, SLOWLOG) registered, or an
+// error for an invalid Config (a bad user name, an empty password, a name
+// given twice).
+func New(cfg Config) (*Server, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = DefaultAddr
 	}
@@ -82,7 +136,18 @@ func New(cfg Config) *Server {
 		cfg.MaxClients = DefaultMaxClients
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
+	cfg.PreAuthLimits = cfg.PreAuthLimits.or(PreAuthLimits)
+	cfg.MaxMemory = defaultSize(cfg.MaxMemory, DefaultMaxMemory)
+	cfg.MaxReplyBytes = defaultSize(cfg.MaxReplyBytes, DefaultMaxReplyBytes)
+	cfg.FrameTimeout = defaultDuration(cfg.FrameTimeout, DefaultFrameTimeout)
+	cfg.AuthTimeout = defaultDuration(cfg.AuthTimeout, DefaultAuthTimeout)
+	cfg.OutputTimeout = defaultDuration(cfg.OutputTimeout, DefaultOutputTimeout)
+	auth, err := newAuthenticator(cfg.Users)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
+		auth:      auth,
 		cfg:       cfg,
 		log:       cfg.Logger,
 		start:     time.Now(),
@@ -94,16 +159,20 @@ func New(cfg Config) *Server {
 	}
 	empty := map[string]*command{}
 	s.cmds.Store(&empty)
+	s.budget.limit = cfg.MaxMemory
 	s.registerBuiltins()
-	return s
+	return s, nil
 }
 
-// ListenAndServe listens on cfg.Addr and serves until Shutdown, then
-// returns ErrServerClosed.
+// ListenAndServe listens on cfg.Addr (with TLS if cfg.TLS is set) and
+// serves until Shutdown, then returns ErrServerClosed.
 func (s *Server) ListenAndServe() error {
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return err
+	}
+	if s.cfg.TLS != nil {
+		ln = tls.NewListener(ln, s.cfg.TLS)
 	}
 	return s.Serve(ln)
 }
@@ -117,9 +186,15 @@ func (s *Server) Addr() net.Addr {
 }
 
 // Serve accepts connections on ln until Shutdown is called (it then returns
-// ErrServerClosed) or ln fails permanently. It may be called for several
+// ErrServerClosed) or ln fails permanently. It returns ErrProtectedMode at
+// once for a listener beyond loopback on a server without users (see
+// protected.go). It may be called for several
 // listeners concurrently. Serve closes ln when it returns.
 func (s *Server) Serve(ln net.Listener) error {
+	if err := s.checkProtectedMode(ln); err != nil {
+		ln.Close()
+		return err
+	}
 	s.mu.Lock()
 	if s.shutdown {
 		s.mu.Unlock()
@@ -238,4 +313,26 @@ func (s *Server) clientCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.conns)
+}
+
+// defaultDuration maps 0 to def and a negative d to 0 (never).
+func defaultDuration(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
+}
+
+// defaultSize maps 0 to def and a negative n to 0 (unlimited).
+func defaultSize(n, def int64) int64 {
+	switch {
+	case n == 0:
+		return def
+	case n < 0:
+		return 0
+	}
+	return n
 }

@@ -73,7 +73,7 @@ func startServer(t testing.TB, cfg Config, register func(*Server)) *testServer {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(ts.logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	ts.Server = New(cfg)
+	ts.Server = mustNew(t, cfg)
 	if register != nil {
 		register(ts.Server)
 	}
@@ -123,4 +123,14 @@ func readUntilEOF(t *testing.T, c net.Conn) string {
 		t.Fatalf("reading until close: %v (got %q)", err, b)
 	}
 	return string(b)
+}
+
+// mustNew is New for a configuration the test knows to be valid.
+func mustNew(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return s
 }

@@ -17,7 +17,7 @@ import (
 func TestShutdownGraceful(t *testing.T) {
 	started := make(chan struct{})
 	release := make(chan struct{})
-	s := New(Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s := mustNew(t, Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	s.Register("test.block", 0, func(c *Ctx, args [][]byte) error {
 		close(started)
 		<-release // e.g. waiting for an fsync
@@ -94,7 +94,7 @@ func TestShutdownGraceful(t *testing.T) {
 func TestShutdownDeadline(t *testing.T) {
 	started := make(chan struct{})
 	handlerDone := make(chan error, 1)
-	s := New(Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s := mustNew(t, Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	s.Register("test.wait", 0, func(c *Ctx, args [][]byte) error {
 		close(started)
 		<-c.Context().Done()

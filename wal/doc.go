@@ -118,7 +118,17 @@
 // (one write call per segment touched) and, if any appender needs it,
 // fsyncs once. Appends arriving meanwhile form the next batch, so N
 // concurrent SyncAlways appenders share about one fsync per batch. See
-// SyncPolicy for what Append waits for under each policy.
+// SyncPolicy for what Append waits for under each policy. Under every
+// policy Append returns only after its record's write call: SyncAlways
+// survives a process kill and a machine crash; SyncInterval and SyncNone
+// survive a process kill (the kernel holds the written pages) and lose,
+// on a machine crash, what was not fsynced yet (the last SyncInterval, or
+// whatever the kernel had not written back).
+//
+// The flusher times every fsync of a segment file (Log.SyncLatency, a
+// lock-free histogram) and Log.Stats reports the records, bytes, writes
+// and fsyncs since Open and the segment files held and their bytes; both
+// are for monitoring and never wait for the flusher.
 //
 // A failed write or fsync is fatal: the log records it as a sticky error
 // wrapping ErrFailed, every waiting and later Append returns it, and the

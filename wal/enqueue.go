@@ -44,10 +44,10 @@ func (l *Log) Enqueue(rec []byte) (LSN, error) {
 }
 
 // WaitDurable blocks until the record at lsn (from Enqueue) is durable as
-// the sync policy defines it: fsynced (SyncAlways), written to the
-// operating system (SyncInterval), or buffered (SyncNone, which waits only
-// when too much is buffered, to bound memory). It returns the log's failure
-// if the record could not be made durable. WaitDurable(0) returns at once.
+// the sync policy defines it: fsynced (SyncAlways), or written to the
+// operating system's file (SyncInterval and SyncNone), so that it survives
+// a crash of the process either way. It returns the log's failure if the
+// record could not be made durable. WaitDurable(0) returns at once.
 func (l *Log) WaitDurable(lsn LSN) error {
 	if lsn == 0 {
 		return nil
@@ -59,14 +59,6 @@ func (l *Log) WaitDurable(lsn LSN) error {
 		err := l.err
 		l.mu.Unlock()
 		return err
-	}
-	if l.opts.Sync == SyncNone && l.buffered < maxBuffered {
-		big := l.buffered >= flushThreshold
-		l.mu.Unlock()
-		if big {
-			l.wake()
-		}
-		return nil
 	}
 	l.mu.Unlock()
 	l.wake()

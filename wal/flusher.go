@@ -115,6 +115,7 @@ func (l *Log) writeBatch(b *batch) error {
 			l.stats.writes.Add(1)
 			l.stats.bytes.Add(uint64(n))
 			l.seg.size += int64(n)
+			l.stats.activeBytes.Store(l.seg.size)
 			l.seg.records += count
 			l.seg.dirty = true
 			lsn += LSN(count)
@@ -135,9 +136,11 @@ func (l *Log) writeBatch(b *batch) error {
 // syncActive fsyncs the active segment.
 // REQUIRES: called by the flusher goroutine (or by Open before it starts).
 func (l *Log) syncActive() error {
+	start := time.Now()
 	if err := l.seg.f.Sync(); err != nil {
 		return err
 	}
+	l.stats.syncLatency.Record(time.Since(start))
 	l.stats.syncs.Add(1)
 	l.seg.dirty = false
 	return nil
@@ -154,6 +157,7 @@ func (l *Log) syncActive() error {
 // with nothing after it, which recovery removes).
 // REQUIRES: called by the flusher goroutine (or by Open before it starts).
 func (l *Log) roll(base LSN) error {
+	finished := l.seg.size // the size of the segment being finished, if any
 	if l.seg.f != nil {
 		if l.seg.dirty {
 			if err := l.syncActive(); err != nil {
@@ -186,7 +190,11 @@ func (l *Log) roll(base LSN) error {
 	}
 	l.seg = activeSegment{f: f, num: num, base: base, size: segmentHeaderSize}
 	l.mu.Lock()
+	if n := len(l.segments); n > 0 && finished > 0 {
+		l.segments[n-1].size = finished
+	}
 	l.segments = append(l.segments, segmentInfo{num: num, base: base, path: path})
+	l.stats.activeBytes.Store(segmentHeaderSize)
 	l.mu.Unlock()
 	return nil
 }

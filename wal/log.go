@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/memrl/memrl/internal/histo"
 )
 
 // LSN is a log sequence number: the position of a record in the log.
@@ -15,13 +17,13 @@ import (
 // record, each frame stores its own LSN).
 type LSN uint64
 
-// flushThreshold is how many buffered bytes make SyncNone wake the
-// flusher; maxBuffered is how many make SyncNone appenders wait for it,
-// bounding memory.
-const (
-	flushThreshold = 1 << 20
-	maxBuffered    = 8 << 20
-)
+// flushThreshold is how many buffered bytes make Enqueue wake the flusher
+// at once, before anyone waits: a caller that enqueues many records before
+// waiting for the last gets them written as they accumulate.
+const flushThreshold = 1 << 20
+
+// maxSpareBuf bounds the capacity of a recycled batch buffer.
+const maxSpareBuf = 16 << 20
 
 // Log is a write-ahead log: an ordered sequence of opaque records in
 // segment files. It is safe for concurrent use.
@@ -81,6 +83,10 @@ type Log struct {
 
 	stats struct {
 		records, bytes, writes, syncs atomic.Uint64
+		// activeBytes mirrors seg.size for Stats (seg is the flusher's).
+		activeBytes atomic.Int64
+		// syncLatency times the fsyncs of segment files.
+		syncLatency histo.Histogram
 	}
 }
 
@@ -128,34 +134,49 @@ func (l *Log) recycle(bufs [][]byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, b := range bufs {
-		if cap(b) > 0 && cap(b) <= 2*maxBuffered && len(l.spare) < maxSpare {
+		if cap(b) > 0 && cap(b) <= maxSpareBuf && len(l.spare) < maxSpare {
 			l.spare = append(l.spare, b)
 		}
 	}
 }
 
-// Stats are cumulative counters of a Log since Open.
+// Stats are cumulative counters of a Log since Open, and the size of
+// what it holds now.
 type Stats struct {
-	Records  uint64 // records appended
-	Bytes    uint64 // bytes of frames written to segment files
-	Writes   uint64 // write calls to segment files
-	Syncs    uint64 // fsyncs of segment files
-	Segments int    // segment files currently held
+	Records   uint64 // records appended
+	Bytes     uint64 // bytes of frames written to segment files
+	Writes    uint64 // write calls to segment files
+	Syncs     uint64 // fsyncs of segment files
+	SyncNanos uint64 // time spent in those fsyncs, in nanoseconds
+	Segments  int    // segment files currently held
+	DiskBytes int64  // bytes of those files (headers included), as written
 }
 
-// Stats returns the log's counters.
+// Stats returns the log's counters. It takes the log's lock briefly (to
+// read the segment list) and never waits for a write or an fsync.
 func (l *Log) Stats() Stats {
 	l.mu.Lock()
 	n := len(l.segments)
+	var disk int64
+	for _, s := range l.segments[:max(n-1, 0)] {
+		disk += s.size
+	}
+	disk += l.stats.activeBytes.Load()
 	l.mu.Unlock()
 	return Stats{
-		Records:  l.stats.records.Load(),
-		Bytes:    l.stats.bytes.Load(),
-		Writes:   l.stats.writes.Load(),
-		Syncs:    l.stats.syncs.Load(),
-		Segments: n,
+		Records:   l.stats.records.Load(),
+		Bytes:     l.stats.bytes.Load(),
+		Writes:    l.stats.writes.Load(),
+		Syncs:     l.stats.syncs.Load(),
+		SyncNanos: l.stats.syncLatency.Sum(),
+		Segments:  n,
+		DiskBytes: disk,
 	}
 }
+
+// SyncLatency copies the histogram of the durations of the log's fsyncs
+// of segment files into s (see package internal/histo).
+func (l *Log) SyncLatency(s *histo.Snapshot) { l.stats.syncLatency.Snapshot(s) }
 
 // Open opens the log in opts.Dir, creating it if needed, and recovers it:
 // every segment is read and verified. A torn tail of the last segment
@@ -250,6 +271,7 @@ func (l *Log) repairAndActivate(rec *recovery) error {
 			if rec.lastEnd < l.opts.SegmentSize {
 				l.seg = activeSegment{f: f, num: last.num, base: last.base,
 					size: rec.lastEnd, records: int(rec.next - last.base)}
+				l.stats.activeBytes.Store(rec.lastEnd)
 				return nil
 			}
 			if err := f.Close(); err != nil {

@@ -5,7 +5,22 @@ import (
 	"time"
 )
 
-// SyncPolicy says when Append returns relative to durability.
+// SyncPolicy says when Append returns relative to durability, and so what
+// an acknowledged record survives:
+//
+//	policy    Append returns once the record is   survives a process kill   survives a machine crash
+//	always    fsynced                            yes                       yes
+//	interval  written to the OS; fsync every     yes                       all but the last interval
+//	          Options.SyncInterval
+//	none      written to the OS; never fsynced   yes                       only what the OS flushed
+//
+// Under every policy each record is handed to the operating system (a
+// write call) before Append returns, as Redis's appendfsync does: killing
+// the process (kill -9, a panic, the OOM killer) loses nothing
+// acknowledged, because the kernel holds the written pages. Only a crash of
+// the machine or the kernel (power loss) can lose records that were not
+// fsynced. Segment rolls, Sync, Rotate and Close fsync under every policy
+// (recovery relies on every segment but the last being complete on disk).
 //
 // The zero value is SyncAlways, so that a zero Options is the safe one.
 type SyncPolicy int
@@ -13,15 +28,18 @@ type SyncPolicy int
 const (
 	// SyncAlways: Append returns once the record is fsynced. Concurrent
 	// appenders are group-committed: one write and one fsync per batch.
+	// Survives a process kill and a machine crash.
 	SyncAlways SyncPolicy = iota
 	// SyncInterval: Append returns once the record is written to the
-	// operating system; a timer fsyncs every Options.SyncInterval. A
-	// crash of the machine (not of the process) can lose the last
+	// operating system; a timer fsyncs every Options.SyncInterval.
+	// Survives a process kill; a machine crash can lose the last
 	// interval's records.
 	SyncInterval
-	// SyncNone: Append returns once the record is buffered in memory.
-	// Buffers are written when large, and at Sync, Rotate and Close; a
-	// crash of the process can lose unwritten records.
+	// SyncNone: Append returns once the record is written to the
+	// operating system, and nothing fsyncs it (the kernel writes it back
+	// in its own time). Concurrent appenders share one write call per
+	// batch. Survives a process kill; a machine crash can lose whatever
+	// the kernel had not yet written back.
 	SyncNone
 )
 

@@ -43,6 +43,9 @@ type segmentInfo struct {
 	num  uint64
 	base LSN // LSN of the first record it holds or will hold
 	path string
+	// size is the segment's length in bytes once it is no longer active
+	// (for Stats); the active segment's is Log.stats.activeBytes.
+	size int64
 }
 
 // recovery is the result of scanning a log directory: what exists and
@@ -114,7 +117,7 @@ func scanLog(fs FS, dir string) (*recovery, error) {
 		if err != nil {
 			return nil, err
 		}
-		rec.segments = append(rec.segments, segmentInfo{num: num, base: sr.hdr.base, path: path})
+		rec.segments = append(rec.segments, segmentInfo{num: num, base: sr.hdr.base, path: path, size: end})
 		rec.next = sr.next
 		rec.lastEnd = end
 		rec.torn = torn

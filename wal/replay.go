@@ -12,7 +12,7 @@ import (
 // rec is valid only during the call; fn must copy what it keeps.
 // Replay is meant to be called after Open and before Append. Called
 // later, it reads the records written to segment files when it started
-// (under SyncNone, buffered records are not yet written).
+// (records enqueued but not yet waited for may not be written yet).
 //
 // If records at or after from were removed by RemoveBefore, Replay
 // returns ErrCompacted without calling fn. Damage found while reading is

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/memrl/memrl/internal/cliflag"
 	"io"
 	"runtime"
 	"strconv"
@@ -33,17 +34,13 @@ type config struct {
 func Main(args []string, stdout io.Writer) error {
 	cfg, err := parseArgs(args, stdout)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return err
+		return err // cliflag.ErrHelp after --help: the caller exits 0
 	}
 	return run(cfg, stdout)
 }
 
 func parseArgs(args []string, stdout io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("memrl bench ann", flag.ContinueOnError)
-	fs.SetOutput(stdout)
 	cfg := &config{}
 	var nprobe, refine, metric string
 	fs.StringVar(&cfg.base, "base", "", "base vectors (.fvecs or .bvecs)")
@@ -68,11 +65,8 @@ func parseArgs(args []string, stdout io.Writer) (*config, error) {
 	fs.StringVar(&cfg.indexDir, "index-dir", "", "save the index here, reopen it (mmap) and time the open and first query (default: a temporary directory)")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the search sweep to this file")
 	fs.Int64Var(&cfg.seed, "seed", 1, "random seed for training and synthetic data")
-	if err := fs.Parse(args); err != nil {
+	if err := cliflag.Parse(fs, args, 0); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	var err error
 	if cfg.nprobe, err = parseInts(nprobe); err != nil {

@@ -9,6 +9,7 @@ package durability
 import (
 	"flag"
 	"fmt"
+	"github.com/memrl/memrl/internal/cliflag"
 	"io"
 	"os"
 	"os/exec"
@@ -31,7 +32,7 @@ func Main(args []string, out io.Writer) error {
 	dur := fs.Duration("duration", 2*time.Second, "measuring time per throughput row")
 	records := fs.String("recovery", "1000000", "log sizes (records) to measure recovery for, comma-separated")
 	ckptMems := fs.Int("checkpoint-memories", 1000000, "memories in the collection a checkpoint copies while writers run")
-	if err := fs.Parse(args); err != nil {
+	if err := cliflag.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	work, err := os.MkdirTemp(*dir, "memrl-durability-")
@@ -241,9 +242,9 @@ func recovery(dir string, n int) (time.Duration, int, error) {
 	if _, err := c.Add(engine.AddRequest{Vector: []float32{1, 1, 1, 1, 1, 1, 1, 1}, ID: mems + 1, HasID: true}); err != nil {
 		return 0, 0, err
 	}
-	// Under SyncNone the log writes its buffer to the OS every 1 MiB; the
-	// copy holds what was written (the last < 1 MiB may be missing, as
-	// after a real kill), and the replayed count says how much that was.
+	// Under SyncNone every record is written to the OS before its call
+	// returns (never fsynced), so the copy holds every record, as a real
+	// kill would leave them; the replayed count says how many there were.
 	time.Sleep(200 * time.Millisecond)
 	cp := dir + ".copy"
 	if out, err := exec.Command("cp", "-a", dir, cp).CombinedOutput(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/memrl/memrl/internal/cliflag"
 	"io"
 	"math/rand"
 	"net"
@@ -32,7 +33,7 @@ func Main(args []string, out io.Writer) error {
 	pipeline := fs.Int("pipeline", 1, "rewards in flight per connection")
 	dur := fs.Duration("duration", 3*time.Second, "measuring time per row")
 	memories := fs.Int("memories", 10000, "memories rewarded (uniformly at random)")
-	if err := fs.Parse(args); err != nil {
+	if err := cliflag.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	ns, err := parseInts(*clients)

@@ -6,13 +6,24 @@ import (
 
 	"github.com/memrl/memrl/bench/durability"
 	"github.com/memrl/memrl/bench/rewards"
+	"github.com/memrl/memrl/internal/cliflag"
 )
 
+const benchUsage = `usage:
+  memrl bench ann [flags]          recall against latency of the phase-1 index
+  memrl bench rewards [flags]      acknowledged rewards per second over the protocol
+  memrl bench durability [flags]   fsync latency, in-process rewards, recovery, checkpoint stalls
+memrl bench NAME --help lists a benchmark's flags.
+`
+
 func bench(args []string) error {
-	if len(args) < 1 {
-		return fmt.Errorf("bench: which one? ann, rewards or durability")
+	if len(args) == 0 {
+		return cliflag.Usagef("which benchmark?\n%s", benchUsage)
 	}
 	switch args[0] {
+	case "-h", "-help", "--help":
+		fmt.Print(benchUsage)
+		return nil
 	case "rewards":
 		return rewards.Main(args[1:], os.Stdout)
 	case "durability":
@@ -20,5 +31,5 @@ func bench(args []string) error {
 	case "ann":
 		return benchANN(args[1:])
 	}
-	return fmt.Errorf("bench: unknown benchmark %q (want ann, rewards or durability)", args[0])
+	return cliflag.Usagef("unknown benchmark %q\n%s", args[0], benchUsage)
 }

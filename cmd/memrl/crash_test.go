@@ -51,10 +51,11 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// startServe runs `memrl serve` and waits until it answers PING.
-func startServe(t *testing.T, bin, dir, addr string, logf *os.File) *exec.Cmd {
+// startServe runs `memrl serve --sync policy` and waits until it answers
+// PING.
+func startServe(t *testing.T, bin, dir, addr, policy string, logf *os.File) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--dir", dir, "--addr", addr, "--sync", "always")
+	cmd := exec.Command(bin, "serve", "--dir", dir, "--addr", addr, "--sync", policy)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -88,6 +89,22 @@ func TestKill9LosesNoAcknowledgedWrite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills a real server")
 	}
+	kill9Rounds(t, "always")
+}
+
+// TestKill9SyncNoneLosesNoAcknowledgedWrite is the same under `--sync
+// none` (issue 14): that policy never fsyncs, but like Redis's appendfsync
+// no it writes every record to the operating system before the reply, so
+// killing the process (not the machine) loses nothing acknowledged.
+func TestKill9SyncNoneLosesNoAcknowledgedWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills a real server")
+	}
+	kill9Rounds(t, "none")
+}
+
+// kill9Rounds runs the kill -9 rounds against `memrl serve --sync policy`.
+func kill9Rounds(t *testing.T, policy string) {
 	bin := buildMemrl(t)
 	dir := filepath.Join(t.TempDir(), "data")
 	addr := freeAddr(t)
@@ -104,7 +121,7 @@ func TestKill9LosesNoAcknowledgedWrite(t *testing.T) {
 	const clients, idsPerClient = 8, 4
 	state := map[uint64]*idState{}
 	var added []uint64 // ids of acknowledged adds beyond the rewarded ones
-	cmd := startServe(t, bin, dir, addr, logf)
+	cmd := startServe(t, bin, dir, addr, policy, logf)
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 64})
 	if err := rdb.Do(ctx, "MEM.CREATE", "k", "DIM", 4, "ALPHA", 1).Err(); err != nil {
 		t.Fatal(err)
@@ -232,7 +249,7 @@ func TestKill9LosesNoAcknowledgedWrite(t *testing.T) {
 		rdb.Close()
 		nextAdd += 100000
 
-		cmd = startServe(t, bin, dir, addr, logf)
+		cmd = startServe(t, bin, dir, addr, policy, logf)
 		rdb = redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 		total := 0
 		for id, st := range state {

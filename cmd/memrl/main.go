@@ -1,47 +1,92 @@
 // Command memrl runs the memrl server and its tools.
 //
-//	memrl serve [--dir ./memrl-data] [--addr 127.0.0.1:6390] [--sync always|interval|none]
-//	memrl bench ann|rewards [flags]
-//	memrl info
+//	memrl serve [flags]           run the server (see `memrl serve --help`)
+//	memrl bench ann|rewards|durability [flags]
+//	memrl info                    build and CPU facts (SIMD kernels in use)
+//	memrl version                 version, Go version and SIMD level
+//	memrl help [command]          usage
 //
-// See README.md and docs/PROTOCOL.md.
+// Every command prints its usage and exits 0 on --help; an unknown command,
+// flag or stray argument prints the usage and exits 2; a failure while
+// running exits 1. See README.md and docs/PROTOCOL.md.
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+
+	"github.com/memrl/memrl/internal/cliflag"
 )
 
-const usage = `usage:
-  memrl serve [--dir DIR] [--addr HOST:PORT] [--sync always|interval|none]   run the server
-  memrl bench ann [flags]       recall against latency of the phase-1 index
-  memrl bench rewards [flags]   acknowledged rewards per second over the protocol
-  memrl bench durability [flags] fsync latency, in-process rewards, recovery time, checkpoint stalls
-  memrl info                    build and CPU facts (SIMD kernels in use)
+const usage = `memrl: episodic memory with learned utilities, served over RESP2.
+
+usage:
+  memrl serve [flags]              run the server (memrl serve --help for its flags)
+  memrl bench ann [flags]          recall against latency of the phase-1 index
+  memrl bench rewards [flags]      acknowledged rewards per second over the protocol
+  memrl bench durability [flags]   fsync latency, in-process rewards, recovery, checkpoint stalls
+  memrl info                       build and CPU facts (SIMD kernels in use)
+  memrl version                    version, Go version and SIMD level
+  memrl help [command]             this text, or a command's flags
 `
 
-func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
-	}
-	var err error
-	switch os.Args[1] {
-	case "serve":
-		err = serve(os.Args[2:])
-	case "bench":
-		err = bench(os.Args[2:])
-	case "info":
-		err = info(os.Args[2:])
-	case "-h", "--help", "help":
+// commands maps each command to the function that runs it with the
+// arguments after its name.
+var commands = map[string]func(args []string) error{
+	"serve":   serve,
+	"bench":   bench,
+	"info":    info,
+	"version": version,
+}
+
+// help reads commands, so it joins the map at init (a literal entry would
+// be an initialisation cycle).
+func init() { commands["help"] = help }
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+// run executes one command line and returns the exit status: 0 on success
+// or --help, 2 for a command line that cannot be run, 1 for a failure.
+func run(args []string) int {
+	if len(args) == 0 {
 		fmt.Print(usage)
-		return
+		return 0
+	}
+	name := args[0]
+	if name == "-h" || name == "-help" || name == "--help" {
+		name = "help"
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "memrl: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	err := cmd(args[1:])
+	switch {
+	case err == nil, errors.Is(err, cliflag.ErrHelp):
+		return 0
+	case cliflag.IsUsage(err):
+		fmt.Fprintf(os.Stderr, "memrl %s: %v\n", name, err)
+		return 2
 	default:
-		fmt.Fprintf(os.Stderr, "memrl: unknown command %q\n%s", os.Args[1], usage)
-		os.Exit(2)
+		fmt.Fprintf(os.Stderr, "memrl %s: %v\n", name, err)
+		return 1
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "memrl:", err)
-		os.Exit(1)
+}
+
+// help prints the general usage, or a command's own (memrl help serve).
+func help(args []string) error {
+	switch {
+	case len(args) == 0:
+		fmt.Print(usage)
+		return nil
+	case len(args) > 2:
+		return cliflag.Usagef("help takes at most a command and a sub-command, got %q", args)
 	}
+	cmd, ok := commands[args[0]]
+	if !ok || args[0] == "help" {
+		return cliflag.Usagef("no such command %q\n\n%s", args[0], usage)
+	}
+	return cmd(append(args[1:], "--help"))
 }

@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"log"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -16,7 +14,6 @@ import (
 	"github.com/memrl/memrl/engine"
 	"github.com/memrl/memrl/server"
 	"github.com/memrl/memrl/simd"
-	"github.com/memrl/memrl/wal"
 )
 
 // Defaults of memrl serve: a data folder in the working directory and a
@@ -27,33 +24,41 @@ const (
 )
 
 func serve(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	dir := fs.String("dir", defaultDir, "data folder")
-	addr := fs.String("addr", defaultAddr, "TCP address to listen on")
-	syncName := fs.String("sync", "always", "WAL sync policy: always (a reply means fsynced), interval, none")
-	syncEvery := fs.Duration("sync-interval", 10*time.Millisecond, "fsync period for --sync interval")
-	ckptEvery := fs.Duration("checkpoint-interval", 5*time.Minute, "longest time between checkpoints (<0 disables)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	policy, err := wal.ParseSyncPolicy(*syncName)
+	o, err := parseServeFlags(args, os.LookupEnv)
 	if err != nil {
 		return err
 	}
+	logger, _ := o.obs.logger(os.Stderr) // checked by parseServeFlags
+	slog.SetDefault(logger)              // the std log package writes through it too
+	if o.passwordOnCommandLine {
+		logger.Warn("--requirepass puts the password where ps shows it; prefer $" + passwordEnv + " or --requirepass-file")
+	}
 	start := time.Now()
-	db, err := engine.Open(*dir, engine.Options{Sync: policy, SyncInterval: *syncEvery, CheckpointInterval: *ckptEvery})
+	db, err := engine.Open(o.dir, engine.Options{Sync: o.sync, SyncInterval: o.syncEvery, CheckpointInterval: o.ckptEvery,
+		MaxOpenFiles: o.maxOpenFiles, MaxCollections: o.maxCollections, Logf: engineLogf(logger)})
 	if err != nil {
 		return err
 	}
 	r := db.Recovery
-	log.Printf("memrl: opened %s in %v: %d collections, checkpoint at log position %d, %d log records replayed",
-		*dir, time.Since(start).Round(time.Millisecond), len(db.List()), r.CheckpointLSN, r.RecordsReplayed)
+	logger.Info("opened the database", "dir", o.dir, "took", time.Since(start).Round(time.Millisecond),
+		"collections", len(db.List()), "checkpoint_lsn", r.CheckpointLSN, "records_replayed", r.RecordsReplayed)
 
-	srv := server.New(server.Config{Addr: *addr, Logger: slog.Default()})
+	cfg := o.cfg
+	cfg.Logger = logger
+	srv, err := server.New(cfg)
+	if err != nil {
+		db.Close()
+		return err
+	}
 	srv.RegisterMem(db)
 	srv.AddInfoSection("simd", func() [][2]string {
 		return [][2]string{{"simd_level", simd.Level()}, {"simd_supported", strings.Join(simd.Levels(), ",")}}
 	})
+	stopObs, err := o.obs.start(srv, logger)
+	if err != nil {
+		db.Close()
+		return err
+	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
@@ -63,30 +68,36 @@ func serve(args []string) error {
 	for srv.Addr() == nil {
 		select {
 		case err := <-errc:
+			stopObs(context.Background())
 			db.Close()
+			if errors.Is(err, server.ErrProtectedMode) {
+				return protectedModeError(o.addr)
+			}
 			return err
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	log.Printf("memrl: serving on %s (sync %s, simd %s)", srv.Addr(), policy, simd.Level())
+	logger.Info("serving", "addr", srv.Addr().String(), "sync", o.sync.String(), "simd", simd.Level(),
+		"tls", o.cfg.TLS != nil, "users", len(o.cfg.Users))
 
 	var serveErr error
 	select {
 	case s := <-sigs:
-		log.Printf("memrl: %v: finishing replies, checkpointing, closing", s)
+		logger.Info("finishing replies, checkpointing, closing", "signal", s.String())
 	case serveErr = <-errc:
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
-		log.Printf("memrl: shutdown: %v", err)
+		logger.Warn("shutdown", "err", err)
 	}
+	stopObs(ctx)
 	if err := db.Close(); err != nil {
 		return fmt.Errorf("close: %w", err)
 	}
 	if serveErr != nil && !errors.Is(serveErr, server.ErrServerClosed) {
 		return serveErr
 	}
-	log.Printf("memrl: closed cleanly")
+	logger.Info("closed cleanly")
 	return nil
 }
