@@ -36,9 +36,9 @@
 // consumes exactly its arguments and returns what they encode (the blob's
 // bits, or strconv's float32 of each value); float accepts only finite
 // numbers and int and uint64 agree with strconv; an add or query the
-// engine accepts has the collection's dimension and finite components of
-// magnitude at most engine.MaxComponent, is stored as such, and a
-// retrieval never scores a result NaN.
+// engine accepts has the collection's dimension and finite components
+// (of magnitude at most engine.MaxComponent in L2 and IP collections), is
+// stored as such, and a retrieval never scores a result NaN.
 //
 // FuzzOpenDamagedSegment (./wal) overwrites, truncates or extends one
 // segment of a real two-segment log at a fuzzed place. Open must either
@@ -77,7 +77,9 @@
 // and log files built once per process) whose CHECKPOINT and CHECKPOINT.1
 // hold the fuzzed bytes, driving decoding, the merge of the delta and the
 // loading of collections. Open must not panic; a database it opens must
-// serve Info, Get of every memory, a retrieval and Close.
+// serve Info, a retrieval and Close, and Get of every memory succeeds or
+// reports engine.ErrCorrupt (a memory pointed at the wrong bytes of its
+// files fails their checksum when read).
 //
 // FuzzOpenIndex (./ivfpq) builds an IVF-PQ index from arbitrary bytes as
 // Open does from its mapping (optionally with every checksum fixed first),
