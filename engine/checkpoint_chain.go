@@ -268,7 +268,7 @@ func (m *ckptMerger) result() checkpoint {
 func (cp checkpoint) checkBounds() error {
 	for _, c := range cp.colls {
 		for _, mem := range c.mems {
-			if mem.m.row >= c.nrows || mem.m.payOff+uint64(mem.m.payLen) > c.paySize {
+			if !mem.inBounds(c.nrows, c.paySize) {
 				return fmt.Errorf("%w: collection %q: memory %d lies past the recorded file sizes after applying the deltas", ErrCorruptCheckpoint, c.name, mem.id)
 			}
 		}

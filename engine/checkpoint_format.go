@@ -206,6 +206,14 @@ func appendCkptMemory(b []byte, m ckptMemory) []byte {
 	return le.AppendUint64(b, uint64(m.updated))
 }
 
+// inBounds reports whether m's row and payload range lie within a vector
+// file of nrows rows and a payload file of paySize bytes. The payload test
+// cannot overflow: an offset near 2^64 plus a length must not wrap to a
+// small end.
+func (m ckptMemory) inBounds(nrows uint32, paySize uint64) bool {
+	return m.m.row < nrows && uint64(m.m.payLen) <= paySize && m.m.payOff <= paySize-uint64(m.m.payLen)
+}
+
 func decodeCkptMemory(d *decoder) ckptMemory {
 	var m ckptMemory
 	m.id = d.u64()
@@ -251,6 +259,11 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 		c.uid = d.u64()
 		c.name = string(d.take(int(d.u16())))
 		c.cfg = decodeConfig(&d)
+		// Only valid configs are ever written; an invalid one (a zero
+		// dimension would divide by a zero row size) is damage.
+		if err := c.cfg.Validate(); !d.err && err != nil {
+			return cp, fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, c.name, err)
+		}
 		if version == 1 {
 			c.nrows = d.u32()
 			c.paySize = d.u64()
@@ -267,6 +280,9 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 				n := d.u32()
 				if n == 0 {
 					break
+				}
+				if cp.kind == ckptFull {
+					return cp, fmt.Errorf("%w: collection %q: tombstones in a full checkpoint", ErrCorruptCheckpoint, c.name)
 				}
 				if n > ckptMaxBatch || uint64(n) > uint64(len(d.b))/8 {
 					return cp, fmt.Errorf("%w: collection %q: batch of %d tombstones", ErrCorruptCheckpoint, c.name, n)
@@ -295,7 +311,7 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 		// checksum verifies but that points past its own file sizes (a
 		// bug, never a torn write) is refused, not indexed.
 		for _, m := range c.mems {
-			if !d.err && (m.m.row >= c.nrows || m.m.payOff+uint64(m.m.payLen) > c.paySize) {
+			if !d.err && !m.inBounds(c.nrows, c.paySize) {
 				return cp, fmt.Errorf("%w: collection %q: memory %d lies past the recorded file sizes", ErrCorruptCheckpoint, c.name, m.id)
 			}
 		}

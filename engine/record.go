@@ -134,10 +134,14 @@ type decoder struct {
 	err bool
 }
 
+// take returns the next n bytes. On a short read it sets d.err and
+// returns 8 zero bytes (or fewer), enough for the fixed-size readers
+// below: never a buffer of the length asked for, which may be a
+// length field read from damaged input (up to 4 GiB).
 func (d *decoder) take(n int) []byte {
 	if d.err || n < 0 || len(d.b) < n {
 		d.err = true
-		return make([]byte, max(n, 0))
+		return make([]byte, min(max(n, 0), 8))
 	}
 	p := d.b[:n]
 	d.b = d.b[n:]
@@ -163,7 +167,15 @@ func decodeCreate(b []byte) (createRec, error) {
 	r.uid = d.u64()
 	r.name = string(d.take(int(d.u16())))
 	r.cfg = decodeConfig(&d)
-	return r, d.done("create")
+	if err := d.done("create"); err != nil {
+		return r, err
+	}
+	// Create logs only validated configs; replaying an invalid one (a
+	// zero dimension divides by a zero row size) would be unsafe.
+	if err := r.cfg.Validate(); err != nil {
+		return r, fmt.Errorf("%w: create record: %v", errBadRecord, err)
+	}
+	return r, nil
 }
 
 func decodeDrop(b []byte) (uint64, error) {

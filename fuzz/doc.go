@@ -1,14 +1,18 @@
-// Package fuzz holds the native Go fuzz targets of memrl. It has no
-// non-test code; the targets live in *_test.go files so that they build
-// only under "go test".
+// Package fuzz holds memrl's fuzz target for the RESP request parser and
+// documents every native Go fuzz target in the tree. It has no non-test
+// code; its subpackage corpus keeps the generated seed corpora current.
+//
+// Every decoder of outside or on-disk input has a target. The targets of
+// unexported decoders live in the decoder's package, in *_fuzz_test.go (or
+// fuzz_test.go) files. Each target's seed corpus is committed in
+// testdata/fuzz/FuzzXxx/ beside it, in the format of Go's fuzzing engine.
 //
 // # Targets
 //
-// FuzzReadCommand feeds arbitrary bytes to server.Reader, the RESP2 request
-// parser (RESP arrays of bulk strings and inline commands with Redis's
-// quoting rules), reading commands until the first error, once with the
-// default limits and once with tight ones. Invariants checked on every
-// input:
+// FuzzReadCommand (./fuzz) feeds arbitrary bytes to server.Reader, the
+// RESP2 request parser (RESP arrays of bulk strings and inline commands
+// with Redis's quoting rules), reading commands until the first error,
+// once with the default limits and once with tight ones. Checks:
 //
 //   - the reader never panics, and ends with io.EOF, io.ErrUnexpectedEOF or
 //     a *server.ProtocolError, never another error;
@@ -18,28 +22,100 @@
 //     multiple of the input length: a tiny input that declares a 64 MiB
 //     bulk string or a million-element array must not make the reader
 //     allocate the declared size up front;
+//   - the same bytes delivered one byte per read give the same commands
+//     and the same final error (the parser does not depend on how the
+//     network split the input);
 //   - re-encoding the parsed commands as RESP arrays and parsing that again
-//     yields exactly the same arguments (the parser is a function of the
-//     bytes, not of how they were split or quoted).
+//     yields exactly the same arguments.
+//
+// FuzzMemArgs (./server) splits arbitrary bytes at '\n' into the
+// arguments of MEM.ADD or MEM.RETRIEVE after the collection name, parses
+// the vector (FP32 blob or VALUES d v1 … vd) and the options with the
+// argument parsers of server/commands_mem_args.go, and hands the result
+// to a MemFS engine as the commands do. Checks: no parser panics; vector
+// consumes exactly its arguments and returns what they encode (the blob's
+// bits, or strconv's float32 of each value); float accepts only finite
+// numbers and int and uint64 agree with strconv; an add or query the
+// engine accepts has the collection's dimension and finite components
+// (of magnitude at most engine.MaxComponent in L2 and IP collections), is
+// stored as such, and a retrieval never scores a result NaN.
+//
+// FuzzOpenDamagedSegment (./wal) overwrites, truncates or extends one
+// segment of a real two-segment log at a fuzzed place. Open must either
+// refuse it with a *wal.CorruptionError, changing no file, or open it and
+// replay a prefix of what was written: dense LSNs from 1, each record the
+// one written with that LSN. Cutting the last segment short (a torn tail)
+// is never refused.
+//
+// FuzzOpenSegmentBytes (./wal) makes arbitrary bytes the only segment of
+// a log (optionally after a valid header, so that the fuzzer works on
+// record frames). Open must not panic, fails only with a
+// *wal.CorruptionError that changes nothing, allocates at most a constant
+// plus a small multiple of the file size whatever the length fields say,
+// and recovers exactly the frames at the start of the file, in order; the
+// log then takes an append, and a reopen replays the same records plus the
+// new one.
+//
+// FuzzDecodeRecord (./engine) decodes arbitrary bytes as each engine log
+// record type (create, drop, add of a fuzzed dimension, delete, Q update),
+// as replay does. Refusals wrap the engine's malformed-record error,
+// allocation is bounded by the record size, and an accepted record
+// re-encodes to exactly its bytes.
+//
+// FuzzDecodeCheckpoint (./engine) decodes arbitrary bytes as a checkpoint
+// file; with its bool argument set, the trailing checksum is first made
+// right so that the decoder behind it is reached. Refusals wrap
+// engine.ErrCorruptCheckpoint; allocation is bounded by the file size
+// whatever the counts declare; an accepted checkpoint has a consistent
+// kind and sequence number, valid collection configs, tombstones only in
+// a delta, every memory within its collection's recorded vector and
+// payload file sizes (checked without overflow), and re-encodes stably.
+// Seeds: real full checkpoints of versions 1, 2 and 3 and a version-3
+// delta.
+//
+// FuzzOpenCheckpoint (./engine) opens a real database (vector, payload
+// and log files built once per process) whose CHECKPOINT and CHECKPOINT.1
+// hold the fuzzed bytes, driving decoding, the merge of the delta and the
+// loading of collections. Open must not panic; a database it opens must
+// serve Info, a retrieval and Close, and Get of every memory succeeds or
+// reports engine.ErrCorrupt (a memory pointed at the wrong bytes of its
+// files fails their checksum when read).
+//
+// FuzzOpenIndex (./ivfpq) builds an IVF-PQ index from arbitrary bytes as
+// Open does from its mapping (optionally with every checksum fixed first),
+// then verifies and searches it. Refusals wrap ivfpq.ErrCorrupt or
+// ErrVersion; opening allocates at most a constant plus a small multiple
+// of the file size; Verify succeeds or wraps ErrCorrupt, a search of every
+// list succeeds exactly when Verify did, and it returns at most k rows,
+// each below Rows().
 //
 // # Corpus
 //
-// The seed corpus is testdata/fuzz/FuzzReadCommand/: well-formed RESP and
-// inline commands (quotes, escapes, pipelines), truncated frames, and
-// hostile inputs (huge declared lengths, bad counts, unbalanced quotes,
-// binary garbage). Plain "go test ./fuzz" runs every seed as a regression
-// test, so a crasher found by fuzzing is kept by copying its file from the
-// fuzz cache (go test prints the path) into that directory.
+// "go test" runs every committed seed of every target as a regression
+// test. The hand-written seeds of FuzzReadCommand are plain files; the
+// seeds named seed-* are generated from real encoded data (log segments,
+// checkpoints, index files, client commands) by each package's
+// TestFuzzSeeds* test, which fails when a committed seed differs from
+// what the encoders produce now. After a format change, regenerate them:
+//
+//	go test ./engine -run 'TestFuzzSeeds' -update-fuzz-seeds
+//
+// A crasher found by fuzzing is kept by copying its file from
+// testdata/fuzz/FuzzXxx/ (go test writes it there and prints its name)
+// into the committed corpus, and it becomes a regular test beside the fix.
 //
 // # Running
 //
-// CI runs each target for a fixed time:
+// CI (.ci/run) runs each target for 8 seconds after the tests, and fails
+// if a Fuzz function in the tree is missing from its list. To run one
+// longer, from the repository root:
 //
-//	go test ./fuzz -run=^$ -fuzz=FuzzReadCommand -fuzztime=20s
+//	go test ./engine -run='^$' -fuzz='^FuzzOpenCheckpoint$' -fuzztime=10m -parallel=1
 //
-// Longer local runs use a larger -fuzztime; -parallel bounds the workers on
-// a shared machine. When the fuzzer finds a new interesting input it
-// minimizes it (up to 60 s by default) and the execs/sec line may show 0
-// meanwhile; minimization still runs the target and checks the
-// invariants. -fuzzminimizetime=1s keeps short runs exploring instead.
+// -fuzz must match exactly one target of the package. -parallel bounds the
+// workers on a shared machine (it defaults to GOMAXPROCS). When the fuzzer
+// finds a new interesting input it minimizes it (up to 60 s by default)
+// and the execs/sec line may show 0 meanwhile; minimization still runs
+// the target and checks the invariants. -fuzzminimizetime=1s keeps short
+// runs exploring instead.
 package fuzz

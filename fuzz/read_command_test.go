@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"testing/iotest"
 
 	"github.com/memrl/memrl/server"
 )
@@ -119,6 +120,23 @@ func checkInput(t *testing.T, in []byte, lim server.Limits, measure bool) {
 		}
 	}
 
+	// Split reads: the same bytes delivered one at a time parse to the
+	// same commands and end with the same error. The parser is a function
+	// of the bytes, not of how the network split them.
+	rd1 := server.NewReader(iotest.OneByteReader(bytes.NewReader(in)), lim)
+	for i := 0; ; i++ {
+		args, err1 := rd1.ReadCommand()
+		if err1 != nil {
+			if i != len(cmds) || err1.Error() != err.Error() {
+				t.Fatalf("one byte per read: %v after %d commands, want %v after %d", err1, i, err, len(cmds))
+			}
+			break
+		}
+		if i >= len(cmds) || !sameArgs(args, cmds[i]) {
+			t.Fatalf("one byte per read: command %d = %q", i, args)
+		}
+	}
+
 	// Round trip: the RESP encoding of what was parsed parses back to the
 	// same arguments.
 	var enc bytes.Buffer
@@ -148,4 +166,16 @@ func checkInput(t *testing.T, in []byte, lim server.Limits, measure bool) {
 	if _, err := rd.ReadCommand(); err != io.EOF {
 		t.Fatalf("after re-encoded commands: %v, want io.EOF", err)
 	}
+}
+
+func sameArgs(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
 }

@@ -128,8 +128,9 @@
 // offset against the file size), the meta and directory checksums, and that
 // every segment lies inside the data section and the counts add up to rows.
 // It decodes the centroids and codebooks and nothing else: list segments are
-// views into the mapping, and a list's checksum is verified the first time a
-// Search or Save reads it (Verify checks all of them at once). Vectors added
+// views into the mapping, and a list's checksum, and that its row ids are
+// below rows, are verified the first time a Search or Save reads it (Verify
+// checks all of them at once). Vectors added
 // after Open go to in-memory tails behind each mapped segment; the next Save
 // merges them.
 //
