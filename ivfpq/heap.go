@@ -29,7 +29,10 @@ func (h *topK) worst() float32 {
 	return h.score[0]
 }
 
-// push adds (s, r). REQUIRES: s < h.worst().
+// full reports whether the heap holds limit scores.
+func (h *topK) full() bool { return len(h.score) >= h.limit }
+
+// push adds (s, r). REQUIRES: !h.full() or s < h.worst().
 func (h *topK) push(s float32, r uint32) {
 	if len(h.score) < h.limit {
 		h.score = append(h.score, s)

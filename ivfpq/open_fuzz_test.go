@@ -3,6 +3,7 @@ package ivfpq
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -220,5 +221,34 @@ func TestVerifyRefusesRowsPastRows(t *testing.T) {
 	res, err := ix.Search(make([]float32, 4), 100, SearchParams{NProbe: h.p.NList}, nil, nil)
 	if !errors.Is(err, ErrCorrupt) {
 		t.Errorf("Search: %v, %v; want ErrCorrupt", res, err)
+	}
+}
+
+// TestSearchOfEveryListChecksFarLists is the regression test of a
+// FuzzOpenIndex finding (in an 8-second CI-length run): a centroid so far
+// from the query that its float32 distance is +Inf never entered the
+// probe heap, so a search with NProbe = NList never read, nor checked,
+// that list: a damaged list went unreported where Verify refused it.
+// Every list is now probed when NProbe covers them all. (Its rows, at
+// infinite distance, still never enter the candidates; only a damaged or
+// hand-made file has such centroids.)
+func TestSearchOfEveryListChecksFarLists(t *testing.T) {
+	b := append([]byte(nil), indexFileSeeds(t)["l2-4bit"][0].([]byte)...)
+	h, err := decodeHeader(b, uint64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const far = 2
+	binary.LittleEndian.PutUint32(b[h.metaOff+4*uint64(far*h.p.Dim):], math.Float32bits(1e37)) // its centroid
+	e, _ := getDirEntry(b[h.dirOff+far*dirEntrySize:])
+	binary.LittleEndian.PutUint32(b[h.dataOff+e.off:], h.rows) // a row id past the rows
+	fixSums(b)
+	ix, err := indexFromMapping(alignedCopy(b), uint64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ix.Search(make([]float32, h.p.Dim), 5, SearchParams{NProbe: h.p.NList}, nil, nil)
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("search of every list: %v, %v; want ErrCorrupt", res, err)
 	}
 }

@@ -93,7 +93,11 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 	simd.L2SqBatch(q, ix.coarse, s.coarseDist)
 	s.probes.reset(nprobe)
 	for l, d := range s.coarseDist {
-		if d < s.probes.worst() {
+		// Until the heap is full every list enters, even one at distance
+		// +Inf (a centroid far enough to overflow float32) or NaN, which
+		// no comparison admits: a search of every list must probe, and
+		// check, every list.
+		if !s.probes.full() || d < s.probes.worst() {
 			s.probes.push(d, uint32(l))
 		}
 	}
