@@ -34,6 +34,8 @@ type Budget struct {
 	refused    atomic.Int64 // reservations refused
 	freed      atomic.Int64 // bytes released since memory was last returned to the OS
 	lastReturn atomic.Int64 // unix nanoseconds of the last return
+	pending    atomic.Bool  // a return is scheduled for when returnEvery has passed
+	returns    atomic.Int64 // times memory was returned to the OS
 }
 
 const (
@@ -69,15 +71,32 @@ func (b *Budget) Release(n int64) {
 		return
 	}
 	b.used.Add(-n)
-	if b.freed.Add(n) < returnAfter {
-		return
+	if b.freed.Add(n) >= returnAfter {
+		b.returnMemory()
 	}
+}
+
+// returnMemory hands freed memory back to the operating system now, or,
+// if it did so less than returnEvery ago, once returnEvery has passed: the
+// last clients of a burst must not leave their memory behind because an
+// earlier return was too recent.
+func (b *Budget) returnMemory() {
 	now := time.Now().UnixNano()
 	last := b.lastReturn.Load()
-	if now-last < int64(returnEvery) || !b.lastReturn.CompareAndSwap(last, now) {
+	if wait := time.Duration(last + int64(returnEvery) - now); wait > 0 {
+		if b.pending.CompareAndSwap(false, true) {
+			time.AfterFunc(wait, func() {
+				b.pending.Store(false)
+				b.returnMemory()
+			})
+		}
 		return
 	}
+	if !b.lastReturn.CompareAndSwap(last, now) {
+		return // another goroutine is returning it
+	}
 	b.freed.Store(0)
+	b.returns.Add(1)
 	go debug.FreeOSMemory()
 }
 

@@ -86,8 +86,22 @@ func TestBudgetReturnsMemory(t *testing.T) {
 		t.Fatal("Reserve refused")
 	}
 	b.Release(100 << 20)
-	if b.lastReturn.Load() == 0 {
+	if b.returns.Load() != 1 {
 		t.Fatal("releasing 100 MiB did not return memory to the OS")
+	}
+	// A second burst right after: returned once returnEvery has passed,
+	// not dropped because the first return was too recent.
+	b.Reserve(100 << 20)
+	b.Release(100 << 20)
+	if b.returns.Load() != 1 {
+		t.Fatal("returned twice within returnEvery")
+	}
+	deadline := time.Now().Add(returnEvery + 5*time.Second)
+	for b.returns.Load() != 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second burst's memory was never returned")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if b.Reserve(2<<30) || b.Refused() != 1 {
 		t.Fatal("a reservation over the limit was granted")
