@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Authentication.
@@ -95,6 +96,14 @@ type authUser struct {
 	sum  [sha256.Size]byte // SHA-256 of the password
 }
 
+// ValidateUsers returns the error New would return for users: a bad name,
+// an empty password, a name given twice. A command line checks it before
+// opening anything.
+func ValidateUsers(users []User) error {
+	_, err := newAuthenticator(users)
+	return err
+}
+
 // errDuplicateUser is returned by New's validation for a name given twice.
 var errDuplicateUser = errors.New("server: a user name is configured twice")
 
@@ -153,7 +162,7 @@ func (c *conn) authenticate(name, password []byte) error {
 	u := a.check(name, password)
 	if u == nil {
 		c.srv.statAuthFailures.Add(1)
-		c.srv.log.Warn("server: authentication failed", "client", c.id, "addr", c.nc.RemoteAddr(), "user", truncate(string(name), 64))
+		c.srv.logAuthFailure(c, name)
 		return errWrongPass
 	}
 	c.mu.Lock()
@@ -196,4 +205,20 @@ func (c *Ctx) authReply(err error) error {
 	}
 	c.WriteOK()
 	return nil
+}
+
+// logAuthFailure logs a failed authentication, at most once a second: an
+// unauthenticated client must not be able to flood the log (one line per
+// 8 bytes it sends). The line says how many failures it stands for;
+// INFO stats counts them all (auth_failures).
+func (s *Server) logAuthFailure(c *conn, name []byte) {
+	now := time.Now().UnixNano()
+	last := s.authLogLast.Load()
+	if now-last < int64(time.Second) || !s.authLogLast.CompareAndSwap(last, now) {
+		return
+	}
+	total := s.statAuthFailures.Load()
+	since := total - s.authLogTotal.Swap(total)
+	s.log.Warn("server: authentication failed", "client", c.id, "addr", c.nc.RemoteAddr(),
+		"user", truncate(string(name), 64), "failures_since_last_line", since, "failures_total", total)
 }

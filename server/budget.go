@@ -71,7 +71,9 @@ func (b *Budget) Release(n int64) {
 		return
 	}
 	b.used.Add(-n)
-	if b.freed.Add(n) >= returnAfter {
+	// Only large bursts: a forced collection a second would tax a server
+	// whose clients simply send payloads of a few hundred kilobytes.
+	if b.freed.Add(n) >= max(returnAfter, b.limit/4) {
 		b.returnMemory()
 	}
 }

@@ -82,17 +82,24 @@ func TestMaxMemoryOneLargeRequest(t *testing.T) {
 
 func TestBudgetReturnsMemory(t *testing.T) {
 	b := Budget{limit: 1 << 30}
-	if !b.Reserve(100 << 20) {
+	// Small releases add up to nothing worth a forced collection ...
+	b.Reserve(100 << 20)
+	b.Release(100 << 20)
+	if b.returns.Load() != 0 {
+		t.Fatal("100 MiB released of a 1 GiB budget forced a return")
+	}
+	// ... a quarter of the budget does.
+	if !b.Reserve(200 << 20) {
 		t.Fatal("Reserve refused")
 	}
-	b.Release(100 << 20)
+	b.Release(200 << 20)
 	if b.returns.Load() != 1 {
-		t.Fatal("releasing 100 MiB did not return memory to the OS")
+		t.Fatal("releasing 300 MiB in all did not return memory to the OS")
 	}
 	// A second burst right after: returned once returnEvery has passed,
 	// not dropped because the first return was too recent.
-	b.Reserve(100 << 20)
-	b.Release(100 << 20)
+	b.Reserve(300 << 20)
+	b.Release(300 << 20)
 	if b.returns.Load() != 1 {
 		t.Fatal("returned twice within returnEvery")
 	}

@@ -90,6 +90,9 @@ func cmdHello(c *Ctx, args [][]byte) error {
 			authUser, authPass = args[i+1], args[i+2]
 			i += 2
 		case strings.EqualFold(opt, "SETNAME") && i+1 < len(args):
+			if len(args[i+1]) > maxClientString {
+				return errClientStringTooLong
+			}
 			name := string(args[i+1])
 			if !validClientString(name) {
 				return NewError("Client names cannot contain spaces, newlines or special characters.")
@@ -130,6 +133,13 @@ func cmdHello(c *Ctx, args [][]byte) error {
 	c.WriteArrayHeader(0)
 	return nil
 }
+
+// maxClientString bounds a client name and library name or version: the
+// connection keeps them for its lifetime, so, unbounded, each client could
+// pin up to MaxBulkLen bytes per field outside every budget.
+const maxClientString = 256
+
+var errClientStringTooLong = NewError("client names and library names and versions are at most 256 bytes")
 
 // validClientString reports whether s may be a client name or library
 // name/version: printable ASCII without spaces, as Redis requires.

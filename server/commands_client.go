@@ -37,6 +37,9 @@ func cmdClient(c *Ctx, args [][]byte) error {
 		if err := arity(1); err != nil {
 			return err
 		}
+		if len(rest[0]) > maxClientString {
+			return errClientStringTooLong
+		}
 		name := string(rest[0])
 		if !validClientString(name) {
 			return NewError("Client names cannot contain spaces, newlines or special characters.")
@@ -46,6 +49,9 @@ func cmdClient(c *Ctx, args [][]byte) error {
 	case "setinfo":
 		if err := arity(2); err != nil {
 			return err
+		}
+		if len(rest[1]) > maxClientString {
+			return errClientStringTooLong
 		}
 		attr, val := strings.ToLower(string(rest[0])), string(rest[1])
 		if attr != "lib-name" && attr != "lib-ver" {

@@ -227,8 +227,9 @@ func writeResultRow(c *Ctx, r engine.Result, width int) {
 // sits in memory whole (4 retrievals of 60 × 16 MiB took 3.96 GB before).
 // The reply's size is checked against MaxReplyBytes, and the largest
 // payload is reserved from the client-memory budget, before anything is
-// written. A memory deleted between the retrieval and the read of its
-// payload gets a null payload.
+// written. A memory deleted (or its collection dropped) between the
+// retrieval and the read of its payload gets a null payload; a payload that
+// fails its checksum is never sent: the connection is closed mid-reply.
 func (m memCommands) writeWithPayloads(c *Ctx, coll *engine.Collection, res []engine.Result) error {
 	var total, largest int64
 	for _, r := range res {
@@ -248,7 +249,8 @@ func (m memCommands) writeWithPayloads(c *Ctx, coll *engine.Collection, res []en
 		writeResultRow(c, r, 5)
 		p, err := coll.Payload(r.ID)
 		switch {
-		case errors.Is(err, engine.ErrNoMemory):
+		case errors.Is(err, engine.ErrNoMemory), errors.Is(err, engine.ErrNoCollection):
+			// Deleted, or its collection dropped, since the retrieval.
 			c.WriteNull()
 		case err != nil:
 			// Part of the reply is out: the server closes the

@@ -109,6 +109,7 @@ func (c *conn) serve() {
 			}
 			return
 		}
+		c.frameStart = time.Time{} // the next frame's clock starts at its own first read
 		c.srv.statCmds.Add(1)
 		if !c.exec(args) {
 			return

@@ -77,12 +77,22 @@ func (h holdWriter) Write(p []byte) (int, error) {
 	if err := h.cn.releaseHold(); err != nil {
 		return 0, err
 	}
-	if t := h.cn.srv.cfg.OutputTimeout; t > 0 {
-		// A client that does not read its replies is disconnected
-		// (timeouts.go) instead of pinning this goroutine and its reply.
-		h.cn.nc.SetWriteDeadline(time.Now().Add(t))
+	t := h.cn.srv.cfg.OutputTimeout
+	if t <= 0 {
+		return h.cn.nc.Write(p)
 	}
-	n, err := h.cn.nc.Write(p)
+	// The deadline bounds a lack of progress, not the whole reply: it is
+	// renewed for every chunk, so a slow but steady reader of a large
+	// payload is not cut off.
+	const chunk = 256 << 10
+	var n int
+	var err error
+	for n < len(p) && err == nil {
+		h.cn.nc.SetWriteDeadline(time.Now().Add(t))
+		var m int
+		m, err = h.cn.nc.Write(p[n:min(len(p), n+chunk)])
+		n += m
+	}
 	if err != nil && isTimeout(err) {
 		h.cn.srv.statOutputTimeouts.Add(1)
 		h.cn.srv.log.Info("server: client did not read its replies; disconnected", "client", h.cn.id, "addr", h.cn.nc.RemoteAddr())

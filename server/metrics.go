@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"slices"
@@ -141,12 +142,34 @@ func (s *Server) MetricsHandler(withPprof bool) http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slogPrinter{s}}))
 	if withPprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		// Not /debug/pprof/cmdline: the command line may hold
+		// --requirepass or --user passwords.
+		mux.HandleFunc("/debug/pprof/cmdline", http.NotFound)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	return mux
+	return loopbackHostOnly(mux)
+}
+
+// loopbackHostOnly refuses (403) a request whose Host header does not name
+// this machine (localhost, or a loopback address). The listener is on
+// loopback, but a web page can still reach it through DNS rebinding: its
+// own host name made to resolve to 127.0.0.1, which the browser then sends
+// as Host. Checking Host closes that door.
+func loopbackHostOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if hh, _, err := net.SplitHostPort(host); err == nil {
+			host = hh
+		}
+		ip := net.ParseIP(strings.Trim(host, "[]"))
+		if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			http.Error(w, "forbidden: the metrics listener answers only requests addressed to localhost or a loopback address", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // slogPrinter passes promhttp's error messages to the server's logger.

@@ -114,3 +114,31 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsRefuseForeignHost: a web page reaching the loopback listener
+// through DNS rebinding sends its own host name; it gets 403, and the
+// command line (which may hold passwords) is never served.
+func TestMetricsRefuseForeignHost(t *testing.T) {
+	ts := startServer(t, Config{}, nil)
+	base := serveMetrics(t, ts, true)
+	get := func(path, host string) int {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for host, want := range map[string]int{"": 200, "localhost:9100": 200, "127.0.0.1": 200, "[::1]:9100": 200, "evil.example:9100": 403, "10.0.0.1": 403} {
+		if got := get("/metrics", host); got != want {
+			t.Errorf("Host %q: %d, want %d", host, got, want)
+		}
+	}
+	if got := get("/debug/pprof/cmdline", ""); got != 404 {
+		t.Errorf("/debug/pprof/cmdline: %d, want 404", got)
+	}
+}

@@ -175,16 +175,20 @@ func (r *Reader) ReadCommand() ([][]byte, error) {
 			return nil, err
 		}
 		if len(r.offs) > 0 {
-			return r.buildArgs(), nil
+			return r.buildArgs()
 		}
 	}
 }
 
 // buildArgs turns offs into slices of arena. It runs after the whole command
 // is read because arena may be reallocated while it grows.
-func (r *Reader) buildArgs() [][]byte {
+func (r *Reader) buildArgs() ([][]byte, error) {
 	n := len(r.offs) / 2
 	if cap(r.args) < n {
+		// 24 bytes an argument: a million empty ones are 24 MB.
+		if err := r.account(int64(n-cap(r.args)) * int64(unsafe.Sizeof([]byte(nil)))); err != nil {
+			return nil, err
+		}
 		r.args = make([][]byte, n)
 	}
 	r.args = r.args[:n]
@@ -192,7 +196,38 @@ func (r *Reader) buildArgs() [][]byte {
 		s, e := r.offs[2*i], r.offs[2*i+1]
 		r.args[i] = r.arena[s:e:e] // full slice expression: appends cannot clobber a neighbour
 	}
-	return r.args
+	return r.args, nil
+}
+
+// growArena makes room for extra more bytes in arena, reserving the
+// grown capacity from the budget before allocating it (append would
+// allocate first and be charged only at the next read).
+func (r *Reader) growArena(extra int) error {
+	if cap(r.arena)-len(r.arena) >= extra {
+		return nil
+	}
+	newCap := len(r.arena) + max(extra, len(r.arena))
+	if err := r.account(int64(newCap - cap(r.arena))); err != nil {
+		return err
+	}
+	grown := make([]byte, len(r.arena), newCap)
+	copy(grown, r.arena)
+	r.arena = grown
+	return nil
+}
+
+// growOffs makes room for one more argument's bounds in offs, reserving
+// first as growArena does.
+func (r *Reader) growOffs() error {
+	if cap(r.offs)-len(r.offs) >= 2 {
+		return nil
+	}
+	newCap := max(16, 2*cap(r.offs))
+	if err := r.account(int64(newCap-cap(r.offs)) * int64(unsafe.Sizeof(int(0)))); err != nil {
+		return err
+	}
+	r.offs = append(make([]int, 0, newCap), r.offs...)
+	return nil
 }
 
 // fill reads once from the underlying reader into buf, first compacting the
@@ -344,6 +379,9 @@ func (r *Reader) readBulk(n int) error {
 	for need := n; need > 0; {
 		if r.r < r.w {
 			take := min(need, r.w-r.r)
+			if err := r.growArena(take); err != nil {
+				return err
+			}
 			r.arena = append(r.arena, r.buf[r.r:r.r+take]...)
 			r.r += take
 			need -= take
@@ -372,6 +410,9 @@ func (r *Reader) readBulk(n int) error {
 		return &ProtocolError{Msg: "expected CRLF after bulk string"}
 	}
 	r.r += 2
+	if err := r.growOffs(); err != nil {
+		return err
+	}
 	r.offs = append(r.offs, start, start+n)
 	return nil
 }
@@ -393,15 +434,8 @@ func (r *Reader) readDirect(need, got int) error {
 	if err := r.account(0); err != nil {
 		return err
 	}
-	if cap(r.arena)-len(r.arena) < want {
-		newCap := len(r.arena) + max(want, len(r.arena))
-		// Reserve before allocating: this is where a huge bulk grows.
-		if err := r.account(int64(newCap - cap(r.arena))); err != nil {
-			return err
-		}
-		grown := make([]byte, len(r.arena), newCap)
-		copy(grown, r.arena)
-		r.arena = grown
+	if err := r.growArena(want); err != nil { // where a huge bulk grows
+		return err
 	}
 	dst := r.arena[len(r.arena) : len(r.arena)+want]
 	nr, err := r.rd.Read(dst)

@@ -102,6 +102,8 @@ type Server struct {
 	statRejected       atomic.Int64 // connections refused by MaxClients
 	statHTTPProbes     atomic.Int64 // connections closed because they spoke HTTP
 	statAuthFailures   atomic.Int64 // AUTH or HELLO AUTH with a wrong name or password
+	authLogLast        atomic.Int64 // unix nanoseconds of the last failed-AUTH log line
+	authLogTotal       atomic.Int64 // statAuthFailures when that line was written
 	statTimeouts       atomic.Int64 // connections closed by a read deadline
 	statOutputTimeouts atomic.Int64 // connections closed because they did not read replies
 
@@ -247,7 +249,7 @@ func (s *Server) accept(nc net.Conn) {
 		s.mu.Unlock()
 		s.statRejected.Add(1)
 		go func() { // never let a slow client stall the accept loop
-			nc.SetWriteDeadline(time.Now().Add(time.Second))
+			nc.SetDeadline(time.Now().Add(time.Second)) // a TLS Write reads the handshake first
 			nc.Write([]byte("-ERR max number of clients reached\r\n"))
 			nc.Close()
 		}()

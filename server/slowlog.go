@@ -150,11 +150,15 @@ func redactSecrets(args []string) {
 			args[i] = "(redacted)"
 		}
 	case "hello":
-		for i := 2; i < len(args); i++ {
+		// Everything after the first AUTH: a SETNAME value may itself be
+		// "AUTH", so following HELLO's layout word by word here could
+		// redact the wrong two words and keep the password.
+		for i := 1; i < len(args); i++ {
 			if strings.EqualFold(args[i], "AUTH") {
-				for j := i + 1; j < len(args) && j <= i+2; j++ {
+				for j := i + 1; j < len(args); j++ {
 					args[j] = "(redacted)"
 				}
+				break
 			}
 		}
 	}

@@ -37,12 +37,15 @@ func governHeap(ctx context.Context, budget *server.Budget, maxMemory int64, log
 	}
 	old := debug.SetMemoryLimit(-1)
 	defer debug.SetMemoryLimit(old)
+	// An operator's own limit (GOMEMLIMIT) is a ceiling the governor
+	// never raises.
+	ceiling := old
 	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		metrics.Read(live)
-		debug.SetMemoryLimit(heapLimit(live[0].Value.Uint64(), budget.Used(), maxMemory))
+		debug.SetMemoryLimit(min(ceiling, heapLimit(live[0].Value.Uint64(), budget.Used(), maxMemory)))
 		select {
 		case <-ctx.Done():
 			return

@@ -85,8 +85,12 @@ func help(args []string) error {
 	case len(args) > 2:
 		return cliflag.Usagef("help takes at most a command and a sub-command, got %q", args)
 	}
+	if args[0] == "help" {
+		fmt.Print(usage)
+		return nil
+	}
 	cmd, ok := commands[args[0]]
-	if !ok || args[0] == "help" {
+	if !ok {
 		return cliflag.Usagef("no such command %q\n\n%s", args[0], usage)
 	}
 	return cmd(append(args[1:], "--help"))

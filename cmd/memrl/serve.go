@@ -38,6 +38,9 @@ func serve(args []string) error {
 		if maxOpen <= 0 {
 			maxOpen = engine.DefaultMaxOpenFiles
 		}
+		if o.cfg.MaxClients <= 0 {
+			o.cfg.MaxClients = server.DefaultMaxClients // what server.New would take
+		}
 		fit, warn, err := fitMaxClients(o.cfg.MaxClients, maxOpen, nofile)
 		if err != nil {
 			return err

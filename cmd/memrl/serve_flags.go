@@ -50,8 +50,8 @@ read-only or more users with --user / --users-file, and --tls-cert and
 --tls-key to encrypt.
 
 Sizes take a unit: 512kb, 64mb, 1gb (powers of 1024), or plain bytes.
-Durations are Go's: 300ms, 30s, 5m; 0 takes the default where one is
-stated, and a negative value means never/unlimited.
+Durations are Go's: 300ms, 30s, 5m. A negative duration, --maxmemory or
+--max-reply-bytes means never/unlimited; 0 takes the default.
 
 Flags:
 `
@@ -143,19 +143,28 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 	if *pass != "" {
 		o.cfg.Users = append(o.cfg.Users, server.User{Name: server.DefaultUser, Password: *pass})
 	}
-	if *usersFile != "" {
-		lines, err := readUserLines(*usersFile)
-		if err != nil {
-			return nil, err
-		}
-		users = append(users, lines...)
-	}
 	for _, s := range users {
 		u, err := server.ParseUser(s)
 		if err != nil {
 			return nil, cliflag.Usagef("--user: %v", err)
 		}
 		o.cfg.Users = append(o.cfg.Users, u)
+	}
+	if *usersFile != "" {
+		lines, err := readUserLines(*usersFile)
+		if err != nil {
+			return nil, err
+		}
+		for i, s := range lines {
+			u, err := server.ParseUser(s)
+			if err != nil {
+				return nil, cliflag.Usagef("--users-file %s, user %d: %v", *usersFile, i+1, err)
+			}
+			o.cfg.Users = append(o.cfg.Users, u)
+		}
+	}
+	if err := server.ValidateUsers(o.cfg.Users); err != nil {
+		return nil, cliflag.Usagef("%v", err) // e.g. a name given twice, before the database opens
 	}
 
 	if len(o.cfg.Users) == 0 && !o.cfg.DisableProtectedMode && !loopbackAddr(o.addr) {

@@ -133,3 +133,10 @@ func TestParseSize(t *testing.T) {
 		t.Error("formatSize")
 	}
 }
+
+func TestServeFlagsDuplicateUserBeforeOpen(t *testing.T) {
+	_, err := parseServeFlags(strings.Fields("--requirepass a --user default:b:readonly"), envOf(nil))
+	if !cliflag.IsUsage(err) || !strings.Contains(err.Error(), "twice") {
+		t.Fatalf("a user given twice: %v, want a usage error", err)
+	}
+}
