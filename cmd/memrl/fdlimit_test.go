@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,53 +27,41 @@ func TestFitMaxClients(t *testing.T) {
 
 // TestServeFitsMaxClientsToUlimit runs `memrl serve` under ulimit -n 400:
 // the default 10,000 clients cannot all have a descriptor, so the limit is
-// lowered to what the database leaves (400 - 256 - 64 = 80) and said.
+// lowered to what the database leaves (400 - 256 - 64 = 80) and said. An
+// explicit --maxclients 0 means the default and is fitted the same way.
 func TestServeFitsMaxClientsToUlimit(t *testing.T) {
 	bin := buildMemrl(t)
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	cmd := exec.Command("sh", "-c", `ulimit -n 400 && exec "$0" serve --dir "$1" --addr "$2"`, bin, filepath.Join(dir, "data"), addr)
-	var logb syncBuffer
-	cmd.Stdout, cmd.Stderr = &logb, &logb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-	}()
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	defer rdb.Close()
-	ctx := context.Background()
-	for i := 0; rdb.Ping(ctx).Err() != nil; i++ {
-		if i > 500 {
-			t.Fatalf("memrl serve did not start:\n%s", logb.String())
+	for _, extra := range []string{"", "--maxclients 0"} {
+		dir := t.TempDir()
+		addr := freeAddr(t)
+		logPath := filepath.Join(dir, "log")
+		cmd := exec.Command("sh", "-c", `ulimit -n 400 && exec "$0" serve --dir "$1" --addr "$2" `+extra+` 2>"$3"`,
+			bin, filepath.Join(dir, "data"), addr, logPath)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		stop := func() {
+			cmd.Process.Signal(os.Interrupt)
+			cmd.Wait()
+		}
+		logged := func() string { b, _ := os.ReadFile(logPath); return string(b) }
+		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		ctx := context.Background()
+		for i := 0; rdb.Ping(ctx).Err() != nil; i++ {
+			if i > 500 {
+				stop()
+				t.Fatalf("%q: memrl serve did not start:\n%s", extra, logged())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		got, err := rdb.ConfigGet(ctx, "maxclients").Result()
+		rdb.Close()
+		stop()
+		if err != nil || got["maxclients"] != "80" {
+			t.Fatalf("%q: CONFIG GET maxclients = %v, %v; want 80", extra, got, err)
+		}
+		if !strings.Contains(logged(), "lowered to 80") {
+			t.Fatalf("%q: no warning logged:\n%s", extra, logged())
+		}
 	}
-	got, err := rdb.ConfigGet(ctx, "maxclients").Result()
-	if err != nil || got["maxclients"] != "80" {
-		t.Fatalf("CONFIG GET maxclients = %v, %v; want 80", got, err)
-	}
-	if !strings.Contains(logb.String(), "lowered to 80") {
-		t.Fatalf("no warning logged:\n%s", logb.String())
-	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a child's two output streams.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
