@@ -177,3 +177,39 @@ func TestTLSConfigErrors(t *testing.T) {
 		t.Error("a CA file without certificates was accepted")
 	}
 }
+
+// TestTLSRedisPy: redis-py (Debian's python3-redis, which scripts/test.sh
+// installs) connects with ssl=True and a password, as a Python front end
+// would.
+func TestTLSRedisPy(t *testing.T) {
+	py := "/usr/bin/python3" // Debian's Python, where python3-redis is installed
+	if out, err := exec.Command(py, "-c", "import redis").CombinedOutput(); err != nil {
+		t.Fatalf("redis-py is missing (scripts/test.sh installs python3-redis): %v\n%s", err, out)
+	}
+	pki := newTestPKI(t)
+	cfg, err := TLSConfig(pki.certFile, pki.keyFile, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := mustNew(t, Config{Addr: "127.0.0.1:0", TLS: cfg, Users: []User{{Name: DefaultUser, Password: "s3cret"}}})
+	done := make(chan error, 1)
+	go func() { done <- s.ListenAndServe() }()
+	for s.Addr() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	t.Cleanup(func() { s.Shutdown(context.Background()); <-done })
+	h, port := hostPort(t, s.Addr().String())
+	script := `
+import sys, redis
+r = redis.Redis(host=sys.argv[1], port=int(sys.argv[2]), password="s3cret", ssl=True, ssl_ca_certs=sys.argv[3])
+print(r.ping(), r.echo(b"over tls").decode())
+try:
+    redis.Redis(host=sys.argv[1], port=int(sys.argv[2]), password="wrong", ssl=True, ssl_ca_certs=sys.argv[3]).ping()
+except redis.exceptions.RedisError as e:
+    print("refused" if "WRONGPASS" in str(e) else repr(e))
+`
+	out, err := exec.Command(py, "-c", script, h, port, pki.caFile).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "True over tls\nrefused" {
+		t.Fatalf("redis-py over TLS: %v\n%s", err, out)
+	}
+}
