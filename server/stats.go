@@ -68,11 +68,13 @@ func (s *Server) registerObservability() {
 func (s *Server) sinceStart() time.Duration { return time.Since(s.start) }
 
 // observe records one executed command: its duration since start (a
-// sinceStart reading), and whether it failed (replied with an error). It
+// sinceStart reading), and whether it failed (replied with an error), and
+// returns the command's end (a sinceStart reading). It
 // runs on the command path. args are the command's arguments, name
 // included, still valid (they alias the connection's read buffer).
-func (s *Server) observe(c *conn, cmd *command, args [][]byte, start time.Duration, failed bool) {
-	d := s.sinceStart() - start
+func (s *Server) observe(c *conn, cmd *command, args [][]byte, start time.Duration, failed bool) (end time.Duration) {
+	end = s.sinceStart()
+	d := end - start
 	cmd.stats.lat.Record(d)
 	if failed {
 		cmd.stats.failed.Add(1)
@@ -80,6 +82,7 @@ func (s *Server) observe(c *conn, cmd *command, args [][]byte, start time.Durati
 	if t := s.obs.slow.slowerThan.Load(); t >= 0 && d.Microseconds() >= t {
 		s.obs.slow.add(c, args, s.start.Add(start), d)
 	}
+	return end
 }
 
 // commandStatsInfo is INFO commandstats, in Redis's format:
