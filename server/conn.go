@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -44,6 +45,12 @@ type conn struct {
 	// makes it stale. Only the connection's goroutine touches them.
 	clock      time.Duration
 	clockValid bool
+
+	// lastLookup is the command this connection ran last: a pipeline
+	// usually repeats one command, and comparing its name costs less than
+	// a map look-up (commands are never unregistered, so it stays valid).
+	// Only the connection's goroutine touches it.
+	lastLookup *command
 
 	// frameStart is when the command being read began to arrive (zero
 	// between commands); see readDeadline. Only the connection's goroutine
@@ -141,7 +148,11 @@ func (c *conn) exec(args [][]byte) (keep bool) {
 			"client", c.id, "addr", c.nc.RemoteAddr(), "line", truncate(string(args[0]), 32))
 		return false
 	}
-	cmd := c.srv.lookup(args[0])
+	cmd := c.lastLookup
+	if cmd == nil || !bytes.EqualFold(args[0], []byte(cmd.name)) {
+		cmd = c.srv.lookup(args[0])
+		c.lastLookup = cmd
+	}
 	if cmd == nil {
 		c.srv.obs.unknown.Add(1)
 		if c.user == nil {
