@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/memrl/memrl/wal"
@@ -360,5 +361,70 @@ func TestVersion1IndexFileTrainingSize(t *testing.T) {
 			t.Errorf("%d memories: trained on %d, want %d", tc.n, trained, tc.n)
 		}
 		db.Close()
+	}
+}
+
+// TestDefaultsRecallOnHeldOutQueries: a collection left at every index
+// default (only TRAIN lowered, so that it trains at a few thousand
+// memories) answers queries drawn apart from its memories with recall@10
+// >= 0.95 against the exact top 10, without the caller choosing NPROBE.
+func TestDefaultsRecallOnHeldOutQueries(t *testing.T) {
+	const n, nq, dim, k = 8000, 200, 32, 10
+	rng := rand.New(rand.NewSource(8))
+	// Overlapping Gaussian clusters: centres spread three times the
+	// noise, so neighbours of a point lie across several coarse lists.
+	centres := make([][]float32, 64)
+	for i := range centres {
+		centres[i] = make([]float32, dim)
+		for j := range centres[i] {
+			centres[i][j] = float32(3 * rng.NormFloat64())
+		}
+	}
+	draw := func() []float32 {
+		c := centres[rng.Intn(len(centres))]
+		v := make([]float32, dim)
+		for j := range v {
+			v[j] = c[j] + float32(rng.NormFloat64())
+		}
+		return v
+	}
+	db, _ := openTemp(t, Options{Sync: wal.SyncNone})
+	c := mustColl(t, db, "d", Config{Dim: dim, Metric: L2, Index: IndexConfig{TrainThreshold: n}})
+	base := make([]float32, 0, n*dim)
+	ids := make([]uint64, 0, n)
+	for range n {
+		v := draw()
+		id, err := c.Add(AddRequest{Vector: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		base = append(base, v...)
+		ids = append(ids, id)
+	}
+	info := waitIndexed(t, c)
+	hit := 0
+	for range nq {
+		q := draw()
+		exact := exactSearch(base, dim, L2, roaring.New(), q, SearchOptions{K1: k})
+		want := map[uint64]bool{}
+		for _, e := range exact {
+			want[ids[e.row]] = true
+		}
+		opt := NewRetrieveOptions()
+		opt.K2, opt.Lambda = k, 0
+		res, err := c.Retrieve(q, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if want[r.ID] {
+				hit++
+			}
+		}
+	}
+	recall := float64(hit) / float64(nq*k)
+	t.Logf("%s: recall@10 %.3f at the default nprobe", info.Index, recall)
+	if recall < 0.95 {
+		t.Fatalf("%s: recall@10 %.3f at the defaults, want >= 0.95", info.Index, recall)
 	}
 }

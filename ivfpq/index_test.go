@@ -277,6 +277,15 @@ func TestDefaultParams(t *testing.T) {
 	}
 }
 
+// TestDefaultNProbe: √nlist, at least 1 and at most nlist.
+func TestDefaultNProbe(t *testing.T) {
+	for nlist, want := range map[int]int{1: 1, 2: 1, 3: 1, 4: 2, 16: 4, 128: 11, 256: 16, 1024: 32, 4096: 64, 65536: 256} {
+		if got := DefaultNProbe(nlist); got != want {
+			t.Errorf("DefaultNProbe(%d) = %d, want %d", nlist, got, want)
+		}
+	}
+}
+
 // TestOddMFastScan covers 4-bit codes with an odd number of sub-spaces,
 // whose last fast-scan group has empty high nibbles: every vector's
 // approximate score (all lists probed, every vector kept, no re-rank) must
