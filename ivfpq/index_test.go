@@ -277,9 +277,9 @@ func TestDefaultParams(t *testing.T) {
 	}
 }
 
-// TestDefaultNProbe: √nlist, at least 1 and at most nlist.
+// TestDefaultNProbe: √nlist, at least 24 and at most nlist.
 func TestDefaultNProbe(t *testing.T) {
-	for nlist, want := range map[int]int{1: 1, 2: 1, 3: 1, 4: 2, 16: 4, 128: 11, 256: 16, 1024: 32, 4096: 64, 65536: 256} {
+	for nlist, want := range map[int]int{0: 1, 1: 1, 2: 2, 16: 16, 24: 24, 128: 24, 256: 24, 576: 24, 1024: 32, 4096: 64, 65536: 256} {
 		if got := DefaultNProbe(nlist); got != want {
 			t.Errorf("DefaultNProbe(%d) = %d, want %d", nlist, got, want)
 		}
