@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"fmt"
 	"math/rand"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,8 +12,8 @@ import (
 )
 
 // BenchmarkRetrieveDuringBuild measures what an index build does to the
-// retrievals served meanwhile: one goroutine retrieves in a loop, one query
-// at a time with a pause of clientPause before each (as a server's
+// retrievals served meanwhile: one goroutine per client (1, then 4)
+// retrieves in a loop, one query at a time with a pause of clientPause before each (as a server's
 // connection goroutine parks between a client's requests, and must get a
 // processor back when the next arrives), for a while before the build, then
 // during a rebuild of a 100k × 128 collection. Each latency runs from when
@@ -21,6 +23,12 @@ import (
 //
 //	go test -run '^$' -bench RetrieveDuringBuild -benchtime 1x ./engine
 func BenchmarkRetrieveDuringBuild(b *testing.B) {
+	for _, clients := range []int{1, 4} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) { benchRetrieveDuringBuild(b, clients) })
+	}
+}
+
+func benchRetrieveDuringBuild(b *testing.B, clients int) {
 	const n, dim = 100_000, 128
 	db, err := Open(b.TempDir(), Options{Sync: wal.SyncNone, CheckpointInterval: -1, Logf: b.Logf})
 	if err != nil {
@@ -41,17 +49,33 @@ func BenchmarkRetrieveDuringBuild(b *testing.B) {
 	waitBuilt(b, c)
 	queries := vecs[n:]
 	opt := NewRetrieveOptions()
+	// retrieveFor runs clients goroutines retrieving until until() and
+	// returns all their latencies.
 	retrieveFor := func(until func() bool) []time.Duration {
-		var lat []time.Duration
-		for i := 0; !until(); i++ {
-			due := time.Now().Add(clientPause)
-			time.Sleep(clientPause)
-			if _, err := c.Retrieve(queries[i%len(queries)], opt); err != nil {
-				b.Fatal(err)
-			}
-			lat = append(lat, time.Since(due))
+		var (
+			mu  sync.Mutex // guards all
+			all []time.Duration
+			wg  sync.WaitGroup
+		)
+		for cl := range clients {
+			wg.Go(func() {
+				var lat []time.Duration
+				for i := cl; !until(); i += clients {
+					due := time.Now().Add(clientPause)
+					time.Sleep(clientPause)
+					if _, err := c.Retrieve(queries[i%len(queries)], opt); err != nil {
+						b.Error(err)
+						return
+					}
+					lat = append(lat, time.Since(due))
+				}
+				mu.Lock()
+				all = append(all, lat...)
+				mu.Unlock()
+			})
 		}
-		return lat
+		wg.Wait()
+		return all
 	}
 	b.ResetTimer()
 	for range b.N {
