@@ -1,12 +1,16 @@
 package engine
 
 import (
+	"encoding/binary"
 	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/memrl/memrl/wal"
 )
@@ -209,5 +213,218 @@ func TestFlatIndexNeverTrains(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if info, _ := c.Info(); info.Index != "flat" {
 		t.Fatalf("FLAT collection index %q", info.Index)
+	}
+}
+
+// TestRetrainAfterRestartIsDecidedAsWithout: an index trained at N, its
+// collection grown to just under retrainFactor·N and reopened, retrains
+// once it passes retrainFactor·N, as it would have without the restart
+// (not only at retrainFactor times the size it had at the restart).
+func TestRetrainAfterRestartIsDecidedAsWithout(t *testing.T) {
+	const n0 = 1000
+	dir := t.TempDir()
+	opts := Options{Sync: wal.SyncNone, CheckpointInterval: -1, Logf: t.Logf}
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Create("ix", Config{Dim: 16, Metric: L2, Index: IndexConfig{TrainThreshold: n0}}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := db.Collection("ix")
+	vecs := clustered(rand.New(rand.NewSource(5)), retrainFactor*n0+50, 16)
+	for _, v := range vecs[:n0] {
+		if _, err := c.Add(AddRequest{Vector: v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := waitIndexed(t, c).Index
+	c.mu.RLock()
+	trained := c.trainedOn
+	c.mu.RUnlock()
+	if trained != n0 {
+		t.Fatalf("trained on %d memories, want %d", trained, n0)
+	}
+	for _, v := range vecs[n0 : retrainFactor*n0-10] {
+		if _, err := c.Add(AddRequest{Vector: v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err = Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c, _ = db.Collection("ix")
+	info, _ := c.Info()
+	if !strings.HasPrefix(info.Index, "ivfpq") || strings.Contains(info.Index, "building") {
+		t.Fatalf("after reopen at %d memories: index %q, want the saved one", info.Count, info.Index)
+	}
+	c.mu.RLock()
+	trained = c.trainedOn
+	c.mu.RUnlock()
+	if trained != n0 {
+		t.Fatalf("after reopen: trained on %d memories, want %d", trained, n0)
+	}
+	for _, v := range vecs[retrainFactor*n0-10:] {
+		if _, err := c.Add(AddRequest{Vector: v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The add that reached retrainFactor·n0 started the build.
+	c.mu.RLock()
+	started := c.building || c.trainedOn > n0
+	c.mu.RUnlock()
+	if !started {
+		t.Fatalf("no retrain at %d memories after a restart; trained on %d", len(vecs), n0)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c.mu.RLock()
+		trained = c.trainedOn
+		c.mu.RUnlock()
+		if trained >= retrainFactor*n0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("retrain not finished within 60s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	info, _ = c.Info()
+	t.Logf("trained at %d: %s; retrained at %d: %s", n0, first, trained, info.Index)
+}
+
+// TestVersion1IndexFileTrainingSize: an index file of ivfpq format version
+// 1 did not record its training size. Opened, it is taken as trained at the
+// collection's size when its NList is what that size calls for, and as due
+// for a retrain when it is smaller (trained at a quarter of the size or less).
+func TestVersion1IndexFileTrainingSize(t *testing.T) {
+	const n0 = 1000
+	vecs := clustered(rand.New(rand.NewSource(6)), retrainFactor*n0, 16)
+	opts := Options{Sync: wal.SyncNone, CheckpointInterval: -1, Logf: t.Logf}
+	for _, tc := range []struct {
+		n       int  // memories at the restart
+		retrain bool // a retrain is due at open
+	}{{n0 + 100, false}, {retrainFactor*n0 - 10, true}} {
+		dir := t.TempDir()
+		db, err := Open(dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Create("ix", Config{Dim: 16, Metric: L2, Index: IndexConfig{TrainThreshold: n0}})
+		c, _ := db.Collection("ix")
+		for i, v := range vecs[:tc.n] {
+			if _, err := c.Add(AddRequest{Vector: v}); err != nil {
+				t.Fatal(err)
+			}
+			if i == n0-1 {
+				waitIndexed(t, c)
+			}
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// Rewrite the saved file as version 1 wrote it.
+		path := filepath.Join(dir, "collections", "0000000000000001", "ivfpq", "ivfpq.idx")
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		binary.LittleEndian.PutUint32(b[8:], 1)
+		clear(b[100:120])
+		binary.LittleEndian.PutUint64(b[120:], xxhash.Sum64(b[:120]))
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+
+		db, err = Open(dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ = db.Collection("ix")
+		info, _ := c.Info()
+		c.mu.RLock()
+		building, trained := c.building, c.trainedOn
+		c.mu.RUnlock()
+		if !strings.HasPrefix(info.Index, "ivfpq") {
+			t.Fatalf("%d memories: version 1 file not used: index %q", tc.n, info.Index)
+		}
+		if building != tc.retrain {
+			t.Errorf("%d memories, %s: retrain started %v, want %v (trained on %d)", tc.n, info.Index, building, tc.retrain, trained)
+		}
+		if !tc.retrain && trained != tc.n {
+			t.Errorf("%d memories: trained on %d, want %d", tc.n, trained, tc.n)
+		}
+		db.Close()
+	}
+}
+
+// TestDefaultsRecallOnHeldOutQueries: a collection left at every index
+// default (only TRAIN lowered, so that it trains at a few thousand
+// memories) answers queries drawn apart from its memories with recall@10
+// >= 0.95 against the exact top 10, without the caller choosing NPROBE.
+func TestDefaultsRecallOnHeldOutQueries(t *testing.T) {
+	const n, nq, dim, k = 8000, 200, 32, 10
+	rng := rand.New(rand.NewSource(8))
+	// Overlapping Gaussian clusters: centres spread three times the
+	// noise, so neighbours of a point lie across several coarse lists.
+	centres := make([][]float32, 64)
+	for i := range centres {
+		centres[i] = make([]float32, dim)
+		for j := range centres[i] {
+			centres[i][j] = float32(3 * rng.NormFloat64())
+		}
+	}
+	draw := func() []float32 {
+		c := centres[rng.Intn(len(centres))]
+		v := make([]float32, dim)
+		for j := range v {
+			v[j] = c[j] + float32(rng.NormFloat64())
+		}
+		return v
+	}
+	db, _ := openTemp(t, Options{Sync: wal.SyncNone})
+	c := mustColl(t, db, "d", Config{Dim: dim, Metric: L2, Index: IndexConfig{TrainThreshold: n}})
+	base := make([]float32, 0, n*dim)
+	ids := make([]uint64, 0, n)
+	for range n {
+		v := draw()
+		id, err := c.Add(AddRequest{Vector: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		base = append(base, v...)
+		ids = append(ids, id)
+	}
+	info := waitIndexed(t, c)
+	hit := 0
+	for range nq {
+		q := draw()
+		exact := exactSearch(base, dim, L2, roaring.New(), q, SearchOptions{K1: k})
+		want := map[uint64]bool{}
+		for _, e := range exact {
+			want[ids[e.row]] = true
+		}
+		opt := NewRetrieveOptions()
+		opt.K2, opt.Lambda = k, 0
+		res, err := c.Retrieve(q, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if want[r.ID] {
+				hit++
+			}
+		}
+	}
+	recall := float64(hit) / float64(nq*k)
+	t.Logf("%s: recall@10 %.3f at the default nprobe", info.Index, recall)
+	if recall < 0.95 {
+		t.Fatalf("%s: recall@10 %.3f at the defaults, want >= 0.95", info.Index, recall)
 	}
 }

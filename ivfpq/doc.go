@@ -60,6 +60,7 @@
 //	err = ix.Add(row, v)                        // row == ix.Rows()
 //	err = ix.AddBatch(first, vecs, workers)     // bulk add / rebuild, first == ix.Rows()
 //	res, err := ix.Search(q, k, SearchParams{}, deleted, src)
+//	ix.SetTrainedFor(n); n = ix.TrainedFor()     // the caller's training size, saved in the file
 //	err = ix.Save(dir); ix, err = Open(dir); err = ix.Verify(); ix.Close()
 //
 // Search returns an error as well as the results, because list data is
@@ -84,7 +85,7 @@
 // than the checkpoint. Deleted rows stay in the lists and are filtered by
 // the bitmap given to Search.
 //
-// # File format (version 1)
+// # File format (version 2)
 //
 // Save writes dir/ivfpq.idx atomically (temporary file, fsync, rename,
 // fsync of the directory). Open maps it read-only with mmap. All integers are
@@ -92,7 +93,7 @@
 //
 //	offset  size  field
 //	     0     8  magic "MEMRLIVF"
-//	     8     4  version (1)
+//	     8     4  version (2; Open also reads 1)
 //	    12     4  header size (128)
 //	    16    20  Dim, NList, M, Bits, Metric (uint32 each)
 //	    36     4  rows
@@ -105,7 +106,10 @@
 //	    88     8  checksum of the directory
 //	    96     4  flags: bit 0 = IP index over unit-norm vectors, scored by
 //	              L2 ADC; other bits zero
-//	   100    20  reserved, zero
+//	   100     8  trained-for: the collection size the caller trained the
+//	              index for (SetTrainedFor; 0 if unset); version 1 files
+//	              have zero here and open with TrainedFor 0
+//	   108    12  reserved, zero (version 1: [100, 120) reserved, zero)
 //	   120     8  checksum of bytes [0, 120)
 //	   128        meta: coarse centroids [NList][Dim]float32, then
 //	              codebooks [M][2^Bits][Dim/M]float32
@@ -124,8 +128,8 @@
 //	                flag): terms [n]float32 (‖r̂‖² + 2⟨c, r̂⟩), zero-padded
 //	                to 8 bytes
 //
-// Open checks the header (magic, checksum, version, parameters, every
-// offset against the file size), the meta and directory checksums, and that
+// Open checks the header (magic, checksum, version, parameters, reserved
+// bytes zero, every offset against the file size), the meta and directory checksums, and that
 // every segment lies inside the data section and the counts add up to rows.
 // It decodes the centroids and codebooks and nothing else: list segments are
 // views into the mapping, and a list's checksum, and that its row ids are

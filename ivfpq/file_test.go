@@ -195,3 +195,82 @@ func TestCorruptFileIsRefused(t *testing.T) {
 		t.Errorf("Save of damaged index: %v, want ErrCorrupt", err)
 	}
 }
+
+// TestTrainedForIsStoredAndVersion1Opens: the training size given to
+// SetTrainedFor survives Save and Open; a version 1 file (the same layout,
+// with the field's bytes zero) still opens, with TrainedFor 0; damage to the
+// field, and non-zero reserved bytes behind a valid checksum, are refused.
+func TestTrainedForIsStoredAndVersion1Opens(t *testing.T) {
+	const n, d = 2000, 16
+	base := clustered(n, d, 20, 3)
+	dir := t.TempDir()
+	ix := buildIndex(t, Params{Dim: d, NList: 8, M: 4, Bits: 8}, base, n)
+	ix.SetTrainedFor(123456789012)
+	if err := ix.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	ix2, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ix2.TrainedFor(); got != 123456789012 {
+		t.Fatalf("TrainedFor after reopen %d, want 123456789012", got)
+	}
+	want := searchAll(t, ix2, base, d)
+	ix2.Close()
+
+	path := filepath.Join(dir, FileName)
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := binary.LittleEndian.Uint32(good[8:]); v != 2 {
+		t.Fatalf("Save wrote version %d, want 2", v)
+	}
+	resum := func(b []byte) []byte {
+		binary.LittleEndian.PutUint64(b[headerSumOff:], xxhash.Sum64(b[:headerSumOff]))
+		return b
+	}
+	open := func(b []byte) (*Index, error) {
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return Open(dir)
+	}
+
+	// A version 1 file, as the previous Save wrote it.
+	v1 := slices.Clone(good)
+	binary.LittleEndian.PutUint32(v1[8:], 1)
+	clear(v1[100:headerSumOff])
+	ix3, err := open(resum(v1))
+	if err != nil {
+		t.Fatalf("version 1 file refused: %v", err)
+	}
+	if got := ix3.TrainedFor(); got != 0 {
+		t.Errorf("version 1 file: TrainedFor %d, want 0", got)
+	}
+	if got := searchAll(t, ix3, base, d); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("version 1 file: results differ")
+	}
+	ix3.Close()
+
+	refused := map[string][]byte{}
+	b := slices.Clone(good)
+	b[103] ^= 0x01
+	refused["trained-for flipped"] = b
+	b = slices.Clone(good)
+	b[110] = 1
+	refused["version 2 reserved byte set"] = resum(b)
+	b = slices.Clone(v1)
+	b[100] = 1
+	refused["version 1 reserved byte set"] = resum(b)
+	for name, b := range refused {
+		ix4, err := open(b)
+		if err == nil {
+			ix4.Close()
+			t.Errorf("%s: Open succeeded", name)
+		} else if !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: Open error %v, want ErrCorrupt", name, err)
+		}
+	}
+}

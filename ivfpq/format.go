@@ -9,7 +9,8 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// On-disk format, version 1. See doc.go for the drawing. All integers are
+// On-disk format, version 2 (Open also reads version 1). See doc.go for the
+// drawing. All integers are
 // little-endian; all checksums are xxhash64.
 
 // FileName is the name of the index file inside the directory given to Save
@@ -17,11 +18,15 @@ import (
 const FileName = "ivfpq.idx"
 
 const (
-	fileMagic    = "MEMRLIVF"
-	fileVersion  = 1
-	headerSize   = 128
-	headerSumOff = 120
-	dirEntrySize = 32
+	fileMagic   = "MEMRLIVF"
+	fileVersion = 2
+	// fileVersionV1 is the format before the training size was recorded:
+	// the same layout, with bytes [100, 120) all zero. Open reads it with
+	// TrainedFor 0; Save always writes fileVersion.
+	fileVersionV1 = 1
+	headerSize    = 128
+	headerSumOff  = 120
+	dirEntrySize  = 32
 
 	// flagUnitIP marks an IP index over unit-norm vectors (Params.unitIP).
 	flagUnitIP = 1 << 0
@@ -38,6 +43,8 @@ type header struct {
 	dataLen uint64
 	metaSum uint64
 	dirSum  uint64
+	// trainedFor is Index.trainedFor (version 2; 0 in version 1 files).
+	trainedFor uint64
 }
 
 func pad8(n uint64) uint64 { return (n + 7) &^ 7 }
@@ -93,6 +100,7 @@ func (h *header) encode() []byte {
 		flags |= flagUnitIP
 	}
 	le.PutUint32(b[96:], flags)
+	le.PutUint64(b[100:], h.trainedFor)
 	le.PutUint64(b[headerSumOff:], xxhash.Sum64(b[:headerSumOff]))
 	return b
 }
@@ -111,8 +119,9 @@ func decodeHeader(b []byte, fileSize uint64) (header, error) {
 	if got, want := le.Uint64(b[headerSumOff:]), xxhash.Sum64(b[:headerSumOff]); got != want {
 		return h, fmt.Errorf("%w: header checksum %016x, computed %016x", ErrCorrupt, got, want)
 	}
-	if v := le.Uint32(b[8:]); v != fileVersion {
-		return h, fmt.Errorf("%w: version %d, this build reads %d", ErrVersion, v, fileVersion)
+	version := le.Uint32(b[8:])
+	if version != fileVersion && version != fileVersionV1 {
+		return h, fmt.Errorf("%w: version %d, this build reads %d and %d", ErrVersion, version, fileVersionV1, fileVersion)
 	}
 	if hs := le.Uint32(b[12:]); hs != headerSize {
 		return h, fmt.Errorf("%w: header size %d", ErrCorrupt, hs)
@@ -131,6 +140,20 @@ func decodeHeader(b []byte, fileSize uint64) (header, error) {
 		return h, fmt.Errorf("%w: unit-norm IP flag on a %v index", ErrCorrupt, h.p.Metric)
 	default:
 		h.p.unitIP = flags&flagUnitIP != 0
+	}
+	// Reserved bytes must be zero: a writer that set them meant something
+	// this reader would ignore. Version 1 reserved [100, 120) as well.
+	reservedFrom := 108
+	if version == fileVersionV1 {
+		reservedFrom = 100
+	}
+	for _, x := range b[reservedFrom:headerSumOff] {
+		if x != 0 {
+			return h, fmt.Errorf("%w: reserved header bytes [%d, %d) are not zero", ErrCorrupt, reservedFrom, headerSumOff)
+		}
+	}
+	if version == fileVersion {
+		h.trainedFor = le.Uint64(b[100:])
 	}
 	h.rows = le.Uint32(b[36:])
 	h.metaOff, h.metaLen = le.Uint64(b[40:]), le.Uint64(b[48:])

@@ -37,15 +37,18 @@ type Index struct {
 	coarse []float32 // [NList][Dim] coarse centroids; immutable
 	book   []float32 // [M][ksub][dsub] PQ codebooks; immutable
 
-	// mu guards lists, rows, listBytes, closed, mm and file. Search and Save
+	// mu guards lists, rows, listBytes, closed, mm, file and trainedFor. Search and Save
 	// hold it shared; Add holds it exclusively only while appending.
 	mu        sync.RWMutex
 	lists     []invList
 	rows      uint32 // INVARIANT: the lists hold exactly rows [0, rows), each once
 	listBytes int64  // bytes of ids and codes over all segments
 	closed    bool
-	mm        mmap.MMap // the opened file's mapping, nil when built in memory
-	file      *os.File
+	// trainedFor is the caller's record of the collection size the index
+	// was trained for (SetTrainedFor); ivfpq only stores it.
+	trainedFor uint64
+	mm         mmap.MMap // the opened file's mapping, nil when built in memory
+	file       *os.File
 
 	// baseBytes[l] holds list l's base segment as stored, baseSum[l] is the checksum the file recorded for list l's base segment;
 	// baseState[l] is listUnchecked, listGood or listBad. Checksums are
@@ -178,6 +181,26 @@ func (ix *Index) Rows() uint32 {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	return ix.rows
+}
+
+// SetTrainedFor records n, the size of the collection the index was trained
+// for, so that a caller deciding when to retrain after a restart decides as
+// it would have without one. Save stores it in the file and Open restores
+// it; ivfpq itself does not use it. Safe to call concurrently with Search,
+// Add and Save (a Save running meanwhile may store the old value).
+func (ix *Index) SetTrainedFor(n uint64) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.trainedFor = n
+}
+
+// TrainedFor returns the value given to SetTrainedFor, or stored in the file
+// Open read: 0 if never set, and for files of format version 1, which did
+// not record it.
+func (ix *Index) TrainedFor() uint64 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.trainedFor
 }
 
 // Bytes returns the size of the index: centroids, codebooks, row ids and codes.

@@ -277,6 +277,15 @@ func TestDefaultParams(t *testing.T) {
 	}
 }
 
+// TestDefaultNProbe: √nlist, at least 24 and at most nlist.
+func TestDefaultNProbe(t *testing.T) {
+	for nlist, want := range map[int]int{0: 1, 1: 1, 2: 2, 16: 16, 24: 24, 128: 24, 256: 24, 576: 24, 1024: 32, 4096: 64, 65536: 256} {
+		if got := DefaultNProbe(nlist); got != want {
+			t.Errorf("DefaultNProbe(%d) = %d, want %d", nlist, got, want)
+		}
+	}
+}
+
 // TestOddMFastScan covers 4-bit codes with an odd number of sub-spaces,
 // whose last fast-scan group has empty high nibbles: every vector's
 // approximate score (all lists probed, every vector kept, no re-rank) must

@@ -103,5 +103,6 @@ func indexFromMapping(b []byte, size uint64) (*Index, error) {
 		return nil, fmt.Errorf("%w: lists hold %d rows, header says %d", ErrCorrupt, total, h.rows)
 	}
 	ix.rows = h.rows
+	ix.trainedFor = h.trainedFor
 	return ix, nil
 }

@@ -16,7 +16,8 @@ import (
 )
 
 // indexFileSeeds saves small real indexes of each kind the format holds
-// (4- and 8-bit codes, L2 with terms, unit-norm IP, an empty index) and
+// (4- and 8-bit codes, L2 with terms, unit-norm IP, an empty index, a
+// training size recorded, a version 1 file) and
 // returns their files: the committed seed corpus of FuzzOpenIndex
 // (TestFuzzSeedsIndexFile keeps it current).
 func indexFileSeeds(t *testing.T) map[string]corpus.Seed {
@@ -58,12 +59,27 @@ func indexFileSeeds(t *testing.T) map[string]corpus.Seed {
 		}
 		return b
 	}
+	// v1 rewrites a saved file as format version 1 wrote it.
+	v1 := func(b []byte) []byte {
+		binary.LittleEndian.PutUint32(b[8:], fileVersionV1)
+		clear(b[100:headerSumOff])
+		binary.LittleEndian.PutUint64(b[headerSumOff:], xxhash.Sum64(b[:headerSumOff]))
+		return b
+	}
+	// trained sets the file's training size, as SetTrainedFor before Save.
+	trained := func(b []byte, n uint64) []byte {
+		binary.LittleEndian.PutUint64(b[100:], n)
+		binary.LittleEndian.PutUint64(b[headerSumOff:], xxhash.Sum64(b[:headerSumOff]))
+		return b
+	}
 	return map[string]corpus.Seed{
-		"l2-4bit":  {build(Params{Dim: 4, NList: 3, M: 2, Bits: 4}, 40, false), false},
-		"ip-4bit":  {build(Params{Dim: 4, NList: 2, M: 1, Bits: 4, Metric: IP}, 40, true), true},
-		"l2-8bit":  {build(Params{Dim: 2, NList: 2, M: 1, Bits: 8}, 260, false), true},
-		"empty":    {empty(Params{Dim: 4, NList: 2, M: 2, Bits: 4}), false},
-		"l2-fixed": {build(Params{Dim: 4, NList: 3, M: 2, Bits: 4}, 40, false), true},
+		"l2-4bit-v1":    {v1(build(Params{Dim: 4, NList: 3, M: 2, Bits: 4}, 40, false)), false},
+		"l2-8bit-train": {trained(build(Params{Dim: 2, NList: 2, M: 1, Bits: 8}, 260, false), 260), false},
+		"l2-4bit":       {build(Params{Dim: 4, NList: 3, M: 2, Bits: 4}, 40, false), false},
+		"ip-4bit":       {build(Params{Dim: 4, NList: 2, M: 1, Bits: 4, Metric: IP}, 40, true), true},
+		"l2-8bit":       {build(Params{Dim: 2, NList: 2, M: 1, Bits: 8}, 260, false), true},
+		"empty":         {empty(Params{Dim: 4, NList: 2, M: 2, Bits: 4}), false},
+		"l2-fixed":      {build(Params{Dim: 4, NList: 3, M: 2, Bits: 4}, 40, false), true},
 	}
 }
 

@@ -40,7 +40,7 @@ func (ix *Index) Save(dir string) (err error) {
 		}
 	}()
 
-	h := header{p: p, rows: ix.rows, metaOff: headerSize, metaLen: metaLenFor(p)}
+	h := header{p: p, rows: ix.rows, metaOff: headerSize, metaLen: metaLenFor(p), trainedFor: ix.trainedFor}
 	h.dirOff = pad8(h.metaOff + h.metaLen)
 	h.dataOff = h.dirOff + uint64(p.NList)*dirEntrySize
 
