@@ -62,15 +62,8 @@ func startServe(t *testing.T, bin, dir, addr, policy string, logf *os.File) *exe
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer rdb.Close()
-	for i := 0; i < 1000; i++ {
-		if rdb.Ping(context.Background()).Err() == nil {
-			return cmd
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	cmd.Process.Kill()
-	t.Fatal("memrl serve did not start")
-	return nil
+	waitServing(t, cmd, rdb, logf.Name())
+	return cmd
 }
 
 // idState is the oracle's knowledge of one memory. Each memory is rewarded

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -47,13 +46,7 @@ func TestServeFitsMaxClientsToUlimit(t *testing.T) {
 		logged := func() string { b, _ := os.ReadFile(logPath); return string(b) }
 		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 		ctx := context.Background()
-		for i := 0; rdb.Ping(ctx).Err() != nil; i++ {
-			if i > 500 {
-				stop()
-				t.Fatalf("%q: memrl serve did not start:\n%s", extra, logged())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitServing(t, cmd, rdb, logPath)
 		got, err := rdb.ConfigGet(ctx, "maxclients").Result()
 		rdb.Close()
 		stop()

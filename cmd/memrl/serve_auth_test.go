@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -35,13 +34,7 @@ func TestServeWithPassword(t *testing.T) {
 	ctx := context.Background()
 	admin := redis.NewClient(&redis.Options{Addr: addr, Password: "s3cret", MaxRetries: -1})
 	defer admin.Close()
-	for i := 0; admin.Ping(ctx).Err() != nil; i++ {
-		if i > 500 {
-			b, _ := os.ReadFile(filepath.Join(dir, "log"))
-			t.Fatalf("memrl serve did not start:\n%s", b)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitServing(t, cmd, admin, filepath.Join(dir, "log"))
 	if err := admin.Do(ctx, "MEM.CREATE", "c", "DIM", 2).Err(); err != nil {
 		t.Fatal(err)
 	}

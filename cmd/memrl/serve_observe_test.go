@@ -15,7 +15,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -114,12 +113,7 @@ func TestServeObservability(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer rdb.Close()
 	ctx := context.Background()
-	for i := 0; rdb.Ping(ctx).Err() != nil; i++ {
-		if i == 500 {
-			t.Fatal("memrl serve did not start")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitServing(t, cmd, rdb, logPath)
 	if err := rdb.Do(ctx, "MEM.CREATE", "c", "DIM", 2).Err(); err != nil {
 		t.Fatal(err)
 	}
