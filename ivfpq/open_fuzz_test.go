@@ -22,6 +22,18 @@ import (
 // (TestFuzzSeedsIndexFile keeps it current).
 func indexFileSeeds(t *testing.T) map[string]corpus.Seed {
 	t.Helper()
+	// saved returns the bytes of ix's file.
+	saved := func(ix *Index) []byte {
+		dir := t.TempDir()
+		if err := ix.Save(dir); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, FileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
 	build := func(p Params, n int, unit bool) []byte {
 		base := clustered(n, p.Dim, 4, 7)
 		if unit {
@@ -34,30 +46,14 @@ func indexFileSeeds(t *testing.T) map[string]corpus.Seed {
 		if err := ix.AddBatch(0, base, 1); err != nil {
 			t.Fatal(err)
 		}
-		dir := t.TempDir()
-		if err := ix.Save(dir); err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(filepath.Join(dir, FileName))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+		return saved(ix)
 	}
 	empty := func(p Params) []byte {
 		ix, err := Train(p, clustered(64, p.Dim, 4, 1), 1, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		dir := t.TempDir()
-		if err := ix.Save(dir); err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(filepath.Join(dir, FileName))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+		return saved(ix)
 	}
 	// v1 rewrites a saved file as format version 1 wrote it.
 	v1 := func(b []byte) []byte {
