@@ -163,8 +163,7 @@ func loopbackHostOnly(h http.Handler) http.Handler {
 		if hh, _, err := net.SplitHostPort(host); err == nil {
 			host = hh
 		}
-		ip := net.ParseIP(strings.Trim(host, "[]"))
-		if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		if !IsLoopbackHost(host) {
 			http.Error(w, "forbidden: the metrics listener answers only requests addressed to localhost or a loopback address", http.StatusForbidden)
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 )
 
 // Protected mode.
@@ -34,6 +35,18 @@ func isLoopback(addr net.Addr) bool {
 		return true
 	}
 	return false
+}
+
+// IsLoopbackHost reports whether host (a host name or address, IPv6 with or
+// without brackets) names only this machine: "localhost", or an address in
+// 127.0.0.0/8 or ::1. Any other name is not trusted to, whatever it
+// resolves to today.
+func IsLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 // checkProtectedMode returns ErrProtectedMode (with the address) if ln may

@@ -63,3 +63,12 @@ func TestProtectedMode(t *testing.T) {
 		}
 	}
 }
+
+func TestIsLoopbackHost(t *testing.T) {
+	for host, want := range map[string]bool{"localhost": true, "127.0.0.1": true, "127.1.2.3": true, "::1": true, "[::1]": true,
+		"": false, "0.0.0.0": false, "::": false, "10.0.0.1": false, "evil.example": false, "localhost.evil.example": false} {
+		if IsLoopbackHost(host) != want {
+			t.Errorf("IsLoopbackHost(%q) = %v", host, !want)
+		}
+	}
+}

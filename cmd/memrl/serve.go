@@ -17,7 +17,7 @@ import (
 )
 
 // Defaults of memrl serve: a data folder in the working directory and a
-// loopback address, because the server has no authentication.
+// loopback address, because no password is set by default.
 const (
 	defaultDir  = "./memrl-data"
 	defaultAddr = "127.0.0.1:6390"

@@ -272,10 +272,10 @@ func loopbackAddr(addr string) bool {
 	if host == "" {
 		return false
 	}
-	if ip := net.ParseIP(host); ip != nil {
-		return ip.IsLoopback()
+	if net.ParseIP(host) == nil && host != "localhost" {
+		return true // a name: the server checks the address it resolves to
 	}
-	return true
+	return server.IsLoopbackHost(host)
 }
 
 // protectedModeError says why the server will not start and how to fix it.

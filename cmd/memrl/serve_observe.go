@@ -66,10 +66,7 @@ func checkLoopback(addr string) error {
 	if err != nil {
 		return err
 	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	if server.IsLoopbackHost(host) {
 		return nil
 	}
 	return fmt.Errorf("%s is not a loopback address; the metrics listener has no authentication, so it listens on loopback only (127.0.0.1, ::1, localhost)", addr)
