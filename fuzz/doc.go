@@ -106,9 +106,13 @@
 //
 // # Running
 //
-// CI (.ci/run) runs each target for 8 seconds after the tests, and fails
-// if a Fuzz function in the tree is missing from its list. To run one
-// longer, from the repository root:
+// CI (.ci/run) runs each target for a count of executions (a few seconds
+// each) after the tests, and fails if a Fuzz function in the tree is
+// missing from its list. Counts, not durations: with a duration, Go 1.26's
+// coordinator can fail a run with "context deadline exceeded" and no
+// crashing input when the time runs out mid-input (golang/go#75804). To run
+// one longer, from the repository root (a duration may still end that way;
+// only a written testdata/fuzz input is a finding):
 //
 //	go test ./engine -run='^$' -fuzz='^FuzzOpenCheckpoint$' -fuzztime=10m -parallel=1
 //
