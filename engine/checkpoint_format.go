@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -16,12 +17,12 @@ import (
 // collection as of some moment during the last checkpoint, and the WAL
 // position from which replay must start to reach the present.
 //
-// Version 3, written as the collections are copied (a streaming encoder
+// Version 4, written as the collections are copied (a streaming encoder
 // needs no buffer the size of the file):
 //
 //	+-----------+---------+------+---------+-----+---------+---------+-----------+----------------+-------+
 //	| "MEMRLCKP"| version | kind | chainID | seq | walLSN  | nextUID | ncoll u32 | collections... | xxh64 |
-//	| 8 bytes   | u32 = 3 | u8   | u64     | u32 | u64     | u64     |           |                | u64   |
+//	| 8 bytes   | u32 = 4 | u8   | u64     | u32 | u64     | u64     |           |                | u64   |
 //	+-----------+---------+------+---------+-----+---------+---------+-----------+----------------+-------+
 //
 //	kind:       0 full (seq 0), 1 delta (seq 1, 2, ... within the chain of the full
@@ -32,15 +33,22 @@ import (
 //	tombstone batch: count u32 (1..ckptMaxBatch) | count × id u64    (deltas only)
 //	memory batch:    count u32 (1..ckptMaxBatch) | count × memory
 //	memory:     id u64 | row u32 | payOff u64 | payLen u32 | created i64 | q f64 | visits u64 |
-//	            lastReward f64 | rewardSum f64 | updated i64                      (72 bytes)
+//	            lastReward f64 | rewardSum f64 | updated i64 |                   (72 bytes, then)
+//	            expires i64 | key u16-len bytes | attrs u32-len bytes          (14 bytes and up)
+//
+// expires is the absolute expiry (unix nanoseconds; 0: never), key the
+// external key ("" for none), attrs the compact JSON attributes (empty for
+// none); see attrs.go.
 //
 // A delta lists every live collection (one missing was dropped); applying
 // it removes its tombstones, then inserts or replaces its memories, then
 // takes its sizes and next id. The file sizes and next id follow the
 // memories because they are read with the last chunk of the copy.
 //
-// Versions 1 and 2 (full checkpoints only) are still read. Version 2 is
-// version 3 without kind, chainID, seq and tombstones. Version 1 held the
+// Versions 1 to 3 are still read. Version 3 is version 4 with the memory
+// record's first 72 bytes only (no expiry, key or attributes). Versions 1
+// and 2 (full checkpoints only) are version 3 without kind, chainID, seq
+// and tombstones. Version 1 held the
 // sizes, and a u64 memory count, before one run of memories:
 //
 //	collection v1: uid | name | config | nrows u32 | paySize u64 | nextID u64 |
@@ -51,9 +59,9 @@ import (
 // written; recovery trusts nothing past them.
 const (
 	ckptMagic     = "MEMRLCKP"
-	ckptVersion   = 3
+	ckptVersion   = 4
 	ckptName      = "CHECKPOINT"
-	ckptMemSize   = 72
+	ckptMemSize   = 72      // a memory of versions 1 to 3; the least a version-4 memory takes too
 	ckptMaxBatch  = 1 << 16 // memories per batch, at most
 	ckptFlushSize = 1 << 20 // bytes the writer buffers before writing
 )
@@ -99,25 +107,26 @@ type checkpoint struct {
 	colls   []ckptCollection
 }
 
-// ckptWriter encodes a version-3 checkpoint onto w as it is produced,
+// ckptWriter encodes a version-4 checkpoint onto w as it is produced,
 // hashing every byte. Call header, then for each collection
 // beginCollection, tombstones (once), memories (any number of times) and
 // endCollection, then finish. The first
 // write error is kept and returned by finish; later calls do nothing.
 type ckptWriter struct {
-	w   io.Writer
-	h   *xxhash.Digest
-	buf []byte // encoded bytes not yet written to w
-	err error
+	version uint32 // ckptVersion; tests set 3 to write the previous version
+	w       io.Writer
+	h       *xxhash.Digest
+	buf     []byte // encoded bytes not yet written to w
+	err     error
 }
 
 func newCkptWriter(w io.Writer) *ckptWriter {
-	return &ckptWriter{w: w, h: xxhash.New(), buf: make([]byte, 0, ckptFlushSize+ckptMaxBatch)}
+	return &ckptWriter{version: ckptVersion, w: w, h: xxhash.New(), buf: make([]byte, 0, ckptFlushSize+ckptMaxBatch)}
 }
 
 func (cw *ckptWriter) header(kind uint8, chainID uint64, seq uint32, walLSN, nextUID uint64, ncoll int) {
 	cw.buf = append(cw.buf, ckptMagic...)
-	cw.buf = le.AppendUint32(cw.buf, ckptVersion)
+	cw.buf = le.AppendUint32(cw.buf, cw.version)
 	cw.buf = append(cw.buf, kind)
 	cw.buf = le.AppendUint64(cw.buf, chainID)
 	cw.buf = le.AppendUint32(cw.buf, seq)
@@ -155,7 +164,11 @@ func (cw *ckptWriter) memories(mems []ckptMemory) {
 		n := min(len(mems), ckptMaxBatch)
 		cw.buf = le.AppendUint32(cw.buf, uint32(n))
 		for _, m := range mems[:n] {
-			cw.buf = appendCkptMemory(cw.buf, m)
+			if cw.version >= 4 {
+				cw.buf = appendCkptMemory(cw.buf, m)
+			} else {
+				cw.buf = appendCkptMemoryV3(cw.buf, m)
+			}
 			if len(cw.buf) >= ckptFlushSize {
 				cw.flush()
 			}
@@ -193,7 +206,20 @@ func (cw *ckptWriter) flush() {
 	cw.buf = cw.buf[:0]
 }
 
+// appendCkptMemory appends m's version-4 record.
 func appendCkptMemory(b []byte, m ckptMemory) []byte {
+	b = appendCkptMemoryV3(b, m)
+	x := m.m.extOrZero()
+	b = le.AppendUint64(b, uint64(x.expires))
+	b = le.AppendUint16(b, uint16(len(x.key)))
+	b = append(b, x.key...)
+	b = le.AppendUint32(b, uint32(len(x.attrs)))
+	return append(b, x.attrs...)
+}
+
+// appendCkptMemoryV3 appends the record of versions 1 to 3 (the first 72
+// bytes of version 4's).
+func appendCkptMemoryV3(b []byte, m ckptMemory) []byte {
 	b = le.AppendUint64(b, m.id)
 	b = le.AppendUint32(b, m.m.row)
 	b = le.AppendUint64(b, m.m.payOff)
@@ -214,7 +240,7 @@ func (m ckptMemory) inBounds(nrows uint32, paySize uint64) bool {
 	return m.m.row < nrows && uint64(m.m.payLen) <= paySize && m.m.payOff <= paySize-uint64(m.m.payLen)
 }
 
-func decodeCkptMemory(d *decoder) ckptMemory {
+func decodeCkptMemory(d *decoder, version uint32) ckptMemory {
 	var m ckptMemory
 	m.id = d.u64()
 	m.m.row = d.u32()
@@ -226,6 +252,15 @@ func decodeCkptMemory(d *decoder) ckptMemory {
 	m.lastReward = d.f64()
 	m.rewardSum = d.f64()
 	m.updated = int64(d.u64())
+	if version >= 4 {
+		expires := int64(d.u64())
+		key := string(d.take(int(d.u16())))
+		var attrs []byte
+		if n := d.u32(); n > 0 {
+			attrs = bytes.Clone(d.take(int(n))) // the file's buffer is not kept
+		}
+		m.m.ext = makeExt(attrs, key, expires)
+	}
 	return m
 }
 
@@ -273,7 +308,7 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 				return cp, fmt.Errorf("%w: collection %q claims %d memories", ErrCorruptCheckpoint, c.name, nmem)
 			}
 			for range nmem {
-				c.mems = append(c.mems, decodeCkptMemory(&d))
+				c.mems = append(c.mems, decodeCkptMemory(&d, version))
 			}
 		} else {
 			for version >= 3 && !d.err {
@@ -300,7 +335,7 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 					return cp, fmt.Errorf("%w: collection %q: batch of %d memories", ErrCorruptCheckpoint, c.name, n)
 				}
 				for range n {
-					c.mems = append(c.mems, decodeCkptMemory(&d))
+					c.mems = append(c.mems, decodeCkptMemory(&d, version))
 				}
 			}
 			c.nrows = d.u32()

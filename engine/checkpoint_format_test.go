@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand"
 	"path/filepath"
 	"reflect"
@@ -34,10 +35,35 @@ func randomCheckpoint(rng *rand.Rand, sizes ...int) checkpoint {
 	return cp
 }
 
+// withExt returns a copy of cp in which every third memory has
+// attributes, a key and an expiry, which only version 4 holds.
+func withExt(cp checkpoint) checkpoint {
+	out := cp
+	out.colls = append([]ckptCollection(nil), cp.colls...)
+	for i := range out.colls {
+		mems := append([]ckptMemory(nil), out.colls[i].mems...)
+		for j := range mems {
+			switch j % 3 {
+			case 0:
+				mems[j].m.ext = makeExt([]byte(fmt.Sprintf(`{"n":%d,"tags":["a"]}`, j)), fmt.Sprintf("key-%d", j), int64(j+1)<<40)
+			case 1:
+				mems[j].m.ext = makeExt(nil, "", 12345) // an expiry alone
+			}
+		}
+		out.colls[i].mems = mems
+	}
+	return out
+}
+
 // encodeCheckpoint encodes cp in the current version, in memory.
-func encodeCheckpoint(cp checkpoint) []byte {
+func encodeCheckpoint(cp checkpoint) []byte { return encodeCheckpointVersion(cp, ckptVersion) }
+
+// encodeCheckpointVersion encodes cp in version 3 or 4, as the writer
+// writes them.
+func encodeCheckpointVersion(cp checkpoint, version uint32) []byte {
 	var buf bytes.Buffer
 	cw := newCkptWriter(&buf)
+	cw.version = version
 	cw.header(cp.kind, cp.chainID, cp.seq, cp.walLSN, cp.nextUID, len(cp.colls))
 	for _, c := range cp.colls {
 		cw.beginCollection(c.uid, c.name, c.cfg)
@@ -83,7 +109,7 @@ func encodeCheckpointOld(cp checkpoint, version uint32) []byte {
 			b = le.AppendUint32(b, uint32(len(c.mems)))
 		}
 		for _, m := range c.mems {
-			b = appendCkptMemory(b, m)
+			b = appendCkptMemoryV3(b, m)
 		}
 		if version == 2 {
 			b = sizes(le.AppendUint32(b, 0))
@@ -112,10 +138,19 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		if got, err := decodeCheckpoint(encodeCheckpoint(delta)); err != nil || !reflect.DeepEqual(got, delta) {
 			t.Fatalf("sizes %v, delta: %v", sizes, err)
 		}
+		for _, x := range []checkpoint{withExt(cp), withExt(delta)} {
+			if got, err := decodeCheckpoint(encodeCheckpoint(x)); err != nil || !reflect.DeepEqual(got, x) {
+				t.Fatalf("sizes %v, version 4 with attributes, keys and expiry: %v", sizes, err)
+			}
+		}
+		// Version 3 drops them: decoded, the memories have none.
+		if got, err := decodeCheckpoint(encodeCheckpointVersion(withExt(delta), 3)); err != nil || !reflect.DeepEqual(got, delta) {
+			t.Fatalf("sizes %v, version 3 delta: %v", sizes, err)
+		}
 		if slices.ContainsFunc(cp.colls, func(c ckptCollection) bool { return len(c.mems) > ckptMaxBatch }) {
 			continue // version 2 was written in batches; its helper writes one
 		}
-		for version, b := range map[int][]byte{3: encodeCheckpoint(cp), 2: encodeCheckpointOld(cp, 2), 1: encodeCheckpointOld(cp, 1)} {
+		for version, b := range map[int][]byte{4: encodeCheckpoint(cp), 3: encodeCheckpointVersion(cp, 3), 2: encodeCheckpointOld(cp, 2), 1: encodeCheckpointOld(cp, 1)} {
 			got, err := decodeCheckpoint(b)
 			if err != nil {
 				t.Fatalf("sizes %v, version %d: %v", sizes, version, err)

@@ -12,8 +12,9 @@ import (
 )
 
 // checkpointSeeds are real checkpoint files of every version and kind the
-// decoder reads: full checkpoints of versions 1, 2 and 3, and a version-3
-// delta with tombstones. They are the committed seed corpus of
+// decoder reads: full checkpoints of versions 1 to 4, and deltas of
+// versions 3 and 4 with tombstones (version 4's memories with attributes,
+// keys and expiry). They are the committed seed corpus of
 // FuzzDecodeCheckpoint (TestFuzzSeedsCheckpoint keeps them current).
 func checkpointSeeds() map[string]corpus.Seed {
 	rng := rand.New(rand.NewSource(14))
@@ -24,10 +25,12 @@ func checkpointSeeds() map[string]corpus.Seed {
 	delta.colls[0].tombs = []uint64{9, 1 << 40}
 	delta.colls[1].tombs = []uint64{3}
 	return map[string]corpus.Seed{
-		"v3-empty":    {encodeCheckpoint(empty), false},
-		"v3-full":     {encodeCheckpoint(full), false},
-		"v3-full-fix": {encodeCheckpoint(full), true},
-		"v3-delta":    {encodeCheckpoint(delta), true},
+		"v4-full":     {encodeCheckpoint(withExt(full)), false},
+		"v4-delta":    {encodeCheckpoint(withExt(delta)), true},
+		"v3-empty":    {encodeCheckpointVersion(empty, 3), false},
+		"v3-full":     {encodeCheckpointVersion(full, 3), false},
+		"v3-full-fix": {encodeCheckpointVersion(full, 3), true},
+		"v3-delta":    {encodeCheckpointVersion(delta, 3), true},
 		"v2-full":     {encodeCheckpointOld(full, 2), true},
 		"v1-full":     {encodeCheckpointOld(full, 1), true},
 		"v1-empty":    {encodeCheckpointOld(empty, 1), false},
@@ -56,7 +59,7 @@ func TestFuzzSeedsCheckpoint(t *testing.T) {
 //     agree, every collection config is valid, and every memory lies within its collection's recorded
 //     vector and payload file sizes (without overflow), which is what
 //     loading trusts;
-//   - an accepted checkpoint re-encoded as version 3 decodes to a
+//   - an accepted checkpoint re-encoded as version 4 decodes to a
 //     checkpoint that encodes to the same bytes.
 func FuzzDecodeCheckpoint(f *testing.F) {
 	f.Add([]byte("MEMRLCKP"), true)

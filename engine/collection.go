@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/memrl/memrl/ivfpq"
 	"github.com/memrl/memrl/qtable"
+	"github.com/memrl/memrl/wal"
 )
 
 // memory is a collection's record of one memory, apart from its utility
@@ -18,8 +20,9 @@ import (
 type memory struct {
 	row     uint32 // row of the vector file
 	payLen  uint32
-	payOff  uint64 // payload bytes [payOff, payOff+payLen) of the payload file
-	created int64  // unix nanoseconds
+	payOff  uint64  // payload bytes [payOff, payOff+payLen) of the payload file
+	created int64   // unix nanoseconds
+	ext     *memExt // attributes, key and expiry (attrs.go); nil when it has none
 }
 
 // Collection is a named set of memories with one dimension, metric and
@@ -53,9 +56,17 @@ type Collection struct {
 	// MaxID; 0 when not known. Derived from mems, never stored.
 	// INVARIANT: aboveLive == 0 or aboveLive == 1 + max(live ids) (1 if none).
 	aboveLive uint64
-	vecs      *vectorStore
-	pays      *payloadStore
-	index     phase1 // exactScan, or ivfPhase1 once an index is built
+	// keys maps key fingerprints to the id of the memory holding the key
+	// (keys.go); expiring maps the id of every memory with an expiry to it,
+	// and nextExpiry is at most the earliest of them (expiry.go).
+	// INVARIANT: once recovery is done, keys and expiring describe exactly
+	// the memories in mems.
+	keys       map[uint64]uint64
+	expiring   map[uint64]int64
+	nextExpiry int64
+	vecs       *vectorStore
+	pays       *payloadStore
+	index      phase1 // exactScan, or ivfPhase1 once an index is built
 
 	// Index state (index.go).
 	ivf           *ivfpq.Index   // the index in use, or nil
@@ -111,6 +122,7 @@ func openCollection(db *DB, name string, uid uint64, cfg Config, nrows uint32, p
 	c := &Collection{
 		db: db, name: name, uid: uid, cfg: cfg, dir: dir,
 		mems: make(map[uint64]memory), dead: roaring.New(), nextID: 1, deleted: make(map[uint64]struct{}),
+		keys: make(map[uint64]uint64), expiring: make(map[uint64]int64),
 		vecs: vecs, pays: pays, q: qtable.New(),
 	}
 	c.index = exactScan{c}
@@ -192,6 +204,9 @@ type AddRequest struct {
 	HasID   bool
 	Q       float64 // initial Q when HasQ; otherwise the collection's QINIT
 	HasQ    bool
+	Attrs   []byte        // JSON object of attributes, or empty for none (attrs.go)
+	Key     string        // external key (1..MaxKeyLen bytes), or empty for none (keys.go)
+	TTL     time.Duration // expires this long after the add (1ns..MaxTTL), or 0 for never (expiry.go)
 }
 
 // Add stores a memory and returns its id once the change is durable (as the
@@ -218,6 +233,18 @@ func (c *Collection) AddDeferred(req AddRequest) (uint64, Ticket, error) {
 	if req.HasID && req.ID > MaxID {
 		return 0, 0, fmt.Errorf("%w: ID must be at most %d", ErrBadParam, uint64(MaxID))
 	}
+	attrs, err := validateAttrs(req.Attrs)
+	if err != nil {
+		return 0, 0, err
+	}
+	if req.Key != "" {
+		if err := checkKey(req.Key); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := checkTTL(req.TTL); err != nil {
+		return 0, 0, err
+	}
 	q := c.cfg.QInit
 	if req.HasQ {
 		if err := boundedValue(req.Q, "Q"); err != nil {
@@ -228,12 +255,31 @@ func (c *Collection) AddDeferred(req AddRequest) (uint64, Ticket, error) {
 	if err := c.lockLive(); err != nil {
 		return 0, 0, err
 	}
+	now := c.db.nowNanos()
+	// Expired memories that still hold the id or the key are deleted
+	// first, as their sweep would (expiry.go): to a client they are gone.
+	var purge []uint64
+	if req.Key != "" {
+		old, expired, err := c.checkNewKeyLocked(req.Key, now)
+		if err != nil {
+			c.mu.Unlock()
+			return 0, 0, err
+		}
+		if expired {
+			purge = append(purge, old)
+		}
+	}
 	var id uint64
 	if req.HasID {
 		id = req.ID
-		if _, ok := c.mems[id]; ok {
-			c.mu.Unlock()
-			return 0, 0, fmt.Errorf("%w: %d", ErrIDExists, id)
+		if m, ok := c.mems[id]; ok {
+			if !m.expiredAt(now) {
+				c.mu.Unlock()
+				return 0, 0, fmt.Errorf("%w: %d", ErrIDExists, id)
+			}
+			if len(purge) == 0 || purge[0] != id {
+				purge = append(purge, id)
+			}
 		}
 	} else if id = c.autoIDLocked(); id == 0 {
 		c.mu.Unlock()
@@ -246,6 +292,18 @@ func (c *Collection) AddDeferred(req AddRequest) (uint64, Ticket, error) {
 	r := addRec{
 		uid: c.uid, id: id, row: c.vecs.nrows, payOff: c.pays.size,
 		created: time.Now().UnixNano(), q: q, payload: req.Payload, vec: vec,
+		attrs: attrs, key: req.Key,
+	}
+	if req.TTL > 0 {
+		r.expires = now + int64(req.TTL)
+	}
+	if len(purge) > 0 {
+		// Logged before the add, in the same critical section: replay
+		// deletes the expired memory, then adds the new one.
+		if _, err := c.deleteIDsLocked(purge); err != nil {
+			c.mu.Unlock()
+			return 0, 0, err
+		}
 	}
 	// The files are written before the record is logged so that a full disk
 	// fails the add cleanly; they are derived data, and bytes past the
@@ -341,15 +399,22 @@ func (c *Collection) unwriteFilesLocked(r addRec) {
 // caught it), so it replaces rather than assumes.
 // REQUIRES: c.mu held for writing.
 func (c *Collection) applyAddLocked(r addRec) {
-	if old, ok := c.mems[r.id]; ok && old.row != r.row {
-		c.dead.Add(old.row)
+	if old, ok := c.mems[r.id]; ok {
+		if old.row != r.row {
+			c.dead.Add(old.row)
+		}
+		c.unindexKeyLocked(r.id, old.key())
 	}
 	// A re-added id cancels its pending tombstone: the add marks it dirty,
 	// and the delta that takes the mark replaces the memory whole. Left in
 	// place, the tombstone could land in a later delta than the memory's
 	// new state and delete it there.
 	delete(c.deleted, r.id)
-	c.mems[r.id] = memory{row: r.row, payLen: uint32(len(r.payload)), payOff: r.payOff, created: r.created}
+	// Replay's attributes alias the log's buffer: keep a copy.
+	c.mems[r.id] = memory{row: r.row, payLen: uint32(len(r.payload)), payOff: r.payOff, created: r.created,
+		ext: makeExt(bytes.Clone(r.attrs), r.key, r.expires)}
+	c.indexKeyLocked(r.id, r.key)
+	c.trackExpiryLocked(r.id, r.expires)
 	for uint32(len(c.rowIDs)) <= r.row {
 		c.rowIDs = append(c.rowIDs, 0)
 	}
@@ -377,30 +442,61 @@ func (c *Collection) Delete(ids []uint64) (int, error) {
 // DeleteDeferred is Delete without the wait (see durable.go). The ticket is
 // 0 when nothing was deleted.
 func (c *Collection) DeleteDeferred(ids []uint64) (int, Ticket, error) {
+	refs := make([]Ref, len(ids))
+	for i, id := range ids {
+		refs[i] = ByID(id)
+	}
+	return c.DeleteRefsDeferred(refs)
+}
+
+// DeleteRefsDeferred is DeleteDeferred of memories named by id or key
+// (unknown ones are not counted). Expired memories named are deleted too,
+// but not counted: to a client they were already gone.
+func (c *Collection) DeleteRefsDeferred(refs []Ref) (int, Ticket, error) {
 	if err := c.lockLive(); err != nil {
 		return 0, 0, err
 	}
+	defer c.mu.Unlock()
+	now := c.db.nowNanos()
 	var found []uint64
-	seen := make(map[uint64]bool, len(ids))
-	for _, id := range ids {
-		if _, ok := c.mems[id]; ok && !seen[id] {
+	live := 0
+	seen := make(map[uint64]bool, len(refs))
+	for _, r := range refs {
+		id := r.ID
+		if r.Key != "" {
+			var ok bool
+			if id, ok = c.keyIDLocked(r.Key); !ok {
+				continue
+			}
+		}
+		if m, ok := c.mems[id]; ok && !seen[id] {
 			seen[id] = true
 			found = append(found, id)
+			if !m.expiredAt(now) {
+				live++
+			}
 		}
 	}
 	if len(found) == 0 {
-		c.mu.Unlock()
 		return 0, 0, nil
 	}
-	r := deleteRec{uid: c.uid, ids: found}
-	lsn, err := c.db.log.Enqueue(encodeDelete(r))
+	lsn, err := c.deleteIDsLocked(found)
 	if err != nil {
-		c.mu.Unlock()
 		return 0, 0, err
 	}
+	return live, Ticket(lsn), nil
+}
+
+// deleteIDsLocked logs and applies the delete of ids, which must be
+// present and distinct. REQUIRES: c.mu held for writing.
+func (c *Collection) deleteIDsLocked(ids []uint64) (wal.LSN, error) {
+	r := deleteRec{uid: c.uid, ids: ids}
+	lsn, err := c.db.log.Enqueue(encodeDelete(r))
+	if err != nil {
+		return 0, err
+	}
 	c.applyDeleteLocked(r)
-	c.mu.Unlock()
-	return len(found), Ticket(lsn), nil
+	return lsn, nil
 }
 
 // REQUIRES: c.mu held for writing.
@@ -408,6 +504,8 @@ func (c *Collection) applyDeleteLocked(r deleteRec) {
 	for _, id := range r.ids {
 		if m, ok := c.mems[id]; ok {
 			c.dead.Add(m.row)
+			c.unindexKeyLocked(id, m.key())
+			delete(c.expiring, id)
 			delete(c.mems, id)
 			c.q.Delete(id)
 			c.deleted[id] = struct{}{}
@@ -453,17 +551,24 @@ type MemoryInfo struct {
 	Updated    time.Time
 	Payload    []byte
 	Vector     []float32 // as stored: normalised for COSINE
+	Attrs      []byte    // compact JSON object, or nil; shared: do not modify
+	Key        string    // external key, or ""
+	Expires    time.Time // when it expires; zero for never
 }
 
 // Get returns a memory.
-func (c *Collection) Get(id uint64) (MemoryInfo, error) {
+func (c *Collection) Get(id uint64) (MemoryInfo, error) { return c.GetRef(ByID(id)) }
+
+// GetRef returns the memory named by id or key. An expired memory is not
+// returned (ErrNoMemory), even before the sweeper deletes it.
+func (c *Collection) GetRef(r Ref) (MemoryInfo, error) {
 	if err := c.rlockLive(); err != nil {
 		return MemoryInfo{}, err
 	}
 	defer c.mu.RUnlock()
-	m, ok := c.mems[id]
-	if !ok {
-		return MemoryInfo{}, fmt.Errorf("%w: %d", ErrNoMemory, id)
+	id, m, err := c.resolveLocked(r, c.db.nowNanos())
+	if err != nil {
+		return MemoryInfo{}, err
 	}
 	e, _ := c.q.Get(id)
 	p, err := c.pays.get(id, m.payOff, m.payLen)
@@ -473,11 +578,16 @@ func (c *Collection) Get(id uint64) (MemoryInfo, error) {
 	if err := c.vecs.checkRow(m.row); err != nil {
 		return MemoryInfo{}, c.reportLocked(fmt.Errorf("memory %d: %w", id, err))
 	}
-	return MemoryInfo{
+	mi := MemoryInfo{
 		ID: id, Q: e.Q, Visits: e.Visits, LastReward: e.LastReward, MeanReward: e.MeanReward(),
 		Created: time.Unix(0, m.created), Updated: time.Unix(0, e.Updated), Payload: p,
 		Vector: append([]float32(nil), c.vecs.row(m.row)...),
-	}, nil
+		Attrs:  m.attrs(), Key: m.key(), // immutable (memExt): shared, not copied
+	}
+	if x := m.expires(); x != 0 {
+		mi.Expires = time.Unix(0, x)
+	}
+	return mi, nil
 }
 
 // Info describes a collection.

@@ -27,8 +27,14 @@ func crashLong() bool { return os.Getenv("MEMRL_CRASH_LONG") != "" }
 
 func crashOpts(fs *wal.MemFS) Options {
 	return Options{FS: fs, Sync: wal.SyncAlways, SegmentSize: 2048,
-		CheckpointInterval: -1, CheckpointBytes: -1, Logf: func(string, ...any) {}}
+		CheckpointInterval: -1, CheckpointBytes: -1, Logf: func(string, ...any) {},
+		Now: crashNow}
 }
+
+// crashNow is the crash workloads' clock: it stands still, so the expiries
+// the workload sets are exact values the model knows, and nothing expires
+// under it.
+func crashNow() time.Time { return time.Unix(1_800_000_000, 0) }
 
 // runWorkload runs steps operations of the workload of seed on db and
 // returns the acknowledged model, the in-flight model (nil if every

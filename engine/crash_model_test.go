@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"sort"
+	"time"
 
 	"github.com/memrl/memrl/qtable"
 )
@@ -27,6 +28,9 @@ type mMem struct {
 	payload []byte
 	q       float64
 	visits  uint64
+	attrs   string    // compact JSON, or ""
+	key     string    // or ""
+	expires time.Time // zero for never (the workload's clock, crashNow, stands still)
 }
 
 // mColl is the model of one collection.
@@ -60,6 +64,9 @@ const (
 	opReward
 	opDelete
 	opCheckpoint
+	opSetAttrs   // attrs (empty removes them)
+	opSetPayload // payload
+	opExpire     // ttl seconds; 0 removes the expiry (Persist)
 	// There is no explicit retrain operation: collections are IVF-PQ
 	// (4-bit PQ) with a training threshold of 20 memories, so the background build
 	// (and a retrain each time a collection grows fourfold) runs in the
@@ -75,10 +82,15 @@ type op struct {
 	vec     []float32
 	payload []byte
 	q       float64 // initial Q of an add, or the reward
+	attrs   string  // of an add or opSetAttrs
+	key     string  // of an add
+	ttl     int     // seconds: of an add (0: none) or opExpire (0: persist)
 }
 
 func (o op) String() string {
-	return fmt.Sprintf("%v coll=%s id=%d ids=%v q=%v", [...]string{"create", "drop", "add", "reward", "delete", "checkpoint"}[o.kind], o.coll, o.id, o.ids, o.q)
+	return fmt.Sprintf("%v coll=%s id=%d ids=%v q=%v attrs=%s key=%q ttl=%d",
+		[...]string{"create", "drop", "add", "reward", "delete", "checkpoint", "setattrs", "setpayload", "expire"}[o.kind],
+		o.coll, o.id, o.ids, o.q, o.attrs, o.key, o.ttl)
 }
 
 var crashCfg = Config{Dim: 4, Metric: L2, Alpha: 0.5, Gamma: 0, QInit: 0,
@@ -92,7 +104,25 @@ func (m model) apply(o op) {
 	case opDrop:
 		delete(m, o.coll)
 	case opAdd:
-		m[o.coll].mems[o.id] = mMem{vec: o.vec, payload: o.payload, q: o.q}
+		mm := mMem{vec: o.vec, payload: o.payload, q: o.q, attrs: o.attrs, key: o.key}
+		if o.ttl > 0 {
+			mm.expires = crashNow().Add(time.Duration(o.ttl) * time.Second)
+		}
+		m[o.coll].mems[o.id] = mm
+	case opSetAttrs, opSetPayload, opExpire:
+		mm := m[o.coll].mems[o.id]
+		switch o.kind {
+		case opSetAttrs:
+			mm.attrs = o.attrs
+		case opSetPayload:
+			mm.payload = o.payload
+		default:
+			mm.expires = time.Time{}
+			if o.ttl > 0 {
+				mm.expires = crashNow().Add(time.Duration(o.ttl) * time.Second)
+			}
+		}
+		m[o.coll].mems[o.id] = mm
 	case opReward:
 		c := m[o.coll]
 		for _, id := range o.ids {
@@ -124,7 +154,22 @@ func execOp(db *DB, o op) error {
 	}
 	switch o.kind {
 	case opAdd:
-		_, err = c.Add(AddRequest{Vector: o.vec, Payload: o.payload, ID: o.id, HasID: true, Q: o.q, HasQ: true})
+		_, err = c.Add(AddRequest{Vector: o.vec, Payload: o.payload, ID: o.id, HasID: true, Q: o.q, HasQ: true,
+			Attrs: []byte(o.attrs), Key: o.key, TTL: time.Duration(o.ttl) * time.Second})
+	case opSetAttrs:
+		err = c.SetAttrs(ByID(o.id), []byte(o.attrs))
+	case opSetPayload:
+		err = c.SetPayload(ByID(o.id), o.payload)
+	case opExpire:
+		var t Ticket
+		if o.ttl > 0 {
+			t, err = c.ExpireDeferred(ByID(o.id), time.Duration(o.ttl)*time.Second)
+		} else {
+			_, t, err = c.PersistDeferred(ByID(o.id))
+		}
+		if err == nil {
+			err = db.WaitDurable(t)
+		}
 	case opReward:
 		_, err = c.Reward(o.q, o.ids, nil)
 	case opDelete:
@@ -183,13 +228,39 @@ func (g *gen) next(m model) op {
 		}
 		vec := []float32{float32(id), g.rng.Float32(), g.rng.Float32(), 1}
 		payload := []byte(fmt.Sprintf("payload of %d in %s: %d", id, name, g.rng.Intn(1000)))
-		return op{kind: opAdd, coll: name, id: id, vec: vec, payload: payload, q: float64(g.rng.Intn(5))}
-	case r < 88:
+		o := op{kind: opAdd, coll: name, id: id, vec: vec, payload: payload, q: float64(g.rng.Intn(5))}
+		switch g.rng.Intn(4) {
+		case 0:
+			o.key = fmt.Sprintf("key-%d", id) // unique: ids are unique in a collection
+		case 1:
+			o.key = fmt.Sprintf("key-%d", id)
+			o.attrs = fmt.Sprintf(`{"user":"u%d","step":%d}`, g.rng.Intn(5), g.rng.Intn(10))
+			o.ttl = 1 + g.rng.Intn(1000)
+		case 2:
+			o.attrs = `{"tags":["plan"]}`
+		}
+		return o
+	case r < 70:
 		n := 1 + g.rng.Intn(min(3, len(ids)))
 		perm := g.rng.Perm(len(ids))[:n]
 		o := op{kind: opReward, coll: name, q: float64(g.rng.Intn(11) - 5)}
 		for _, i := range perm {
 			o.ids = append(o.ids, ids[i])
+		}
+		return o
+	case r < 78:
+		o := op{kind: opSetAttrs, coll: name, id: ids[g.rng.Intn(len(ids))]}
+		if g.rng.Intn(4) > 0 {
+			o.attrs = fmt.Sprintf(`{"status":"s%d"}`, g.rng.Intn(100))
+		}
+		return o
+	case r < 84:
+		id := ids[g.rng.Intn(len(ids))]
+		return op{kind: opSetPayload, coll: name, id: id, payload: []byte(fmt.Sprintf("new payload of %d: %d", id, g.rng.Intn(1000)))}
+	case r < 90:
+		o := op{kind: opExpire, coll: name, id: ids[g.rng.Intn(len(ids))]}
+		if g.rng.Intn(3) > 0 {
+			o.ttl = 1 + g.rng.Intn(1000)
 		}
 		return o
 	default:
@@ -212,6 +283,9 @@ func checkMem(got MemoryInfo, present bool, want mMem, wantPresent bool) bool {
 		return true
 	}
 	if got.Q != want.q || got.Visits != want.visits || !bytes.Equal(got.Payload, want.payload) || len(got.Vector) != len(want.vec) {
+		return false
+	}
+	if string(got.Attrs) != want.attrs || got.Key != want.key || !got.Expires.Equal(want.expires) {
 		return false
 	}
 	for i := range got.Vector {
@@ -291,8 +365,14 @@ func checkRecovered(db *DB, acked, inflight model) error {
 				if inflight != nil && inflight[name] != nil {
 					wi = inflight[name].mems[id]
 				}
-				return fmt.Errorf("collection %q memory %d: present=%v Q=%v visits=%d payload=%q; acknowledged %+v, in flight %+v",
-					name, id, present, got.Q, got.Visits, got.Payload, wa, wi)
+				return fmt.Errorf("collection %q memory %d: present=%v Q=%v visits=%d payload=%q attrs=%s key=%q expires=%v; acknowledged %+v, in flight %+v",
+					name, id, present, got.Q, got.Visits, got.Payload, got.Attrs, got.Key, got.Expires, wa, wi)
+			}
+			// The key index agrees with the memories.
+			if present && got.Key != "" {
+				if byKey, err := c.GetRef(ByKey(got.Key)); err != nil || byKey.ID != id {
+					return fmt.Errorf("collection %q memory %d: its key %q finds %d, %v", name, id, got.Key, byKey.ID, err)
+				}
 			}
 		}
 		in, err := c.Info()

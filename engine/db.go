@@ -47,6 +47,13 @@ type Options struct {
 	// Recovery opens every collection the log and checkpoint hold, even
 	// past the cap.
 	MaxCollections int
+	// Now is the clock expiry is measured with (expiry.go); nil means
+	// time.Now. Tests give a fake one.
+	Now func() time.Time
+	// SweepInterval is how often the sweeper deletes expired memories; 0
+	// means DefaultSweepInterval, < 0 disables it (expired memories are
+	// still never returned).
+	SweepInterval time.Duration
 }
 
 // DefaultMaxCollections is the default of Options.MaxCollections. Each
@@ -91,8 +98,9 @@ type DB struct {
 	closed  bool
 	closing bool // set by the first Close, so that a concurrent one fails
 
-	stop chan struct{} // closed by Close to end the checkpointer
-	done chan struct{} // closed when the checkpointer has ended
+	stop      chan struct{} // closed by Close to end the checkpointer and the sweeper
+	done      chan struct{} // closed when the checkpointer has ended
+	sweepDone chan struct{} // closed when the sweeper has ended
 
 	// Recovery describes what Open found: the checkpoint, the records
 	// replayed and any torn tail cut off the log.
@@ -132,6 +140,9 @@ func Open(dir string, opts Options) (*DB, error) {
 	if opts.MaxCollections == 0 {
 		opts.MaxCollections = DefaultMaxCollections
 	}
+	if opts.SweepInterval == 0 {
+		opts.SweepInterval = DefaultSweepInterval
+	}
 	fs := opts.FS
 	if err := fs.MkdirAll(filepath.Join(dir, "collections"), 0o755); err != nil {
 		return nil, err
@@ -143,7 +154,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	db := &DB{
 		dir: dir, fs: fs, opts: opts, lock: lock, nextUID: 1, files: newFileCache(fs, opts.MaxOpenFiles),
 		colls: make(map[string]*Collection), byUID: make(map[uint64]*Collection),
-		stop: make(chan struct{}), done: make(chan struct{}),
+		stop: make(chan struct{}), done: make(chan struct{}), sweepDone: make(chan struct{}),
 	}
 	if err := db.recover(); err != nil {
 		db.closeFiles()
@@ -152,6 +163,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	db.Recovery.Duration = time.Since(start)
 	go db.checkpointer()
+	go db.sweeper()
 	return db, nil
 }
 
@@ -306,6 +318,7 @@ func (db *DB) Close() error {
 	db.mu.Unlock()
 	close(db.stop)
 	<-db.done
+	<-db.sweepDone
 	var err error
 	if db.log.Err() == nil {
 		err = db.Checkpoint()

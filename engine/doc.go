@@ -8,7 +8,20 @@
 //
 // A memory is a uint64 id, an intent embedding (a float32 vector of the
 // collection's dimension), an opaque payload, and a learned utility Q with
-// its visit count and reward statistics. A retrieval is two phases:
+// its visit count and reward statistics. It may also carry (attrs.go):
+//
+//   - attributes: a JSON object (at most MaxAttrs bytes, stored compact),
+//     held in memory with the memory for front ends to filter on;
+//     replaced whole by SetAttrs;
+//   - a key: an external name of 1 to MaxKeyLen bytes, unique in the
+//     collection, by which every method can name the memory instead of its
+//     id (a Ref); indexed by a 64-bit fingerprint, with collisions
+//     between different keys refused (keys.go);
+//   - an expiry: an absolute time after which the memory is gone to every
+//     reader, and which a background sweeper turns into an ordinary,
+//     logged delete (expiry.go).
+//
+// The payload can be replaced in place (SetPayload). A retrieval is two phases:
 //
 //  1. semantic recall: the K1 live memories most similar to the query whose
 //     similarity is at least DELTA (cosine, dot product, or minus squared L2);
@@ -27,7 +40,9 @@
 //	dir/wal/                        the write-ahead log (package wal)
 //	dir/collections/<uid>/vectors.f32   row-major float32 vectors, read through mmap
 //	dir/collections/<uid>/vectors.sum   format header and a checksum per vector row (sums_format.go)
-//	dir/collections/<uid>/payloads.dat  payload records: bytes, then their checksum (payloads.go)
+//	dir/collections/<uid>/payloads.dat  payload records: bytes, then their checksum (payloads.go);
+//	                                    append-only: SetPayload appends the new record, and the
+//	                                    old one stays as garbage until compaction (issue 10)
 //	dir/collections/<uid>/ivfpq/        the IVF-PQ index once trained (index.go)
 //
 // A collection's folder is named by its uid (a counter never reused), so a
@@ -78,8 +93,8 @@
 //
 // # Durability
 //
-// Every change is a WAL record (record.go) logged before the change is
-// acknowledged; with wal.SyncAlways, a method's return means the record is
+// Every change is a WAL record (record.go, record_ext.go) logged before
+// the change is acknowledged; with wal.SyncAlways, a method's return means the record is
 // fsynced, and concurrent writers share fsyncs (group commit). A change is
 // logged (Enqueue) and applied in memory under the same lock, then the
 // method waits for durability without the lock, so the log order equals

@@ -43,18 +43,9 @@ func (db *DB) WaitDurable(t Ticket) error { return db.log.WaitDurable(wal.LSN(t)
 // update and returns the new Q of each id (in the order given) and the
 // ticket to pass to DB.WaitDurable before acknowledging it.
 func (c *Collection) RewardDeferred(reward float64, ids []uint64, nextQ *float64) ([]float64, Ticket, error) {
-	if err := boundedValue(reward, "reward"); err != nil {
+	next, err := checkReward(reward, len(ids), nextQ)
+	if err != nil {
 		return nil, 0, err
-	}
-	next := 0.0
-	if nextQ != nil {
-		if err := boundedValue(*nextQ, "NEXTQ"); err != nil {
-			return nil, 0, err
-		}
-		next = *nextQ
-	}
-	if len(ids) == 0 {
-		return nil, 0, fmt.Errorf("%w: no memory ids", ErrBadParam)
 	}
 	// The read lock keeps deletes (and drops) out while the ids are checked
 	// and updated, so either all ids are updated or none.
@@ -62,8 +53,54 @@ func (c *Collection) RewardDeferred(reward float64, ids []uint64, nextQ *float64
 		return nil, 0, err
 	}
 	defer c.mu.RUnlock()
+	return c.rewardLocked(reward, ids, next)
+}
+
+// RewardRefsDeferred is RewardDeferred of memories named by id or key:
+// every key must name a live memory, or nothing changes.
+func (c *Collection) RewardRefsDeferred(reward float64, refs []Ref, nextQ *float64) ([]float64, Ticket, error) {
+	next, err := checkReward(reward, len(refs), nextQ)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := c.rlockLive(); err != nil {
+		return nil, 0, err
+	}
+	defer c.mu.RUnlock()
+	now := c.db.nowNanos()
+	ids := make([]uint64, len(refs))
+	for i, r := range refs {
+		if ids[i], _, err = c.resolveLocked(r, now); err != nil {
+			return nil, 0, err
+		}
+	}
+	return c.rewardLocked(reward, ids, next)
+}
+
+// checkReward validates a reward's numbers and returns NEXTQ (0 when nil).
+func checkReward(reward float64, n int, nextQ *float64) (float64, error) {
+	if err := boundedValue(reward, "reward"); err != nil {
+		return 0, err
+	}
+	next := 0.0
+	if nextQ != nil {
+		if err := boundedValue(*nextQ, "NEXTQ"); err != nil {
+			return 0, err
+		}
+		next = *nextQ
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("%w: no memory ids", ErrBadParam)
+	}
+	return next, nil
+}
+
+// rewardLocked checks that every id names a live memory, then updates
+// each. REQUIRES: c.mu held for reading.
+func (c *Collection) rewardLocked(reward float64, ids []uint64, next float64) ([]float64, Ticket, error) {
+	clock := c.db.nowNanos()
 	for _, id := range ids {
-		if _, ok := c.mems[id]; !ok {
+		if m, ok := c.mems[id]; !ok || m.expiredAt(clock) {
 			return nil, 0, fmt.Errorf("%w: %d", ErrNoMemory, id)
 		}
 	}

@@ -28,6 +28,19 @@ var (
 	ErrNoMemory = errors.New("no such memory")
 	// ErrPayloadTooLarge: a payload is at most MaxPayload bytes.
 	ErrPayloadTooLarge = errors.New("payload too large")
+	// ErrBadAttrs: a memory's attributes are one JSON object of at most
+	// MaxAttrs bytes, nested at most MaxAttrsDepth deep (attrs.go).
+	ErrBadAttrs = errors.New("invalid attributes")
+	// ErrBadKey: a memory's key is 1 to MaxKeyLen bytes.
+	ErrBadKey = errors.New("invalid key: keys are 1 to 512 bytes")
+	// ErrKeyExists: keys are unique within a collection; an add with a
+	// key in use fails (delete the memory first to replace it).
+	ErrKeyExists = errors.New("memory key already exists")
+	// ErrKeyCollision: keys are indexed by a 64-bit fingerprint, and a key
+	// whose fingerprint equals that of a different key already stored is
+	// refused, never merged with it. It is astronomically rare (about
+	// n²/2^65 for n keys); use another key.
+	ErrKeyCollision = errors.New("memory key collides with another key's fingerprint")
 	// ErrCheckpointsStopped: after a checkpoint failed to sync a file it
 	// depends on, no checkpoint is attempted again (a later fsync that
 	// succeeds proves nothing). Writes go on, kept by the log; restart

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/memrl/memrl/fuzz/corpus"
 	"github.com/memrl/memrl/wal"
@@ -60,6 +61,9 @@ func buildTemplate(t testing.TB) fuzzTemplate {
 		if _, err := a.Delete([]uint64{2}); err != nil {
 			panic(err)
 		}
+		if err := a.SetAttrs(ByID(6), []byte(`{"user":"u7","step":3}`)); err != nil {
+			panic(err)
+		}
 		if err := db.CheckpointFull(); err != nil {
 			panic(err)
 		}
@@ -75,7 +79,20 @@ func buildTemplate(t testing.TB) fuzzTemplate {
 		if _, err := b.Reward(1, []uint64{1, 4}, nil); err != nil {
 			panic(err)
 		}
-		if _, err := a.Add(AddRequest{Vector: []float32{1, 1, 1, 1}, ID: 10, HasID: true}); err != nil {
+		if _, err := a.Add(AddRequest{Vector: []float32{1, 1, 1, 1}, ID: 10, HasID: true,
+			Key: "ten", Attrs: []byte(`{"kind":"plan"}`), TTL: 1000 * time.Hour}); err != nil {
+			panic(err)
+		}
+		// The log suffix holds every record type of the data model.
+		if err := b.SetPayload(ByID(1), []byte("replaced")); err != nil {
+			panic(err)
+		}
+		if err := a.SetAttrs(ByID(9), []byte(`{"kind":"fact"}`)); err != nil {
+			panic(err)
+		}
+		if t, err := a.ExpireDeferred(ByKey("ten"), 2000*time.Hour); err != nil {
+			panic(err)
+		} else if err := db.WaitDurable(t); err != nil {
 			panic(err)
 		}
 		// Abandon the database without Close, as a crash would: Close

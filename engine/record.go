@@ -18,6 +18,9 @@ import (
 //	recDelete   uid u64 | n u32 | n × id u64
 //	recQ        uid u64 | id u64 | q f64 | visits u64 | lastReward f64 | rewardSum f64 | updated i64
 //
+// Types 6 to 9 (attributes, keys, expiry, payload updates) are in
+// record_ext.go.
+//
 // Records log results, not operations: recQ carries the new Q and counters,
 // recAdd the row and payload offset chosen, so that replaying a record twice
 // (once from a checkpoint's state, once from the log) changes nothing.
@@ -48,6 +51,10 @@ type addRec struct {
 	q       float64
 	payload []byte
 	vec     []float32
+	// Logged in a recAddExt record when any is set (record_ext.go).
+	attrs   []byte // compact JSON object, or nil
+	key     string // external key, or ""
+	expires int64  // unix nanoseconds, or 0 for never
 }
 
 type deleteRec struct {
@@ -82,6 +89,9 @@ func encodeDrop(uid uint64) []byte {
 }
 
 func encodeAdd(r addRec) []byte {
+	if r.hasExt() {
+		return encodeAddExt(r)
+	}
 	b := make([]byte, 0, 53+len(r.payload)+4*len(r.vec))
 	b = append(b, recAdd)
 	b = le.AppendUint64(b, r.uid)
@@ -187,6 +197,9 @@ func decodeDrop(b []byte) (uint64, error) {
 // decodeAdd decodes a recAdd body whose vector has dim components. The
 // payload aliases b.
 func decodeAdd(b []byte, dim int) (addRec, error) {
+	if len(b) > 0 && b[0] == recAddExt {
+		return decodeAddExt(b, dim)
+	}
 	d := decoder{b: b[1:]}
 	var r addRec
 	r.uid = d.u64()
@@ -206,7 +219,7 @@ func decodeAdd(b []byte, dim int) (addRec, error) {
 	return r, d.done("add")
 }
 
-// addRecUID reads the collection uid of a recAdd body, which decodeAdd
+// addRecUID reads the collection uid of a recAdd or recAddExt body, which decodeAdd
 // needs to know the dimension.
 func addRecUID(b []byte) (uint64, error) {
 	if len(b) < 9 {

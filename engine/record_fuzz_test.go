@@ -23,6 +23,14 @@ func recordSeeds() map[string]corpus.Seed {
 		"delete":    {encodeDelete(deleteRec{uid: 3, ids: []uint64{1, 42, 1 << 50}}), uint16(0)},
 		"q": {encodeQ(qRec{uid: 3, id: 42, q: 0.75, visits: 3, lastReward: 1, rewardSum: 2.5,
 			updated: 1e18}), uint16(0)},
+		"add-ext": {encodeAdd(addRec{uid: 3, id: 43, row: 8, payOff: 120, created: 1e18, q: 0.5,
+			payload: []byte("p"), vec: []float32{1, -0.5, 0, 2}, attrs: []byte(`{"user":"u7"}`),
+			key: "task-9", expires: 2e18}), uint16(4)},
+		"add-ext-key": {encodeAdd(addRec{uid: 1, id: 1, vec: []float32{1}, key: "k"}), uint16(1)},
+		"set-attrs":   {encodeSetAttrs(setAttrsRec{uid: 3, id: 42, attrs: []byte(`{"a":[1,2]}`)}), uint16(0)},
+		"unset-attrs": {encodeSetAttrs(setAttrsRec{uid: 3, id: 42}), uint16(0)},
+		"set-payload": {encodeSetPayload(setPayloadRec{uid: 3, id: 42, payOff: 4096, payload: []byte("new")}), uint16(0)},
+		"expire":      {encodeExpire(expireRec{uid: 3, id: 42, expires: 2e18}), uint16(0)},
 	}
 }
 
@@ -61,7 +69,7 @@ func decodeRecord(rec []byte, dim int) ([]byte, error) {
 	case recDrop:
 		uid, err := decodeDrop(rec)
 		return encodeDrop(uid), err
-	case recAdd:
+	case recAdd, recAddExt:
 		if _, err := addRecUID(rec); err != nil {
 			return nil, err
 		}
@@ -73,6 +81,15 @@ func decodeRecord(rec []byte, dim int) ([]byte, error) {
 	case recQ:
 		r, err := decodeQ(rec)
 		return encodeQ(r), err
+	case recSetAttrs:
+		r, err := decodeSetAttrs(rec)
+		return encodeSetAttrs(r), err
+	case recSetPayload:
+		r, err := decodeSetPayload(rec)
+		return encodeSetPayload(r), err
+	case recExpire:
+		r, err := decodeExpire(rec)
+		return encodeExpire(r), err
 	}
 	return nil, errBadRecord
 }

@@ -58,6 +58,7 @@ func (db *DB) recover() error {
 	}
 	for _, c := range db.byUID {
 		c.rebuildDeadLocked()
+		c.rebuildDerivedLocked()
 		if err := c.openChecksLocked(); err != nil {
 			return err
 		}
@@ -95,7 +96,7 @@ func (db *DB) replayRecord(rec []byte) error {
 			db.dropLocked(c)
 			c.closeFiles()
 		}
-	case recAdd:
+	case recAdd, recAddExt:
 		uid, err := addRecUID(rec)
 		if err != nil {
 			return err
@@ -130,6 +131,37 @@ func (db *DB) replayRecord(rec []byte) error {
 				applyQ(&e, r)
 				c.q.Put(r.id, e)
 			}
+		}
+	case recSetAttrs:
+		r, err := decodeSetAttrs(rec)
+		if err != nil {
+			return err
+		}
+		if c, ok := db.byUID[r.uid]; ok {
+			c.applySetAttrsLocked(r)
+		}
+	case recSetPayload:
+		r, err := decodeSetPayload(rec)
+		if err != nil {
+			return err
+		}
+		c, ok := db.byUID[r.uid]
+		if !ok {
+			return fmt.Errorf("payload update in unknown collection %d", r.uid)
+		}
+		// Written even when the memory was deleted later, as an add's
+		// files are: the file then holds every byte the log placed.
+		if err := c.pays.put(r.id, r.payOff, r.payload); err != nil {
+			return err
+		}
+		c.applySetPayloadLocked(r)
+	case recExpire:
+		r, err := decodeExpire(rec)
+		if err != nil {
+			return err
+		}
+		if c, ok := db.byUID[r.uid]; ok {
+			c.applyExpireLocked(r)
 		}
 	default:
 		return fmt.Errorf("%w: unknown type %d", errBadRecord, rec[0])

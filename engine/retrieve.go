@@ -25,6 +25,7 @@ type RetrieveOptions struct {
 	K2            int     // memories returned
 	Lambda        float64 // weight of Q against similarity in phase 2, in [0, 1]
 	WithPayload   bool
+	WithAttrs     bool // set Result.Attrs
 }
 
 // NewRetrieveOptions returns the defaults: K1=10, K2=5, λ=0.5, no threshold.
@@ -62,6 +63,8 @@ type Result struct {
 	// PayloadLen is the payload's length, set always: a server can bound
 	// or stream a reply before reading any payload (Collection.Payload).
 	PayloadLen uint32
+	Key        string // the memory's key, or "" (set always)
+	Attrs      []byte // its attributes (compact JSON) when WithAttrs, or nil; shared: do not modify
 }
 
 // Retrieve runs two-phase retrieval: phase 1 recalls the K1 memories most
@@ -91,8 +94,14 @@ func (c *Collection) Retrieve(query []float32, opt RetrieveOptions) ([]Result, e
 	// goes on with the others, as Open leaves damaged rows out of searches.
 	// (A row damaged into looking dissimilar just drops out unnoticed;
 	// Verify finds it.)
+	// Expired memories not yet swept keep their rows in phase 1; they are
+	// never returned (expiry.go).
+	now := c.db.nowNanos()
 	kept := cands[:0]
 	for _, cd := range cands {
+		if len(c.expiring) > 0 && c.mems[c.rowIDs[cd.row]].expiredAt(now) {
+			continue
+		}
 		if err := c.vecs.checkRow(cd.row); err != nil {
 			c.reportLocked(fmt.Errorf("memory %d left out of a retrieval: %w", c.rowIDs[cd.row], err))
 			continue
@@ -114,7 +123,10 @@ func (c *Collection) Retrieve(query []float32, opt RetrieveOptions) ([]Result, e
 	out := make([]Result, len(ranked))
 	for i, s := range ranked {
 		m := c.mems[s.id]
-		out[i] = Result{ID: s.id, Sim: s.sim, Q: s.q, Score: s.score, PayloadLen: m.payLen}
+		out[i] = Result{ID: s.id, Sim: s.sim, Q: s.q, Score: s.score, PayloadLen: m.payLen, Key: m.key()}
+		if opt.WithAttrs {
+			out[i].Attrs = m.attrs()
+		}
 		if opt.WithPayload {
 			if out[i].Payload, err = c.pays.get(s.id, m.payOff, m.payLen); err != nil {
 				return nil, c.reportLocked(err)
