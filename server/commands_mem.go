@@ -24,6 +24,7 @@ func (s *Server) RegisterMem(db *engine.DB) {
 	s.Register("MEM.INFO", 1, m.info, ReadOnly)
 	s.Register("MEM.CHECKPOINT", 0, m.checkpoint)
 	s.Register("MEM.VERIFY", 1, m.verify)
+	s.registerAttrs(m) // commands_attrs.go
 	s.AddInfoSection("memrl", m.infoSection)
 	s.registerMemObservability(db) // info_mem.go
 }
@@ -118,6 +119,7 @@ func (m memCommands) list(c *Ctx, args [][]byte) error {
 }
 
 // MEM.ADD coll (FP32 blob | VALUES d v1 … vd) [ID id] [Q q0] [PAYLOAD bytes]
+// [ATTRS json] [KEY k] [TTL seconds]
 func (m memCommands) add(c *Ctx, args [][]byte) error {
 	coll, err := m.coll(args[0])
 	if err != nil {
@@ -141,7 +143,10 @@ func (m memCommands) add(c *Ctx, args [][]byte) error {
 			p, err = a.next("PAYLOAD")
 			req.Payload = bytes.Clone(p) // args alias the read buffer
 		default:
-			err = fmt.Errorf("syntax error: unknown MEM.ADD option %q", k)
+			var ok bool
+			if ok, err = a.parseAddExt(k, &req); !ok { // commands_attrs.go
+				err = fmt.Errorf("syntax error: unknown MEM.ADD option %q", k)
+			}
 		}
 		if err != nil {
 			return err
@@ -160,7 +165,7 @@ func (m memCommands) add(c *Ctx, args [][]byte) error {
 }
 
 // MEM.RETRIEVE coll (FP32 blob | VALUES d v1 … vd) [K1 n] [K2 n] [LAMBDA l]
-// [DELTA x] [NPROBE n] [REFINE n] [WITHPAYLOAD]
+// [DELTA x] [NPROBE n] [REFINE n] [WITHPAYLOAD] [WITHATTRS] [WITHKEYS]
 func (m memCommands) retrieve(c *Ctx, args [][]byte) error {
 	coll, err := m.coll(args[0])
 	if err != nil {
@@ -172,6 +177,7 @@ func (m memCommands) retrieve(c *Ctx, args [][]byte) error {
 		return err
 	}
 	opt := engine.NewRetrieveOptions()
+	withKeys := false
 	for a.more() {
 		switch k := a.keyword(); k {
 		case "K1":
@@ -189,6 +195,10 @@ func (m memCommands) retrieve(c *Ctx, args [][]byte) error {
 			opt.Refine, err = a.int("REFINE")
 		case "WITHPAYLOAD":
 			opt.WithPayload = true
+		case "WITHATTRS":
+			opt.WithAttrs = true
+		case "WITHKEYS":
+			withKeys = true
 		default:
 			err = fmt.Errorf("syntax error: unknown MEM.RETRIEVE option %q", k)
 		}
@@ -202,14 +212,42 @@ func (m memCommands) retrieve(c *Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
+	tail := resultTail{attrs: opt.WithAttrs, keys: withKeys}
 	if !withPayload {
 		c.WriteArrayHeader(len(res))
 		for _, r := range res {
-			writeResultRow(c, r, 4)
+			writeResultRow(c, r, 4+tail.width())
+			tail.write(c, r)
 		}
 		return nil
 	}
-	return m.writeWithPayloads(c, coll, res)
+	return m.writeWithPayloads(c, coll, res, tail)
+}
+
+// resultTail is what a result row holds after its payload (if any): the
+// attributes with WITHATTRS, then the key with WITHKEYS.
+type resultTail struct{ attrs, keys bool }
+
+func (t resultTail) width() int {
+	n := 0
+	if t.attrs {
+		n++
+	}
+	if t.keys {
+		n++
+	}
+	return n
+}
+
+// write writes the row's attributes and key (each a bulk string, or null
+// when the memory has none), as asked.
+func (t resultTail) write(c *Ctx, r engine.Result) {
+	if t.attrs {
+		writeBulkOrNull(c, r.Attrs)
+	}
+	if t.keys {
+		writeKeyOrNull(c, r.Key)
+	}
 }
 
 // writeResultRow writes [id, sim, q, score] and leaves room for width-4
@@ -230,10 +268,11 @@ func writeResultRow(c *Ctx, r engine.Result, width int) {
 // written. A memory deleted (or its collection dropped) between the
 // retrieval and the read of its payload gets a null payload; a payload that
 // fails its checksum is never sent: the connection is closed mid-reply.
-func (m memCommands) writeWithPayloads(c *Ctx, coll *engine.Collection, res []engine.Result) error {
+func (m memCommands) writeWithPayloads(c *Ctx, coll *engine.Collection, res []engine.Result, tail resultTail) error {
 	var total, largest int64
 	for _, r := range res {
 		total += int64(r.PayloadLen) + 96 // the row's other elements and framing
+		total += int64(len(r.Attrs) + len(r.Key))
 		largest = max(largest, int64(r.PayloadLen))
 	}
 	if err := c.CheckReplySize(total); err != nil {
@@ -246,7 +285,7 @@ func (m memCommands) writeWithPayloads(c *Ctx, coll *engine.Collection, res []en
 	defer release()
 	c.WriteArrayHeader(len(res))
 	for _, r := range res {
-		writeResultRow(c, r, 5)
+		writeResultRow(c, r, 5+tail.width())
 		p, err := coll.Payload(r.ID)
 		switch {
 		case errors.Is(err, engine.ErrNoMemory), errors.Is(err, engine.ErrNoCollection):
@@ -259,11 +298,12 @@ func (m memCommands) writeWithPayloads(c *Ctx, coll *engine.Collection, res []en
 		default:
 			c.WriteBulk(p)
 		}
+		tail.write(c, r)
 	}
 	return nil
 }
 
-// MEM.REWARD coll reward id [id …] [NEXTQ v]
+// MEM.REWARD coll reward (id | KEY k) [(id | KEY k) …] [NEXTQ v]
 func (m memCommands) reward(c *Ctx, args [][]byte) error {
 	coll, err := m.coll(args[0])
 	if err != nil {
@@ -274,8 +314,26 @@ func (m memCommands) reward(c *Ctx, args [][]byte) error {
 		return err
 	}
 	var ids []uint64
+	var refs []engine.Ref // set once a KEY is met; then every memory is in it
 	var nextQ *float64
 	for i := 2; i < len(args); i++ {
+		if bytes.EqualFold(args[i], []byte("KEY")) {
+			if i+1 == len(args) {
+				return fmt.Errorf("syntax error: key after KEY expected")
+			}
+			r, err := parseKey(args[i+1])
+			if err != nil {
+				return err
+			}
+			if refs == nil {
+				for _, id := range ids {
+					refs = append(refs, engine.ByID(id))
+				}
+			}
+			refs = append(refs, r)
+			i++
+			continue
+		}
 		if bytes.EqualFold(args[i], []byte("NEXTQ")) {
 			if i+2 != len(args) {
 				return fmt.Errorf("syntax error: NEXTQ takes one value and comes last")
@@ -291,9 +349,19 @@ func (m memCommands) reward(c *Ctx, args [][]byte) error {
 		if err != nil {
 			return err
 		}
-		ids = append(ids, id)
+		if refs != nil {
+			refs = append(refs, engine.ByID(id))
+		} else {
+			ids = append(ids, id)
+		}
 	}
-	qs, ticket, err := coll.RewardDeferred(r, ids, nextQ)
+	var qs []float64
+	var ticket engine.Ticket
+	if refs != nil {
+		qs, ticket, err = coll.RewardRefsDeferred(r, refs, nextQ)
+	} else {
+		qs, ticket, err = coll.RewardDeferred(r, ids, nextQ) // ids only: no Ref slice
+	}
 	if err != nil {
 		return err
 	}
@@ -309,20 +377,17 @@ func (m memCommands) reward(c *Ctx, args [][]byte) error {
 	return nil
 }
 
-// MEM.GET coll id
+// MEM.GET coll (id | KEY k)
 func (m memCommands) get(c *Ctx, args [][]byte) error {
-	if len(args) != 2 {
-		return c.WrongArity()
-	}
 	coll, err := m.coll(args[0])
 	if err != nil {
 		return err
 	}
-	id, err := parseID(args[1], "memory id")
+	ref, _, err := refArgs(c, args, 0)
 	if err != nil {
 		return err
 	}
-	mi, err := coll.Get(id)
+	mi, err := coll.GetRef(ref)
 	if err != nil {
 		return err
 	}
@@ -331,7 +396,7 @@ func (m memCommands) get(c *Ctx, args [][]byte) error {
 		return err
 	}
 	defer release()
-	c.WriteArrayHeader(14)
+	c.WriteArrayHeader(20)
 	c.WriteBulkString("id")
 	c.WriteInt(int64(mi.ID))
 	c.WriteBulkString("q")
@@ -346,24 +411,34 @@ func (m memCommands) get(c *Ctx, args [][]byte) error {
 	c.WriteInt(mi.Updated.UnixMilli())
 	c.WriteBulkString("payload")
 	c.WriteBulk(mi.Payload)
+	c.WriteBulkString("attrs")
+	writeBulkOrNull(c, mi.Attrs)
+	c.WriteBulkString("key")
+	writeKeyOrNull(c, mi.Key)
+	c.WriteBulkString("expires")
+	if mi.Expires.IsZero() {
+		c.WriteNull()
+	} else {
+		c.WriteInt(mi.Expires.UnixMilli())
+	}
 	return nil
 }
 
-// MEM.DEL coll id [id …]
+// MEM.DEL coll (id | KEY k) [(id | KEY k) …]
 func (m memCommands) del(c *Ctx, args [][]byte) error {
 	coll, err := m.coll(args[0])
 	if err != nil {
 		return err
 	}
-	ids := make([]uint64, 0, len(args)-1)
-	for _, b := range args[1:] {
-		id, err := parseID(b, "memory id")
+	refs := make([]engine.Ref, 0, len(args)-1)
+	for a := (argList{args: args, i: 1}); a.more(); {
+		r, err := a.ref()
 		if err != nil {
 			return err
 		}
-		ids = append(ids, id)
+		refs = append(refs, r)
 	}
-	n, ticket, err := coll.DeleteDeferred(ids)
+	n, ticket, err := coll.DeleteRefsDeferred(refs)
 	if err != nil {
 		return err
 	}

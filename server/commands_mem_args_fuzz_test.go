@@ -3,9 +3,11 @@ package server
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/memrl/memrl/engine"
@@ -37,6 +39,9 @@ func memArgsSeeds() map[string]corpus.Seed {
 		"add-options":     join("VALUES", "4", "1", "1", "1", "1", "ID", "18446744073709551615", "Q", "1e15", "PAYLOAD", "x"),
 		"bad-options":     join("FP32", fp32(1, 1, 1, 1), "K1", "1e3", "LAMBDA", "NaN", "K2", "-5"),
 		"keyword-case":    join("values", "4", "1", "1", "1", "1", "lambda", "1"),
+		"add-ext":         join("VALUES", "4", "1", "1", "1", "1", "ATTRS", `{"user":"u7","tags":["a",1]}`, "KEY", "task-1", "TTL", "60"),
+		"add-ext-bad":     join("VALUES", "4", "1", "1", "1", "1", "ATTRS", `{"a":[`, "KEY", "", "TTL", "-1"),
+		"retrieve-ext":    join("VALUES", "4", "1", "0", "0", "0", "WITHATTRS", "WITHKEYS"),
 	}
 }
 
@@ -134,7 +139,10 @@ func acceptable(c *engine.Collection, v []float32) bool {
 //     collection's dimension and only finite components (of magnitude at
 //     most engine.MaxComponent in L2 and IP collections), and is stored
 //     as such; a retrieval the engine accepts returns at most K2 results
-//     whose similarity, Q and score are numbers (not NaN).
+//     whose similarity, Q and score are numbers (not NaN);
+//   - an add the engine accepts with ATTRS stores them as one compact
+//     JSON object, with KEY stores that key (and Get by it finds the
+//     memory), with TTL stores an expiry.
 func FuzzMemArgs(f *testing.F) {
 	f.Add([]byte("VALUES\n4\n1\n2\n3\n4"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -223,6 +231,10 @@ func FuzzMemArgs(f *testing.F) {
 				}
 			case "WITHPAYLOAD":
 				opt.WithPayload = true
+			case "WITHATTRS":
+				opt.WithAttrs = true
+			case "ATTRS", "KEY", "TTL":
+				_, err = a.parseAddExt(strings.ToUpper(string(arg)), &req)
 			}
 			if err != nil {
 				break
@@ -258,6 +270,20 @@ func FuzzMemArgs(f *testing.F) {
 			}
 			if len(m.Vector) != 4 || !acceptable(c, m.Vector) {
 				t.Fatalf("%s: stored vector %v for %v", c.Name(), m.Vector, v)
+			}
+			if len(req.Attrs) > 0 {
+				var compact bytes.Buffer
+				if json.Compact(&compact, req.Attrs) != nil || !bytes.Equal(compact.Bytes(), m.Attrs) || m.Attrs[0] != '{' {
+					t.Fatalf("%s: attributes %q stored as %q", c.Name(), req.Attrs, m.Attrs)
+				}
+			}
+			if m.Key != req.Key || (req.TTL > 0) == m.Expires.IsZero() {
+				t.Fatalf("%s: key %q TTL %v stored as %q %v", c.Name(), req.Key, req.TTL, m.Key, m.Expires)
+			}
+			if req.Key != "" {
+				if byKey, err := c.GetRef(engine.ByKey(req.Key)); err != nil || byKey.ID != id {
+					t.Fatalf("%s: key %q finds %+v, %v", c.Name(), req.Key, byKey, err)
+				}
 			}
 			if _, err := c.Delete([]uint64{id}); err != nil && !errors.Is(err, engine.ErrNoMemory) {
 				t.Fatalf("%s: delete %d: %v", c.Name(), id, err)
