@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 )
 
 // Attributes: a JSON object a memory may carry besides its payload (the
@@ -65,7 +64,7 @@ func makeExt(attrs []byte, key string, expires int64) *memExt {
 // its compact form. An empty attrs is valid and means none. It enforces:
 // at most MaxAttrs bytes; one JSON object (not an array, a string or
 // several values); nesting at most MaxAttrsDepth deep. Errors wrap
-// ErrBadAttrs and say what is wrong.
+// ErrBadAttrs and say what is wrong (and where, for malformed JSON).
 //
 // TODO(issue 9): engine/filter.ValidateAttrs replaces this once it lands,
 // so that what is stored is what the filter language can read.
@@ -76,53 +75,53 @@ func validateAttrs(attrs []byte) ([]byte, error) {
 	if len(attrs) > MaxAttrs {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrBadAttrs, len(attrs), MaxAttrs)
 	}
-	d := json.NewDecoder(bytes.NewReader(attrs))
-	d.UseNumber()
-	depth, maxDepth := 0, 0
-	first := true
-	for {
-		tok, err := d.Token()
-		if err != nil {
-			if errors.Is(err, io.EOF) && !first && depth == 0 {
-				break
-			}
-			return nil, fmt.Errorf("%w: %v", ErrBadAttrs, jsonErr(err))
-		}
-		if first {
-			if delim, ok := tok.(json.Delim); !ok || delim != '{' {
-				return nil, fmt.Errorf("%w: must be a JSON object ({...})", ErrBadAttrs)
-			}
-			first = false
-		} else if depth == 0 {
-			return nil, fmt.Errorf("%w: text after the JSON object", ErrBadAttrs)
-		}
-		if delim, ok := tok.(json.Delim); ok {
-			switch delim {
-			case '{', '[':
-				depth++
-				maxDepth = max(maxDepth, depth)
-				if depth > MaxAttrsDepth {
-					return nil, fmt.Errorf("%w: nested more than %d deep", ErrBadAttrs, MaxAttrsDepth)
-				}
-			default:
-				depth--
-			}
-		}
-	}
-	// The tokenizer accepted it, so it is one valid object: compact it
-	// (json.Compact also validates, and keeps numbers as written).
+	// json.Compact validates as it goes (one value, nothing after it but
+	// white space) and keeps numbers and strings as written.
 	var out bytes.Buffer
+	out.Grow(len(attrs))
 	if err := json.Compact(&out, attrs); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadAttrs, jsonErr(err))
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			if se.Offset >= int64(len(attrs)) {
+				return nil, fmt.Errorf("%w: malformed JSON: cut short", ErrBadAttrs)
+			}
+			return nil, fmt.Errorf("%w: malformed JSON at byte %d: %v", ErrBadAttrs, se.Offset, err)
+		}
+		return nil, fmt.Errorf("%w: malformed JSON: %v", ErrBadAttrs, err)
 	}
-	return out.Bytes(), nil
+	b := out.Bytes()
+	if b[0] != '{' {
+		return nil, fmt.Errorf("%w: must be a JSON object ({...})", ErrBadAttrs)
+	}
+	if d := jsonDepth(b); d > MaxAttrsDepth {
+		return nil, fmt.Errorf("%w: nested %d deep, the limit is %d", ErrBadAttrs, d, MaxAttrsDepth)
+	}
+	return b, nil
 }
 
-// jsonErr words a decoding error for a client: encoding/json's "unexpected
-// EOF" says little about attributes cut short.
-func jsonErr(err error) string {
-	if err.Error() == "unexpected EOF" {
-		return "malformed JSON: cut short"
+// jsonDepth returns how deeply objects and arrays nest in b, valid JSON.
+func jsonDepth(b []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
 	}
-	return "malformed JSON: " + err.Error()
+	return deepest
 }

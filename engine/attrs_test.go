@@ -208,3 +208,53 @@ func TestRetrieveWithAttrs(t *testing.T) {
 		t.Fatalf("with WithAttrs: %+v", res)
 	}
 }
+
+// TestOpenVersion3Checkpoint: a database whose checkpoint was written by
+// the previous version (3, no attributes, keys or expiry) opens, and its
+// next checkpoint (a delta of the same chain) is version 4 and carries
+// what changed since: chains may mix versions.
+func TestOpenVersion3Checkpoint(t *testing.T) {
+	fs := wal.NewMemFS()
+	db, c := openAttrsDB(t, fs, Options{})
+	addN(t, c, 1, 4)
+	if err := db.CheckpointFull(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	cp := readCkpt(t, fs, "/db/CHECKPOINT")
+	if err := wal.WriteFileAtomic(fs, "/db/CHECKPOINT", encodeCheckpointVersion(cp, 3)); err != nil {
+		t.Fatal(err)
+	}
+	db, c = openAttrsDB(t, fs, Options{})
+	if in, _ := c.Info(); in.Count != 3 {
+		t.Fatalf("count %d after opening a version-3 checkpoint", in.Count)
+	}
+	if err := c.SetAttrs(ByID(2), []byte(`{"v":4}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil { // checkpoints: a delta over the version-3 full one
+		t.Fatal(err)
+	}
+	data, err := wal.ReadFile(fs, "/db/CHECKPOINT.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := le.Uint32(data[len(ckptMagic):]); v != ckptVersion {
+		t.Fatalf("checkpoint written as version %d", v)
+	}
+	db, c = openAttrsDB(t, fs, Options{})
+	defer db.Close()
+	if a, err := c.Attrs(ByID(2)); err != nil || string(a) != `{"v":4}` {
+		t.Fatalf("attributes after reopen: %q %v", a, err)
+	}
+}
+
+func TestJSONDepth(t *testing.T) {
+	for in, want := range map[string]int{
+		`{}`: 1, `{"a":[1,{"b":[]}]}`: 4, `{"a":"[[[{{"}`: 1, `{"a":"\"[[","b":[1]}`: 2, `{"a\\":[1]}`: 2,
+	} {
+		if got := jsonDepth([]byte(in)); got != want {
+			t.Errorf("jsonDepth(%s) = %d, want %d", in, got, want)
+		}
+	}
+}

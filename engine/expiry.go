@@ -164,10 +164,16 @@ func (c *Collection) sweepExpired() (int, Ticket, error) {
 	var ids []uint64
 	next := int64(0)
 	for id, x := range c.expiring {
-		if x <= now && len(ids) < sweepBatch {
-			ids = append(ids, id)
-		} else if next == 0 || x < next {
-			next = x
+		if x > now {
+			if next == 0 || x < next {
+				next = x
+			}
+			continue
+		}
+		ids = append(ids, id)
+		if len(ids) == sweepBatch {
+			next = now // more may be due: the next round looks again
+			break
 		}
 	}
 	c.nextExpiry = next
