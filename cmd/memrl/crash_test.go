@@ -125,6 +125,13 @@ func kill9Rounds(t *testing.T, policy string) {
 		}
 		state[id] = &idState{}
 	}
+	// One client updates the attributes and payload of this memory in
+	// place (MEM.SETATTR and MEM.SETPAYLOAD by key) with counters
+	// 1, 2, 3, …
+	if err := rdb.Do(ctx, "MEM.ADD", "k", "VALUES", 4, 9, 9, 9, 9, "ID", 900, "KEY", "inplace").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var attrSt, paySt idState
 	rdb.Close()
 
 	nextAdd := uint64(1000)
@@ -214,7 +221,30 @@ func kill9Rounds(t *testing.T, policy string) {
 				}
 			}
 		}()
-		// One more client adds memories.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				attrSt.pending = 1
+				if err := rdb.Do(ctx, "MEM.SETATTR", "k", "KEY", "inplace", fmt.Sprintf(`{"n":%d}`, attrSt.acked+1)).Err(); err != nil {
+					return
+				}
+				attrSt.acked++
+				attrSt.pending = 0
+				paySt.pending = 1
+				if err := rdb.Do(ctx, "MEM.SETPAYLOAD", "k", "KEY", "inplace", strconv.Itoa(paySt.acked+1)).Err(); err != nil {
+					return
+				}
+				paySt.acked++
+				paySt.pending = 0
+			}
+		}()
+		// One more client adds memories, with a key and attributes.
 		wg.Add(1)
 		go func(first uint64) {
 			defer wg.Done()
@@ -224,7 +254,8 @@ func kill9Rounds(t *testing.T, policy string) {
 					return
 				default:
 				}
-				if err := rdb.Do(ctx, "MEM.ADD", "k", "VALUES", 4, 1, 2, 3, id, "ID", id, "PAYLOAD", strconv.FormatUint(id, 10)).Err(); err != nil {
+				if err := rdb.Do(ctx, "MEM.ADD", "k", "VALUES", 4, 1, 2, 3, id, "ID", id, "PAYLOAD", strconv.FormatUint(id, 10),
+					"KEY", fmt.Sprintf("key-%d", id), "ATTRS", fmt.Sprintf(`{"id":%d}`, id)).Err(); err != nil {
 					return
 				}
 				mu.Lock()
@@ -267,17 +298,35 @@ func kill9Rounds(t *testing.T, policy string) {
 			if id == deleting && err != nil && strings.Contains(err.Error(), "no such memory") {
 				continue // its delete was in flight and survived
 			}
-			if err != nil || v[13] != strconv.FormatUint(id, 10) {
+			if err != nil || v[13] != strconv.FormatUint(id, 10) || v[15] != fmt.Sprintf(`{"id":%d}`, id) {
 				t.Fatalf("round %d: acknowledged add %d: %v %v", round, id, v, err)
 			}
+			if got, err := rdb.Do(ctx, "MEM.GET", "k", "KEY", fmt.Sprintf("key-%d", id)).Slice(); err != nil || got[1] != int64(id) {
+				t.Fatalf("round %d: key of acknowledged add %d finds %v %v", round, id, got, err)
+			}
 		}
+		// The in-place updates: every acknowledged one, perhaps the one in flight.
+		v, err := rdb.Do(ctx, "MEM.GET", "k", "KEY", "inplace").Slice()
+		if err != nil {
+			t.Fatalf("round %d: MEM.GET KEY inplace: %v", round, err)
+		}
+		var n int
+		if a, _ := v[15].(string); a != "" {
+			fmt.Sscanf(a, `{"n":%d}`, &n)
+		}
+		pay, _ := strconv.Atoi(v[13].(string))
+		if n < attrSt.acked || n > attrSt.acked+attrSt.pending || pay < paySt.acked || pay > paySt.acked+paySt.pending {
+			t.Fatalf("round %d: in-place memory has attrs %v payload %q; acknowledged %+v and %+v", round, v[15], v[13], attrSt, paySt)
+		}
+		attrSt, paySt = idState{acked: n}, idState{acked: pay}
 		allDeleted = append(allDeleted, deleted...)
 		for _, id := range allDeleted {
 			if err := rdb.Do(ctx, "MEM.GET", "k", id).Err(); err == nil || !strings.Contains(err.Error(), "no such memory") {
 				t.Fatalf("round %d: acknowledged delete of %d undone: %v", round, id, err)
 			}
 		}
-		t.Logf("round %d: %d acknowledged rewards in all, %d adds and %d deletes checked", round, total, len(added), len(allDeleted))
+		t.Logf("round %d: %d acknowledged rewards in all, %d adds and %d deletes checked, %d attribute and %d payload updates",
+			round, total, len(added), len(allDeleted), attrSt.acked, paySt.acked)
 		// A delete in flight that did not survive leaves its memory; one
 		// that did is no longer a live memory to check.
 		if deleting != 0 {
@@ -298,8 +347,8 @@ func kill9Rounds(t *testing.T, policy string) {
 			n += st.acked
 		}
 		return n
-	}(); total == 0 {
-		t.Fatal("no reward was acknowledged: the test tested nothing")
+	}(); total == 0 || attrSt.acked == 0 || paySt.acked == 0 {
+		t.Fatalf("rewards, attribute and payload updates acknowledged: %d, %d, %d; the test tested nothing", total, attrSt.acked, paySt.acked)
 	}
 	fmt.Fprintln(logf, "done")
 }
