@@ -12,8 +12,9 @@ import (
 	"github.com/memrl/memrl/wal"
 )
 
-// TestCrashConcurrentCheckpoints crashes a concurrent workload: writers add,
-// reward, delete and re-add their own memories of one collection while
+// TestCrashConcurrentCheckpoints crashes a concurrent workload: writers add
+// (some with a key, attributes and a TTL), reward, update attributes,
+// payloads and expiry, delete and re-add their own memories of one collection while
 // checkpoints run back to back, copying the collection two rows at a time
 // (so copies interleave with every kind of change, including a delete and
 // re-add of one id at a new row). The power goes out at a random file
@@ -101,9 +102,16 @@ func crashConcurrentOnce(t *testing.T, seed int64) bool {
 						next++
 					}
 					m := mMem{vec: []float32{float32(id), float32(i), 1, 2}, payload: []byte(fmt.Sprint(id, i)), q: float64(rng.Intn(3))}
+					var ttl time.Duration
+					if rng.Intn(2) == 0 {
+						m.key, m.attrs = fmt.Sprintf("key-%d", id), fmt.Sprintf(`{"i":%d}`, i)
+						ttl = time.Duration(1+rng.Intn(100)) * time.Second
+						m.expires = crashNow().Add(ttl)
+					}
 					st.inflight[id] = &m
-					_, err = c.Add(AddRequest{Vector: m.vec, Payload: m.payload, ID: id, HasID: true, Q: m.q, HasQ: true})
-				case r < 85:
+					_, err = c.Add(AddRequest{Vector: m.vec, Payload: m.payload, ID: id, HasID: true, Q: m.q, HasQ: true,
+						Key: m.key, Attrs: []byte(m.attrs), TTL: ttl})
+				case r < 70:
 					id := ids[rng.Intn(len(ids))]
 					rw := float64(rng.Intn(7) - 3)
 					m := st.acked[id]
@@ -111,6 +119,26 @@ func crashConcurrentOnce(t *testing.T, seed int64) bool {
 					m.visits++
 					st.inflight[id] = &m
 					_, err = c.Reward(rw, []uint64{id}, nil)
+				case r < 85:
+					id := ids[rng.Intn(len(ids))]
+					m := st.acked[id]
+					switch r % 3 {
+					case 0:
+						m.attrs = fmt.Sprintf(`{"set":%d}`, i)
+						st.inflight[id] = &m
+						err = c.SetAttrs(ByID(id), []byte(m.attrs))
+					case 1:
+						m.payload = []byte(fmt.Sprint("new ", id, i))
+						st.inflight[id] = &m
+						err = c.SetPayload(ByID(id), m.payload)
+					default:
+						m.expires = crashNow().Add(time.Duration(i+1) * time.Second)
+						st.inflight[id] = &m
+						var tk Ticket
+						if tk, err = c.ExpireDeferred(ByID(id), time.Duration(i+1)*time.Second); err == nil {
+							err = db.WaitDurable(tk)
+						}
+					}
 				default:
 					id := ids[rng.Intn(len(ids))]
 					st.inflight[id] = nil
