@@ -108,5 +108,7 @@
 // Lock order: DB.ckptMu, then DB.mu, then Collection.mu, then a qtable
 // stripe, then the WAL's own lock. Rewards take Collection.mu for reading
 // and one stripe at a time, so rewards on different memories run in
-// parallel; adds and deletes take Collection.mu for writing.
+// parallel; adds, deletes and in-place updates (attributes, payload,
+// expiry) take Collection.mu for writing, and so does the expiry sweeper
+// (a goroutine of the DB, like the checkpointer) when it deletes.
 package engine

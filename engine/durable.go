@@ -98,7 +98,10 @@ func checkReward(reward float64, n int, nextQ *float64) (float64, error) {
 // rewardLocked checks that every id names a live memory, then updates
 // each. REQUIRES: c.mu held for reading.
 func (c *Collection) rewardLocked(reward float64, ids []uint64, next float64) ([]float64, Ticket, error) {
-	clock := c.db.nowNanos()
+	var clock int64 // 0 expires nothing: read the clock only when something can expire
+	if len(c.expiring) > 0 {
+		clock = c.db.nowNanos()
+	}
 	for _, id := range ids {
 		if m, ok := c.mems[id]; !ok || m.expiredAt(clock) {
 			return nil, 0, fmt.Errorf("%w: %d", ErrNoMemory, id)
