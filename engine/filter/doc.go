@@ -106,6 +106,31 @@
 // say where: `filter: unexpected ")" at column 17` (columns count bytes
 // from 1).
 //
+// # The bitmap index
+//
+// Index holds roaring bitmaps for a set of declared fields (MEM.CREATE …
+// INDEXED, MEM.INDEX): per field, the rows by the type of their value; by
+// string value (equality, in); by number, in buckets (buckets.go: sign,
+// exponent and the top 16 mantissa bits, so integers below 131,072 have a
+// bucket each and Unix timestamps fall in buckets of about 4.5 hours); and
+// the same for the elements of array values (so `"plan" in .tags` is one
+// bitmap). Index.Plan turns an expression into a superset of its matching
+// rows, and says when the superset is exact: and, or and not over
+// comparisons and in between an indexed field and a constant map to bitmap
+// and, or and and-not; a range takes whole the buckets whose least and
+// greatest values lie inside it, and marks the plan inexact when a bucket
+// straddles its end; anything the index cannot answer (an unindexed field,
+// arithmetic on a field, two fields compared) only makes the plan inexact.
+// Because a memory whose fields have the wrong types never matches, Plan
+// works within the rows where every indexed field the expression uses has
+// an allowed type, and not needs no universe of rows.
+//
+// The index is not persisted: it holds nothing the attributes do not, and
+// is rebuilt from them when a collection opens (on 1M rows, a tenant field
+// of 1,000 Zipf-sized values and a kind field of 5 took 0.7 s and 4 MiB
+// of heap; see BenchmarkIndexRebuild1M). It is not safe for concurrent use:
+// the caller holds the collection's lock.
+//
 // # Differences from Redis
 //
 // Stricter, never looser: ill-typed expressions are errors rather than

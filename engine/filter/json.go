@@ -293,7 +293,10 @@ func ValidateAttrs(b []byte) ([]byte, error) {
 	for i := 0; i < len(c); i++ {
 		switch ch := c[i]; {
 		case ch == '"':
-			end, _, _ := scanString(c, i)
+			end, _, ok := scanString(c, i)
+			if !ok { // cannot happen after Compact; never loop on it
+				return nil, fmt.Errorf("%w: unterminated string", ErrBadAttrs)
+			}
 			i = end - 1
 		case ch == '{' || ch == '[':
 			depth++
