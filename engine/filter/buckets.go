@@ -89,10 +89,13 @@ func (x *numIndex) remove(v float64, row uint32) {
 
 // cmp returns the rows with a value v such that `v op c` holds: lo is the
 // rows known to (buckets wholly inside), hi the rows that may (lo plus the
-// buckets that straddle). op is opEq, opLt, opLe, opGt or opGe.
+// buckets that straddle); the same bitmap when no bucket straddles. op is
+// opEq, opLt, opLe, opGt or opGe. The bitmaps are read-only: they may be
+// the index's own.
 func (x *numIndex) cmp(op opcode, c float64) (lo, hi *roaring.Bitmap) {
 	if math.IsNaN(c) {
-		return roaring.New(), roaring.New() // every comparison with NaN is false
+		empty := roaring.New() // every comparison with NaN is false
+		return empty, empty
 	}
 	pred := func(v float64) bool {
 		switch op {
@@ -136,7 +139,11 @@ func (x *numIndex) cmp(op opcode, c float64) (lo, hi *roaring.Bitmap) {
 			his = append(his, b.rows)
 		}
 	}
-	return roaring.FastOr(los...), roaring.FastOr(his...)
+	lo = orAll(los)
+	if len(los) == len(his) {
+		return lo, lo
+	}
+	return lo, orAll(his)
 }
 
 func (x *numIndex) sizeInBytes() uint64 {

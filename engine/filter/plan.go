@@ -27,7 +27,7 @@ const maxSubstringScan = 4096
 // unindexed field, arithmetic on a field, two fields compared) knows
 // nothing. not works within rows, so no universe is needed.
 func (ix *Index) Plan(e *Expr) (rows *roaring.Bitmap, exact, ok bool) {
-	var g *roaring.Bitmap
+	var fits []*roaring.Bitmap
 	exact = true
 	for i, name := range e.fields {
 		fi := ix.fields[name]
@@ -35,58 +35,78 @@ func (ix *Index) Plan(e *Expr) (rows *roaring.Bitmap, exact, ok bool) {
 			exact = false
 			continue
 		}
-		fit := roaring.New()
+		var parts []*roaring.Bitmap
 		if e.req[i]&tNum != 0 {
-			fit.Or(fi.hasNum)
+			parts = append(parts, fi.hasNum)
 		}
 		if e.req[i]&tStr != 0 {
-			fit.Or(fi.hasStr)
+			parts = append(parts, fi.hasStr)
 		}
 		if e.req[i]&tArr != 0 {
-			fit.Or(fi.hasArr)
+			parts = append(parts, fi.hasArr)
 		}
-		if g == nil {
-			g = fit
-		} else {
-			g.And(fit)
-		}
+		fits = append(fits, orAll(parts))
 	}
-	if g == nil {
+	if len(fits) == 0 {
 		return nil, false, false
+	}
+	// g is new: FastAnd of one bitmap would alias it.
+	g := roaring.FastAnd(fits...)
+	if len(fits) == 1 {
+		g = fits[0].Clone()
 	}
 	p := planner{ix: ix, e: e, g: g}
 	lo, hi := p.bounds(e.root)
-	return hi, exact && lo.Equals(hi), true
+	return hi, exact && (lo == hi || lo.Equals(hi)), true
+}
+
+// orAll is the union of bms, aliasing bms[0] when it is the only one.
+// The result is read-only.
+func orAll(bms []*roaring.Bitmap) *roaring.Bitmap {
+	switch len(bms) {
+	case 0:
+		return roaring.New()
+	case 1:
+		return bms[0]
+	}
+	return roaring.FastOr(bms...)
 }
 
 // planner computes bounds within g, the rows where every indexed field has
 // a type e allows.
+//
+// Bounds are read-only: a bitmap may be shared by lo and hi, by several
+// nodes, or be g itself, so every combination makes a new bitmap
+// (roaring.And, Or, AndNot) and none is modified in place. Leaves pass
+// through within, so no bound aliases the index's own bitmaps.
 type planner struct {
 	ix *Index
 	e  *Expr
-	g  *roaring.Bitmap // INVARIANT: never modified (results are new bitmaps)
+	g  *roaring.Bitmap
 }
 
-// bounds returns lo ⊆ {rows of g where n is true} ⊆ hi ⊆ g, for a rows
+// bounds returns lo ⊆ {rows of g where n is true} ⊆ hi ⊆ g, for the rows
 // whose every field has an allowed type (for the others n's value does not
-// matter: they never match).
+// matter: they never match). lo == hi (the same pointer) when n is known
+// exactly.
 func (p *planner) bounds(n *node) (lo, hi *roaring.Bitmap) {
 	switch n.op {
 	case opAnd:
 		llo, lhi := p.bounds(n.l)
 		rlo, rhi := p.bounds(n.r)
-		return roaring.And(llo, rlo), roaring.And(lhi, rhi)
+		return combine(roaring.And, llo, lhi, rlo, rhi)
 	case opOr:
 		llo, lhi := p.bounds(n.l)
 		rlo, rhi := p.bounds(n.r)
-		return roaring.Or(llo, rlo), roaring.Or(lhi, rhi)
+		return combine(roaring.Or, llo, lhi, rlo, rhi)
 	case opNot:
 		return p.not(p.bounds(n.l))
 	case opNum: // a folded constant
 		if n.num != 0 {
-			return p.g.Clone(), p.g.Clone()
+			return p.g, p.g
 		}
-		return roaring.New(), roaring.New()
+		empty := roaring.New()
+		return empty, empty
 	case opField: // a number as a condition: true unless 0
 		if fi := p.field(n); fi != nil {
 			return p.not(p.within(fi.nums.cmp(opEq, 0)))
@@ -100,19 +120,35 @@ func (p *planner) bounds(n *node) (lo, hi *roaring.Bitmap) {
 			return lo, hi
 		}
 	}
-	return roaring.New(), p.g.Clone()
+	return roaring.New(), p.g
+}
+
+// combine applies op to the lower and to the upper bounds, once when both
+// operands are exact.
+func combine(op func(a, b *roaring.Bitmap) *roaring.Bitmap, llo, lhi, rlo, rhi *roaring.Bitmap) (*roaring.Bitmap, *roaring.Bitmap) {
+	if llo == lhi && rlo == rhi {
+		x := op(llo, rlo)
+		return x, x
+	}
+	return op(llo, rlo), op(lhi, rhi)
 }
 
 // not complements bounds within g.
 func (p *planner) not(lo, hi *roaring.Bitmap) (*roaring.Bitmap, *roaring.Bitmap) {
+	if lo == hi {
+		x := roaring.AndNot(p.g, lo)
+		return x, x
+	}
 	return roaring.AndNot(p.g, hi), roaring.AndNot(p.g, lo)
 }
 
-// within intersects bounds with g.
+// within intersects bounds (which may be the index's own bitmaps) with g.
 func (p *planner) within(lo, hi *roaring.Bitmap) (*roaring.Bitmap, *roaring.Bitmap) {
-	lo.And(p.g)
-	hi.And(p.g)
-	return lo, hi
+	if lo == hi {
+		x := roaring.And(lo, p.g)
+		return x, x
+	}
+	return roaring.And(lo, p.g), roaring.And(hi, p.g)
 }
 
 // field returns n's index if n is an indexed field.
@@ -136,30 +172,30 @@ func (p *planner) comparison(n *node) (lo, hi *roaring.Bitmap, ok bool) {
 	if fi == nil || !c.isConst() {
 		return nil, nil, false
 	}
-	if op == opNe {
+	switch op {
+	case opNe:
 		lo, hi = p.not(p.equal(fi, c))
-		return lo, hi, true
-	}
-	if op == opEq {
+	case opEq:
 		lo, hi = p.equal(fi, c)
-		return lo, hi, true
+	default:
+		lo, hi = p.within(fi.nums.cmp(op, c.num))
 	}
-	lo, hi = p.within(fi.nums.cmp(op, c.num))
 	return lo, hi, true
 }
 
 // equal: the rows whose (scalar) value equals the constant c.
 func (p *planner) equal(fi *fieldIndex, c *node) (lo, hi *roaring.Bitmap) {
 	if c.op == opStr {
-		return p.within(posting(fi.strs, c.str), posting(fi.strs, c.str))
+		b := posting(fi.strs, c.str)
+		return p.within(b, b)
 	}
 	return p.within(fi.nums.cmp(opEq, c.num))
 }
 
-// posting returns a copy of m[s], or an empty bitmap.
+// posting returns m[s] (read-only), or an empty bitmap.
 func posting(m map[string]*roaring.Bitmap, s string) *roaring.Bitmap {
 	if b := m[s]; b != nil {
-		return b.Clone()
+		return b
 	}
 	return roaring.New()
 }
@@ -174,18 +210,18 @@ func (p *planner) in(n *node) (lo, hi *roaring.Bitmap, ok bool) {
 		// A string: an element of array values, or a substring of
 		// string values.
 		s := n.l.str
-		lo, hi = posting(fi.elemStrs, s), posting(fi.elemStrs, s)
-		if len(fi.strs) <= maxSubstringScan {
-			for v, b := range fi.strs {
-				if strings.Contains(v, s) {
-					lo.Or(b)
-					hi.Or(b)
-				}
-			}
-		} else {
-			hi.Or(fi.hasStr)
+		parts := []*roaring.Bitmap{posting(fi.elemStrs, s)}
+		if len(fi.strs) > maxSubstringScan {
+			lo, hi = p.within(parts[0], orAll(append(parts, fi.hasStr)))
+			return lo, hi, true
 		}
-		lo, hi = p.within(lo, hi)
+		for v, b := range fi.strs {
+			if strings.Contains(v, s) {
+				parts = append(parts, b)
+			}
+		}
+		b := orAll(parts)
+		lo, hi = p.within(b, b)
 		return lo, hi, true
 	}
 	fi := p.field(n.l)
@@ -205,20 +241,34 @@ func (p *planner) in(n *node) (lo, hi *roaring.Bitmap, ok bool) {
 			elo, ehi := fi.nums.cmp(opEq, e.num)
 			los, his = append(los, elo), append(his, ehi)
 		}
-		lo, hi = p.within(roaring.FastOr(los...), roaring.FastOr(his...))
+		lo, hi = orAll(los), orAll(his)
+		if len(los) == len(his) && slicesEqual(los, his) {
+			hi = lo
+		}
+		lo, hi = p.within(lo, hi)
 		return lo, hi, true
 	case opStr: // the field's value is a substring of the constant
 		if len(fi.strs) > maxSubstringScan {
 			return nil, nil, false
 		}
-		lo = roaring.New()
+		var parts []*roaring.Bitmap
 		for v, b := range fi.strs {
 			if strings.Contains(n.r.str, v) {
-				lo.Or(b)
+				parts = append(parts, b)
 			}
 		}
-		lo, hi = p.within(lo, lo.Clone())
+		b := orAll(parts)
+		lo, hi = p.within(b, b)
 		return lo, hi, true
 	}
 	return nil, nil, false
+}
+
+func slicesEqual(a, b []*roaring.Bitmap) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
