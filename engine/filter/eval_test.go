@@ -186,3 +186,29 @@ func TestValidateAttrs(t *testing.T) {
 		t.Errorf("%d bytes: %v, want ErrBadAttrs", len(big)+1, err)
 	}
 }
+
+// TestMatchConcurrent: an Expr is immutable, so goroutines share one (run
+// with -race).
+func TestMatchConcurrent(t *testing.T) {
+	// Six fields: past the linear search, on Expr's map.
+	e, err := Parse(`.user == "u7" and .step >= 3 and "plan" in .tags and .success and .q_updated_at > 0 and .session != ""`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs := []byte(benchAttrs)
+	done := make(chan bool)
+	for range 4 {
+		go func() {
+			ok := true
+			for range 1000 {
+				ok = ok && e.Match(attrs)
+			}
+			done <- ok
+		}()
+	}
+	for range 4 {
+		if !<-done {
+			t.Error("a concurrent Match failed")
+		}
+	}
+}
