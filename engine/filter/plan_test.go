@@ -234,7 +234,7 @@ func TestPlanProperty(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	const rows = 200
 	parsed, planned, exactPlans := 0, 0, 0
-	for round := 0; round < 30; round++ {
+	for round := 0; round < 20; round++ {
 		attrs := make([][]byte, rows)
 		for i := range attrs {
 			attrs[i] = randomAttrs(r)
