@@ -7,13 +7,13 @@ import (
 
 // value is a value during evaluation. Its zero value (t == 0) is a missing
 // field, or one of a type the language does not have (null, an object).
+// It is kept small (40 bytes): Match holds one per referenced field, and
+// evaluation passes them by value.
 type value struct {
 	t   typeSet
 	num float64 // tNum
-	str string  // tStr; may alias the attributes being matched (jsonString)
-	arr []lit   // tArr from an array literal
-	raw []byte  // tArr from a field: the raw JSON array
-	lit bool    // tArr: arr, not raw, holds the elements
+	str string  // tStr: the string; tArr from a field: the raw JSON array. May alias the attributes being matched (aliasString)
+	arr *node   // tArr from an array literal: the opArr node
 }
 
 // maxStackFields is how many referenced fields Match keeps on the stack;
@@ -157,7 +157,7 @@ func evalVal(n *node, vals []value) value {
 	case opStr:
 		return value{t: tStr, str: n.str}
 	case opArr:
-		return value{t: tArr, arr: n.arr, lit: true}
+		return value{t: tArr, arr: n}
 	case opField:
 		return vals[n.field]
 	}
@@ -186,8 +186,8 @@ func contains(c, x value) bool {
 	case tStr:
 		return x.t == tStr && strings.Contains(c.str, x.str)
 	case tArr:
-		if c.lit {
-			for _, e := range c.arr {
+		if c.arr != nil {
+			for _, e := range c.arr.arr {
 				if e.isStr {
 					if x.t == tStr && x.str == e.str {
 						return true
@@ -199,7 +199,7 @@ func contains(c, x value) bool {
 			return false
 		}
 		found := false
-		forEachElement(c.raw, func(elem []byte) bool {
+		forEachElement(aliasBytes(c.str), func(elem []byte) bool {
 			if len(elem) == 0 || (elem[0] == '"') != (x.t == tStr) {
 				return true // a string never equals a number: skip decoding
 			}

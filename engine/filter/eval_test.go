@@ -212,3 +212,29 @@ func TestMatchConcurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestScanString(t *testing.T) {
+	long := strings.Repeat("x", 300)
+	for _, tt := range []struct {
+		in  string
+		end int // 0: unterminated
+		esc bool
+	}{
+		{`""`, 2, false},
+		{`"abc",`, 5, false},
+		{`"a\"b"x`, 6, true},
+		{`"a\\"x`, 5, true},
+		{`"a\\\"b"`, 8, true},
+		{`"\\\\"`, 6, true},
+		{`"` + long + `"`, 302, false},
+		{`"` + long + `\"` + long + `"`, 604, true},
+		{`"abc`, 0, false},
+		{`"abc\"`, 0, false},
+		{`"\`, 0, false},
+	} {
+		end, esc, ok := scanString([]byte(tt.in), 0)
+		if ok != (tt.end > 0) || ok && (end != tt.end || esc != tt.esc) {
+			t.Errorf("scanString(%.20q) = %d, %v, %v; want %d, %v", tt.in, end, esc, ok, tt.end, tt.esc)
+		}
+	}
+}

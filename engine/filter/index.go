@@ -162,7 +162,7 @@ func (fi *fieldIndex) add(row uint32, val []byte) {
 		addPosting(fi.strs, v.str, row)
 	case tArr:
 		fi.hasArr.Add(row)
-		forEachElement(v.raw, func(elem []byte) bool {
+		forEachElement(aliasBytes(v.str), func(elem []byte) bool {
 			switch e := decodeValue(elem); e.t {
 			case tNum:
 				fi.elemNums.add(e.num, row)
@@ -185,7 +185,7 @@ func (fi *fieldIndex) remove(row uint32, val []byte) {
 		removePosting(fi.strs, v.str, row)
 	case tArr:
 		fi.hasArr.Remove(row)
-		forEachElement(v.raw, func(elem []byte) bool {
+		forEachElement(aliasBytes(v.str), func(elem []byte) bool {
 			switch e := decodeValue(elem); e.t {
 			case tNum:
 				fi.elemNums.remove(e.num, row)

@@ -24,18 +24,27 @@ func skipWS(b []byte, i int) int {
 }
 
 // scanString: b[i] is '"'. It returns the index just past the closing
-// quote and whether the string holds escapes.
+// quote and whether the string holds escapes. It looks for quotes with
+// bytes.IndexByte (vectorized), so long strings cost little.
 func scanString(b []byte, i int) (end int, esc bool, ok bool) {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '"':
-			return j + 1, esc, true
-		case '\\':
-			esc = true
-			j++
+	j := i + 1
+	for {
+		q := bytes.IndexByte(b[j:], '"')
+		if q < 0 {
+			return 0, false, false
 		}
+		j += q
+		// The quote is escaped if an odd number of backslashes precede it.
+		k := j
+		for k > i+1 && b[k-1] == '\\' {
+			k--
+		}
+		if (j-k)%2 == 0 {
+			return j + 1, esc || bytes.IndexByte(b[i+1:j], '\\') >= 0, true
+		}
+		esc = true
+		j++
 	}
-	return 0, false, false
 }
 
 // skipValue returns the index just past the value starting at b[i].
@@ -180,7 +189,7 @@ func decodeValue(raw []byte) value {
 		}
 		return value{t: tStr, str: s}
 	case c == '[':
-		return value{t: tArr, raw: raw}
+		return value{t: tArr, str: aliasString(raw)}
 	case c == 't':
 		if string(raw) == "true" {
 			return value{t: tNum, num: 1}
@@ -205,6 +214,12 @@ func aliasString(b []byte) string {
 		return ""
 	}
 	return unsafe.String(&b[0], len(b))
+}
+
+// aliasBytes returns s's bytes without copying. The caller must not
+// modify them.
+func aliasBytes(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
 // jsonString decodes a JSON string's content (between the quotes). Without
