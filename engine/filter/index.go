@@ -219,6 +219,15 @@ func removePosting(m map[string]*roaring.Bitmap, s string, row uint32) {
 	}
 }
 
+// Optimize compresses the bitmaps' runs (roaring's RunOptimize): call it
+// after adding many rows at once (rebuilding at open with Add), as
+// AddField does by itself. It changes no answer.
+func (ix *Index) Optimize() {
+	for _, fi := range ix.fields {
+		fi.optimize()
+	}
+}
+
 // optimize compresses runs after a bulk build.
 func (fi *fieldIndex) optimize() {
 	for _, b := range []*roaring.Bitmap{fi.hasNum, fi.hasStr, fi.hasArr} {
