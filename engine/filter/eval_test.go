@@ -163,7 +163,7 @@ func TestValidateAttrs(t *testing.T) {
 		{`{"a":1,"a":2}`, `invalid attributes: duplicate key "a"`},
 		{`{"a":1,"\u0061":2}`, `invalid attributes: duplicate key "a"`},
 		{`{"":1,"":2}`, `invalid attributes: duplicate key ""`},
-		{`{"a":` + strings.Repeat("[", MaxAttrsDepth) + strings.Repeat("]", MaxAttrsDepth) + `}`, `invalid attributes: nested deeper than 32 levels`},
+		{`{"a":` + strings.Repeat("[", MaxAttrsDepth) + strings.Repeat("]", MaxAttrsDepth) + `}`, `invalid attributes: nested deeper than 16 levels`},
 	}
 	for _, tt := range bad {
 		_, err := ValidateAttrs([]byte(tt.in))

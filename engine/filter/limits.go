@@ -18,7 +18,7 @@ const (
 	MaxAttrsLen = 64 << 10
 	// MaxAttrsDepth is the deepest an attributes object may nest arrays
 	// and objects (the top-level object is depth 1).
-	MaxAttrsDepth = 32
+	MaxAttrsDepth = 16
 )
 
 // Sentinel errors. Each names the rule it enforces; the errors Parse and
