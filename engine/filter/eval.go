@@ -21,9 +21,13 @@ type value struct {
 const maxStackFields = 8
 
 // Match reports whether the memory whose attributes are attrs matches e.
-// attrs is a JSON object, normally one that ValidateAttrs accepted; Match
-// never panics on any input, and malformed input or nil (no attributes)
-// matches only expressions that reference no field and are true.
+// attrs is a JSON object, normally one that ValidateAttrs accepted. Match
+// never panics on any input: nil (no attributes), or bytes that are not a
+// JSON object as far as Match reads them (it scans the object's members
+// and skips their values by counting brackets, without validating them,
+// and ignores whatever follows the closing brace), match only expressions
+// that use no field and are true; other malformed input gets an answer
+// but no promise about which.
 //
 // Match reads only the top-level members that e references, without
 // building maps; a member that is missing, null, an object, or of a type
