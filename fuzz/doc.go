@@ -89,6 +89,16 @@
 // list succeeds exactly when Verify did, and it returns at most k rows,
 // each below Rows().
 //
+// FuzzFilterParse (./engine/filter) parses an arbitrary filter expression
+// and evaluates it on arbitrary attribute bytes. Checks: Parse refuses only
+// with a *filter.SyntaxError whose column lies in the expression; an
+// accepted expression's String parses to the same String; Match never
+// panics, whatever the bytes; when ValidateAttrs accepts the bytes, Match
+// gives the same answer on them and on their compact form, and agrees
+// with a reference evaluator built on encoding/json; and a one-row bitmap
+// index of the expression's fields plans a superset of the match (exactly
+// it when the plan says exact), and holds nothing once the row is removed.
+//
 // # Corpus
 //
 // "go test" runs every committed seed of every target as a regression

@@ -1,0 +1,268 @@
+package filter
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2"
+)
+
+// Index is a bitmap index over rows (uint32: a collection's row numbers)
+// for a set of declared fields: for each field, the rows by the type of
+// its value, the rows by string value, the rows by number (in buckets, see
+// buckets.go), and the same for the elements of array values (so
+// `"plan" in .tags` is one bitmap). Plan uses it to narrow an expression to
+// the rows that can match.
+//
+// An Index is not safe for concurrent use: the caller serializes every
+// call (the collection's lock). It is not persisted either: it holds only
+// what the attributes already say, and is rebuilt from them when the
+// collection opens (AddField per declared field, or Add per row).
+//
+// The caller keeps it in step with the attributes: Add a row's attributes
+// when it gets them, Remove exactly those attributes before they change or
+// the row goes. Attributes given to Add and Remove must be ones
+// ValidateAttrs accepted (in particular, without duplicate keys).
+type Index struct {
+	fields map[string]*fieldIndex
+}
+
+// fieldIndex is one declared field's postings.
+type fieldIndex struct {
+	// Rows whose value for the field is a number (booleans included), a
+	// string, an array. Rows where the field is missing, null or an object
+	// are in none.
+	hasNum, hasStr, hasArr *roaring.Bitmap
+	strs                   map[string]*roaring.Bitmap // rows whose value is this string
+	nums                   numIndex                   // rows whose value is a number, by bucket
+	elemStrs               map[string]*roaring.Bitmap // rows whose array holds this string
+	elemNums               numIndex                   // rows whose array holds a number, by bucket
+}
+
+// Errors of Index.AddField.
+var (
+	// ErrFieldIndexed: a field is declared at most once.
+	ErrFieldIndexed = errors.New("filter: field already indexed")
+	// ErrBadField: an indexed field's name is one a selector can write:
+	// 1 to 128 characters of [A-Za-z0-9_-].
+	ErrBadField = errors.New("filter: invalid field name: use 1-128 characters of A-Z a-z 0-9 _ -")
+)
+
+// NewIndex returns an index of no fields.
+func NewIndex() *Index { return &Index{fields: map[string]*fieldIndex{}} }
+
+func newFieldIndex() *fieldIndex {
+	return &fieldIndex{hasNum: roaring.New(), hasStr: roaring.New(), hasArr: roaring.New(),
+		strs: map[string]*roaring.Bitmap{}, elemStrs: map[string]*roaring.Bitmap{}}
+}
+
+// ValidFieldName reports whether name can be indexed (ErrBadField).
+func ValidFieldName(name string) bool {
+	if len(name) == 0 || len(name) > 128 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if !isSelectorByte(name[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// Fields returns the indexed fields' names, sorted.
+func (ix *Index) Fields() []string {
+	names := make([]string, 0, len(ix.fields))
+	for name := range ix.fields {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// AddField declares a field and indexes it: each must call yield once for
+// every row that has attributes, with those attributes (each runs before
+// AddField returns; yield must not be kept). It fails, changing nothing,
+// with ErrBadField or ErrFieldIndexed.
+func (ix *Index) AddField(name string, each func(yield func(row uint32, attrs []byte))) error {
+	if !ValidFieldName(name) {
+		return fmt.Errorf("%w: %q", ErrBadField, name)
+	}
+	if _, ok := ix.fields[name]; ok {
+		return fmt.Errorf("%w: %s", ErrFieldIndexed, name)
+	}
+	fi := newFieldIndex()
+	each(func(row uint32, attrs []byte) {
+		forEachMember(attrs, func(key []byte, esc bool, val []byte) bool {
+			if k, ok := memberName(key, esc); ok && k == name {
+				fi.add(row, val)
+				return false
+			}
+			return true
+		})
+	})
+	fi.optimize()
+	ix.fields[name] = fi
+	return nil
+}
+
+// RemoveField forgets a field's index. It reports whether it was indexed.
+func (ix *Index) RemoveField(name string) bool {
+	_, ok := ix.fields[name]
+	delete(ix.fields, name)
+	return ok
+}
+
+// memberName decodes a raw member name (aliasing key when it has no
+// escapes: see jsonString).
+func memberName(key []byte, esc bool) (string, bool) {
+	if !esc {
+		return aliasString(key), true
+	}
+	return jsonString(key)
+}
+
+// Add indexes a row's attributes. REQUIRES: the row is not indexed (Remove
+// its old attributes first); attrs were accepted by ValidateAttrs (nil or
+// empty: no attributes, nothing to do).
+func (ix *Index) Add(row uint32, attrs []byte) {
+	ix.each(attrs, func(fi *fieldIndex, val []byte) { fi.add(row, val) })
+}
+
+// Remove unindexes a row. REQUIRES: attrs are exactly the attributes Add
+// was given for it.
+func (ix *Index) Remove(row uint32, attrs []byte) {
+	ix.each(attrs, func(fi *fieldIndex, val []byte) { fi.remove(row, val) })
+}
+
+// each calls fn for every member of attrs that is an indexed field.
+func (ix *Index) each(attrs []byte, fn func(fi *fieldIndex, val []byte)) {
+	if len(attrs) == 0 || len(ix.fields) == 0 {
+		return
+	}
+	forEachMember(attrs, func(key []byte, esc bool, val []byte) bool {
+		if k, ok := memberName(key, esc); ok {
+			if fi := ix.fields[k]; fi != nil {
+				fn(fi, val)
+			}
+		}
+		return true
+	})
+}
+
+func (fi *fieldIndex) add(row uint32, val []byte) {
+	v := decodeValue(val)
+	switch v.t {
+	case tNum:
+		fi.hasNum.Add(row)
+		fi.nums.add(v.num, row)
+	case tStr:
+		fi.hasStr.Add(row)
+		addPosting(fi.strs, v.str, row)
+	case tArr:
+		fi.hasArr.Add(row)
+		forEachElement(aliasBytes(v.str), func(elem []byte) bool {
+			switch e := decodeValue(elem); e.t {
+			case tNum:
+				fi.elemNums.add(e.num, row)
+			case tStr:
+				addPosting(fi.elemStrs, e.str, row)
+			}
+			return true
+		})
+	}
+}
+
+func (fi *fieldIndex) remove(row uint32, val []byte) {
+	v := decodeValue(val)
+	switch v.t {
+	case tNum:
+		fi.hasNum.Remove(row)
+		fi.nums.remove(v.num, row)
+	case tStr:
+		fi.hasStr.Remove(row)
+		removePosting(fi.strs, v.str, row)
+	case tArr:
+		fi.hasArr.Remove(row)
+		forEachElement(aliasBytes(v.str), func(elem []byte) bool {
+			switch e := decodeValue(elem); e.t {
+			case tNum:
+				fi.elemNums.remove(e.num, row)
+			case tStr:
+				removePosting(fi.elemStrs, e.str, row)
+			}
+			return true
+		})
+	}
+}
+
+// addPosting adds row to m[s]. s may alias attributes (jsonString): a new
+// key is copied.
+func addPosting(m map[string]*roaring.Bitmap, s string, row uint32) {
+	b := m[s]
+	if b == nil {
+		b = roaring.New()
+		m[strings.Clone(s)] = b
+	}
+	b.Add(row)
+}
+
+// removePosting removes row from m[s], and the posting once it is empty
+// (so that values no row holds any more cost nothing).
+func removePosting(m map[string]*roaring.Bitmap, s string, row uint32) {
+	if b := m[s]; b != nil {
+		b.Remove(row)
+		if b.IsEmpty() {
+			delete(m, s)
+		}
+	}
+}
+
+// Optimize compresses the bitmaps' runs (roaring's RunOptimize): call it
+// after adding many rows at once (rebuilding at open with Add), as
+// AddField does by itself. It changes no answer.
+func (ix *Index) Optimize() {
+	for _, fi := range ix.fields {
+		fi.optimize()
+	}
+}
+
+// optimize compresses runs after a bulk build.
+func (fi *fieldIndex) optimize() {
+	for _, b := range []*roaring.Bitmap{fi.hasNum, fi.hasStr, fi.hasArr} {
+		b.RunOptimize()
+	}
+	for _, m := range []map[string]*roaring.Bitmap{fi.strs, fi.elemStrs} {
+		for _, b := range m {
+			b.RunOptimize()
+		}
+	}
+	for _, x := range []*numIndex{&fi.nums, &fi.elemNums} {
+		for _, b := range x.buckets {
+			b.rows.RunOptimize()
+		}
+	}
+}
+
+// postingOverhead estimates the bytes a map entry costs besides its key
+// and bitmap (hash map slot, key header, bitmap header).
+const postingOverhead = 96
+
+// SizeInBytes estimates the memory the index holds: the bitmaps'
+// serialized sizes (roaring's GetSizeInBytes) plus the keys and a fixed
+// estimate per map entry and bucket.
+func (ix *Index) SizeInBytes() uint64 {
+	var n uint64
+	for name, fi := range ix.fields {
+		n += uint64(len(name)) + postingOverhead
+		n += fi.hasNum.GetSizeInBytes() + fi.hasStr.GetSizeInBytes() + fi.hasArr.GetSizeInBytes()
+		for _, m := range []map[string]*roaring.Bitmap{fi.strs, fi.elemStrs} {
+			for k, b := range m {
+				n += uint64(len(k)) + postingOverhead + b.GetSizeInBytes()
+			}
+		}
+		n += fi.nums.sizeInBytes() + fi.elemNums.sizeInBytes()
+	}
+	return n
+}
