@@ -32,7 +32,10 @@ func TestValidateAttrs(t *testing.T) {
 		{`{"a":1} x`, "ERR"},
 		{`{"a":1}{}`, "ERR"},
 		{`{'a':1}`, "ERR"},
-		{"{\"a\":\"\xff\"}", `{"a":"` + "\xff" + `"}`}, // encoding/json accepts invalid UTF-8 in strings
+		{"{\"a\":\"\xff\"}", "ERR"}, // invalid UTF-8
+		{`{"a":1,"a":2}`, "ERR"},    // a field with two values
+		{`{"a":1e999}`, "ERR"},      // beyond float64
+		{`{"a":{"b":1,"b":2}}`, `{"a":{"b":1,"b":2}}`}, // only top-level keys must be unique
 	} {
 		got, err := validateAttrs([]byte(tc.in))
 		if tc.want == "ERR" {
@@ -246,15 +249,5 @@ func TestOpenVersion3Checkpoint(t *testing.T) {
 	defer db.Close()
 	if a, err := c.Attrs(ByID(2)); err != nil || string(a) != `{"v":4}` {
 		t.Fatalf("attributes after reopen: %q %v", a, err)
-	}
-}
-
-func TestJSONDepth(t *testing.T) {
-	for in, want := range map[string]int{
-		`{}`: 1, `{"a":[1,{"b":[]}]}`: 4, `{"a":"[[[{{"}`: 1, `{"a":"\"[[","b":[1]}`: 2, `{"a\\":[1]}`: 2,
-	} {
-		if got := jsonDepth([]byte(in)); got != want {
-			t.Errorf("jsonDepth(%s) = %d, want %d", in, got, want)
-		}
 	}
 }

@@ -1,6 +1,10 @@
 package engine
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/memrl/memrl/engine/filter"
+)
 
 // Sentinel errors. Each names the rule it enforces; callers match them with
 // errors.Is, and the server turns them into ERR replies.
@@ -29,8 +33,10 @@ var (
 	// ErrPayloadTooLarge: a payload is at most MaxPayload bytes.
 	ErrPayloadTooLarge = errors.New("payload too large")
 	// ErrBadAttrs: a memory's attributes are one JSON object of at most
-	// MaxAttrs bytes, nested at most MaxAttrsDepth deep (attrs.go).
-	ErrBadAttrs = errors.New("invalid attributes")
+	// MaxAttrs bytes, nested at most MaxAttrsDepth deep, valid UTF-8, with
+	// unique top-level keys and numbers within float64's range (attrs.go).
+	// It is filter.ErrBadAttrs, so errors.Is matches either.
+	ErrBadAttrs = filter.ErrBadAttrs
 	// ErrBadKey: a memory's key is 1 to MaxKeyLen bytes.
 	ErrBadKey = errors.New("invalid key: keys are 1 to 512 bytes")
 	// ErrKeyExists: keys are unique within a collection; an add with a
