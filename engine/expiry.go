@@ -24,7 +24,8 @@ const MaxTTL = 100 * 365 * 24 * time.Hour
 const DefaultSweepInterval = time.Second
 
 // sweepBatch bounds the memories one sweep deletes from one collection
-// while holding its lock; the rest wait for the next round.
+// while holding its lock (one delete record); SweepExpired goes on batch
+// after batch until none is full.
 const sweepBatch = 4096
 
 func checkTTL(ttl time.Duration) error {
@@ -206,15 +207,22 @@ func (db *DB) SweepExpired() (int, error) {
 	total := 0
 	var last Ticket
 	for _, c := range colls {
-		n, t, err := c.sweepExpired()
-		if err != nil {
-			if c.isDropped() {
-				continue // dropped (or closed) since the listing
+		// A full batch means more may be due: go on, releasing the lock
+		// between batches so that other writers interleave.
+		for {
+			n, t, err := c.sweepExpired()
+			if err != nil {
+				if c.isDropped() {
+					break // dropped (or closed) since the listing
+				}
+				return total, err
 			}
-			return total, err
+			total += n
+			last = max(last, t)
+			if n < sweepBatch {
+				break
+			}
 		}
-		total += n
-		last = max(last, t)
 	}
 	return total, db.WaitDurable(last)
 }

@@ -217,3 +217,34 @@ func TestSweeperDeletesInBackground(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestSweepManyExpired: one round of the sweeper deletes every expired
+// memory, however many batches that takes, and leaves the others.
+func TestSweepManyExpired(t *testing.T) {
+	clk := newFakeClock()
+	db, c := openAttrsDB(t, wal.NewMemFS(), Options{Now: clk.Now, SweepInterval: -1})
+	defer db.Close()
+	n := 2*sweepBatch + 100
+	for i := 0; i < n+10; i++ {
+		ttl := time.Second
+		if i >= n {
+			ttl = time.Hour
+		}
+		if _, t2, err := c.AddDeferred(AddRequest{Vector: []float32{1, 2, 3, float32(i)}, TTL: ttl}); err != nil {
+			t.Fatal(err)
+		} else if i == n+9 {
+			if err := db.WaitDurable(t2); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	clk.advance(time.Minute)
+	start := time.Now()
+	if got, err := db.SweepExpired(); err != nil || got != n {
+		t.Fatalf("sweep deleted %d, %v; want %d", got, err, n)
+	}
+	t.Logf("swept %d expired memories in %v", n, time.Since(start))
+	if in, _ := c.Info(); in.Count != 10 {
+		t.Fatalf("count %d after the sweep, want 10", in.Count)
+	}
+}
