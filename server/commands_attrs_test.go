@@ -218,3 +218,27 @@ func TestMemAttrsBadInput(t *testing.T) {
 	wantErr(t, rdb, "memory id must be", "MEM.GETATTR", "m", "one")
 	wantErr(t, rdb, "no such collection", "MEM.SETATTR", "nope", 1, `{}`)
 }
+
+// TestMemWithAttrsReplySize: a retrieval whose attributes would make the
+// reply larger than MaxReplyBytes is refused before anything is written.
+func TestMemWithAttrsReplySize(t *testing.T) {
+	db, err := engine.Open(t.TempDir(), engine.Options{Sync: wal.SyncNone, CheckpointInterval: -1, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ts := startServer(t, Config{MaxReplyBytes: 8 << 10}, func(s *Server) { s.RegisterMem(db) })
+	rdb := ts.client(t)
+	mustDo(t, rdb, "MEM.CREATE", "m", "DIM", 2)
+	attrs := `{"a":"` + strings.Repeat("x", 1000) + `"}`
+	for i := 0; i < 10; i++ {
+		mustDo(t, rdb, "MEM.ADD", "m", "VALUES", 2, 1, i, "ATTRS", attrs)
+	}
+	wantErr(t, rdb, "more than the limit", "MEM.RETRIEVE", "m", "VALUES", 2, 1, 0, "K1", 10, "K2", 10, "WITHATTRS")
+	if rows := mustDo(t, rdb, "MEM.RETRIEVE", "m", "VALUES", 2, 1, 0, "K1", 10, "K2", 4, "WITHATTRS").([]any); len(rows) != 4 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	if rows := mustDo(t, rdb, "MEM.RETRIEVE", "m", "VALUES", 2, 1, 0, "K1", 10, "K2", 10).([]any); len(rows) != 10 {
+		t.Fatalf("%d rows", len(rows))
+	}
+}

@@ -214,6 +214,16 @@ func (m memCommands) retrieve(c *Ctx, args [][]byte) error {
 	}
 	tail := resultTail{attrs: opt.WithAttrs, keys: withKeys}
 	if !withPayload {
+		if tail.width() > 0 {
+			// Attributes (up to 64 KiB each) and keys make rows large.
+			var total int64
+			for _, r := range res {
+				total += int64(len(r.Attrs)+len(r.Key)) + 96
+			}
+			if err := c.CheckReplySize(total); err != nil {
+				return err
+			}
+		}
 		c.WriteArrayHeader(len(res))
 		for _, r := range res {
 			writeResultRow(c, r, 4+tail.width())
@@ -391,7 +401,7 @@ func (m memCommands) get(c *Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	release, err := c.ReserveMemory(int64(len(mi.Payload)))
+	release, err := c.ReserveMemory(int64(len(mi.Payload) + len(mi.Attrs)))
 	if err != nil {
 		return err
 	}
