@@ -167,7 +167,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 // with ErrCorruptCheckpoint, never loaded.
 func TestCheckpointCorruption(t *testing.T) {
 	rng := rand.New(rand.NewSource(2))
-	b := encodeCheckpoint(randomCheckpoint(rng, 3, 2))
+	b := encodeCheckpoint(withExt(randomCheckpoint(rng, 3, 2))) // attributes, keys and expiry too
 	refuse := func(what string, bad []byte) {
 		t.Helper()
 		if _, err := decodeCheckpoint(bad); !errors.Is(err, ErrCorruptCheckpoint) {
@@ -217,6 +217,24 @@ func TestCheckpointCorruption(t *testing.T) {
 	}
 	le.PutUint32(one[at:], ckptMaxBatch+1)
 	refuse("oversized batch", resum(one))
+
+	// A version-4 memory's key or attributes claiming more bytes than the
+	// file holds.
+	ext := encodeCheckpoint(withExt(randomCheckpoint(rng, 1)))
+	keyAt := at + 4 + ckptMemSize + 8 // batch count, the first 72 bytes, expires
+	if int(le.Uint16(ext[keyAt:])) != len("key-0") {
+		t.Fatalf("key length not found at %d", keyAt)
+	}
+	longKey := append([]byte(nil), ext...)
+	le.PutUint16(longKey[keyAt:], 0xffff)
+	refuse("key past the end", resum(longKey))
+	longAttrs := append([]byte(nil), ext...)
+	le.PutUint32(longAttrs[keyAt+2+len("key-0"):], 0xfffffff0)
+	before := allocatedBytes()
+	refuse("attributes past the end", resum(longAttrs))
+	if used := allocatedBytes() - before; used > 1<<20 {
+		t.Errorf("refusing attributes of 4 GiB allocated %d bytes", used)
+	}
 }
 
 // TestOpenRefusesCorruptCheckpoint corrupts a database's CHECKPOINT file
