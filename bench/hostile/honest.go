@@ -252,8 +252,9 @@ func (h *honest) getInfo(ctx context.Context, id uint64) (info, error) {
 		return info{}, err
 	}
 	var in info
-	if len(res) != 14 {
-		return in, fmt.Errorf("MEM.GET %d: %d fields, want 14: %w", id, len(res), errMalformed)
+	// 7 field/value pairs, and since issue 9 attrs, key and expires.
+	if len(res) != 20 {
+		return in, fmt.Errorf("MEM.GET %d: %d fields, want 20: %w", id, len(res), errMalformed)
 	}
 	for i := 0; i+1 < len(res); i += 2 {
 		key, _ := res[i].(string)
