@@ -38,7 +38,9 @@
 // numbers and int and uint64 agree with strconv; an add or query the
 // engine accepts has the collection's dimension and finite components
 // (of magnitude at most engine.MaxComponent in L2 and IP collections), is
-// stored as such, and a retrieval never scores a result NaN.
+// stored as such, and a retrieval never scores a result NaN; an add with
+// ATTRS, KEY or TTL stores the attributes compact, the key (which then
+// finds the memory) and an expiry.
 //
 // FuzzOpenDamagedSegment (./wal) overwrites, truncates or extends one
 // segment of a real two-segment log at a fuzzed place. Open must either
@@ -57,7 +59,9 @@
 // new one.
 //
 // FuzzDecodeRecord (./engine) decodes arbitrary bytes as each engine log
-// record type (create, drop, add of a fuzzed dimension, delete, Q update),
+// record type (create, drop, add of a fuzzed dimension with or without
+// attributes, key and expiry, delete, Q update, attribute, payload and
+// expiry updates),
 // as replay does. Refusals wrap the engine's malformed-record error,
 // allocation is bounded by the record size, and an accepted record
 // re-encodes to exactly its bytes.
@@ -70,8 +74,8 @@
 // kind and sequence number, valid collection configs, tombstones only in
 // a delta, every memory within its collection's recorded vector and
 // payload file sizes (checked without overflow), and re-encodes stably.
-// Seeds: real full checkpoints of versions 1, 2 and 3 and a version-3
-// delta.
+// Seeds: real full checkpoints of versions 1 to 4 and deltas of versions
+// 3 and 4 (version 4's memories with attributes, keys and expiry).
 //
 // FuzzOpenCheckpoint (./engine) opens a real database (vector, payload
 // and log files built once per process) whose CHECKPOINT and CHECKPOINT.1
