@@ -251,3 +251,53 @@ func TestOpenVersion3Checkpoint(t *testing.T) {
 		t.Fatalf("attributes after reopen: %q %v", a, err)
 	}
 }
+
+// TestSetPayloadFailureChangesNothing: a payload update whose file write
+// fails (no descriptor) is an error that changes nothing: the old payload
+// is served, the file's size is not advanced, the log is not poisoned,
+// and updates that need no file (attributes) go on.
+func TestSetPayloadFailureChangesNothing(t *testing.T) {
+	mem := wal.NewMemFS()
+	fs := &emfileFS{FS: mem}
+	opts := crashOpts(mem)
+	opts.FS = fs
+	db, err := Open("/db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mustColl(t, db, "c", NewConfig(2))
+	if _, err := c.Add(AddRequest{Vector: []float32{1, 0}, Payload: []byte("old"), Key: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.RLock()
+	size := c.pays.size
+	c.mu.RUnlock()
+	fs.fail.Store(true)
+	db.files.forget(c.pays.path) // so that the next payload write must open the file
+	if err := c.SetPayload(ByKey("k"), []byte("new")); !errors.Is(err, ErrTooManyOpenFiles) {
+		t.Fatalf("SetPayload: %v, want ErrTooManyOpenFiles", err)
+	}
+	if err := c.SetAttrs(ByKey("k"), []byte(`{"a":1}`)); err != nil {
+		t.Fatalf("SetAttrs needs no file: %v", err)
+	}
+	fs.fail.Store(false)
+	c.mu.RLock()
+	after := c.pays.size
+	c.mu.RUnlock()
+	if after != size || db.Err() != nil {
+		t.Fatalf("payload file size %d, was %d; log error %v", after, size, db.Err())
+	}
+	if mi := mustGet(t, c, ByKey("k")); string(mi.Payload) != "old" || string(mi.Attrs) != `{"a":1}` {
+		t.Fatalf("after the failed update: %+v", mi)
+	}
+	if err := c.SetPayload(ByKey("k"), []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db = openMem(t, mem)
+	defer db.Close()
+	c, _ = db.Collection("c")
+	if mi := mustGet(t, c, ByKey("k")); string(mi.Payload) != "new" || string(mi.Attrs) != `{"a":1}` {
+		t.Fatalf("after reopen: %+v", mi)
+	}
+}
