@@ -599,6 +599,8 @@ type Info struct {
 	NextID    uint64 // the id an add without ID would get; 0 when none is left
 	Index     string // "flat" (exact scan) or the IVF-PQ index in use
 	PayloadMB float64
+	Keys      int // memories with a key
+	Expiring  int // memories with an expiry (expired ones included until swept)
 }
 
 // Info returns the collection's description.
@@ -616,5 +618,6 @@ func (c *Collection) Info() (Info, error) {
 	return Info{
 		Name: c.name, Config: c.cfg, Count: len(c.mems), Rows: c.vecs.nrows, NextID: c.peekAutoIDLocked(),
 		Index: index, PayloadMB: float64(c.pays.size) / (1 << 20),
+		Keys: len(c.keys), Expiring: len(c.expiring),
 	}, nil
 }
