@@ -233,16 +233,8 @@ func (c *Collection) AddDeferred(req AddRequest) (uint64, Ticket, error) {
 	if req.HasID && req.ID > MaxID {
 		return 0, 0, fmt.Errorf("%w: ID must be at most %d", ErrBadParam, uint64(MaxID))
 	}
-	attrs, err := validateAttrs(req.Attrs)
+	attrs, err := checkAddExt(&req) // keys.go
 	if err != nil {
-		return 0, 0, err
-	}
-	if req.Key != "" {
-		if err := checkKey(req.Key); err != nil {
-			return 0, 0, err
-		}
-	}
-	if err := checkTTL(req.TTL); err != nil {
 		return 0, 0, err
 	}
 	q := c.cfg.QInit
@@ -255,35 +247,20 @@ func (c *Collection) AddDeferred(req AddRequest) (uint64, Ticket, error) {
 	if err := c.lockLive(); err != nil {
 		return 0, 0, err
 	}
-	now := c.db.nowNanos()
-	// Expired memories that still hold the id or the key are deleted
-	// first, as their sweep would (expiry.go): to a client they are gone.
-	var purge []uint64
-	if req.Key != "" {
-		old, expired, err := c.checkNewKeyLocked(req.Key, now)
-		if err != nil {
-			c.mu.Unlock()
-			return 0, 0, err
-		}
-		if expired {
-			purge = append(purge, old)
-		}
-	}
 	var id uint64
 	if req.HasID {
-		id = req.ID
-		if m, ok := c.mems[id]; ok {
-			if !m.expiredAt(now) {
-				c.mu.Unlock()
-				return 0, 0, fmt.Errorf("%w: %d", ErrIDExists, id)
-			}
-			if len(purge) == 0 || purge[0] != id {
-				purge = append(purge, id)
-			}
-		}
+		id = req.ID // claimLocked refuses it if live
 	} else if id = c.autoIDLocked(); id == 0 {
 		c.mu.Unlock()
 		return 0, 0, fmt.Errorf("%w: no memory ids left above the highest id %d; give an explicit ID", ErrBadParam, uint64(MaxID))
+	}
+	// Expired memories that still hold the id or the key are deleted
+	// first, as their sweep would (expiry.go): to a client they are gone.
+	now := c.db.nowNanos()
+	purge, _, err := c.claimLocked([]AddRequest{req}, []uint64{id}, now)
+	if err != nil {
+		c.mu.Unlock()
+		return 0, 0, err
 	}
 	if uint64(c.vecs.nrows) >= math.MaxUint32 {
 		c.mu.Unlock()

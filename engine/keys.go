@@ -105,6 +105,79 @@ func (c *Collection) unindexKeyLocked(id uint64, k string) {
 	}
 }
 
+// checkAddExt validates an add's attributes, key and TTL (it takes no
+// lock) and returns the attributes' compact form. A batch add calls it for
+// every memory, as AddDeferred does for its one.
+func checkAddExt(req *AddRequest) ([]byte, error) {
+	attrs, err := validateAttrs(req.Attrs)
+	if err != nil {
+		return nil, err
+	}
+	if req.Key != "" {
+		if err := checkKey(req.Key); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkTTL(req.TTL); err != nil {
+		return nil, err
+	}
+	return attrs, nil
+}
+
+// claimLocked checks the ids and keys of adds (reqs[i] to get ids[i]) as
+// that many single adds in order would: an id or key a live memory holds
+// is ErrIDExists or ErrKeyExists, as is one named earlier among them; a
+// key whose fingerprint another key holds is ErrKeyCollision. It returns
+// the expired memories that still hold one of the ids or keys, which the
+// adds must delete (and log) first: to a client they are gone already. On
+// failure it returns the index of the add at fault, and nothing changed.
+// REQUIRES: c.mu held for writing.
+func (c *Collection) claimLocked(reqs []AddRequest, ids []uint64, now int64) (purge []uint64, bad int, err error) {
+	var batchKeys map[uint64]string // fingerprint -> key, of the adds before
+	if len(reqs) > 1 {
+		batchKeys = make(map[uint64]string)
+	}
+	var purged map[uint64]bool
+	claim := func(id uint64) {
+		if purged == nil {
+			purged = make(map[uint64]bool)
+		}
+		if !purged[id] {
+			purged[id] = true
+			purge = append(purge, id)
+		}
+	}
+	for i, req := range reqs {
+		if m, ok := c.mems[ids[i]]; ok {
+			if !m.expiredAt(now) {
+				return nil, i, fmt.Errorf("%w: %d", ErrIDExists, ids[i])
+			}
+			claim(ids[i])
+		}
+		if req.Key == "" {
+			continue
+		}
+		fp := keyFingerprint([]byte(req.Key))
+		if k, ok := batchKeys[fp]; ok {
+			if k == req.Key {
+				return nil, i, fmt.Errorf("%w: %q (named earlier in the batch)", ErrKeyExists, req.Key)
+			}
+			return nil, i, fmt.Errorf("%w: %q and %q, earlier in the batch", ErrKeyCollision, req.Key, k)
+		}
+		if batchKeys != nil {
+			batchKeys[fp] = req.Key
+		}
+		old, expired, err := c.checkNewKeyLocked(req.Key, now)
+		if err != nil {
+			return nil, i, err
+		}
+		if expired {
+			claim(old)
+		}
+	}
+	return purge, -1, nil
+}
+
 // checkNewKeyLocked checks that key k can be given to a new memory: it
 // returns the id of an expired memory holding k's fingerprint (which the
 // add must delete first; 0 and false when there is none), or

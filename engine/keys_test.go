@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memrl/memrl/wal"
 )
@@ -143,4 +144,46 @@ func TestKeyCollision(t *testing.T) {
 		t.Fatalf("alpha against beta after restart: %v", err)
 	}
 	db.Close()
+}
+
+// TestClaimLockedBatch: claimLocked, which a batch add uses, refuses a key
+// named twice in the batch and two keys of one fingerprint in it, and
+// collects the expired holders of ids and keys once each.
+func TestClaimLockedBatch(t *testing.T) {
+	clk := newFakeClock()
+	db, c := openAttrsDB(t, wal.NewMemFS(), Options{Now: clk.Now, SweepInterval: -1})
+	defer db.Close()
+	vec := []float32{1, 2, 3, 4}
+	if _, err := c.Add(AddRequest{Vector: vec, ID: 1, HasID: true, Key: "old", TTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Add(AddRequest{Vector: vec, ID: 2, HasID: true, Key: "live"}); err != nil {
+		t.Fatal(err)
+	}
+	clk.advance(time.Second)
+	now := clk.Now().UnixNano()
+	claim := func(reqs []AddRequest, ids []uint64) ([]uint64, int, error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.claimLocked(reqs, ids, now)
+	}
+	purge, bad, err := claim([]AddRequest{{Key: "old"}, {}, {Key: "new"}}, []uint64{10, 1, 11})
+	if err != nil || bad != -1 || len(purge) != 1 || purge[0] != 1 {
+		t.Fatalf("expired id 1 holding key old, claimed twice: purge %v, %d, %v", purge, bad, err)
+	}
+	if _, bad, err := claim([]AddRequest{{Key: "a"}, {Key: "b"}, {Key: "a"}}, []uint64{10, 11, 12}); !errors.Is(err, ErrKeyExists) || bad != 2 {
+		t.Fatalf("a key twice in a batch: %d, %v", bad, err)
+	}
+	if _, bad, err := claim([]AddRequest{{}, {Key: "live"}}, []uint64{10, 11}); !errors.Is(err, ErrKeyExists) || bad != 1 {
+		t.Fatalf("a live key: %d, %v", bad, err)
+	}
+	if _, bad, err := claim([]AddRequest{{}, {}}, []uint64{10, 2}); !errors.Is(err, ErrIDExists) || bad != 1 {
+		t.Fatalf("a live id: %d, %v", bad, err)
+	}
+	old := keyFingerprint
+	keyFingerprint = func([]byte) uint64 { return 7 }
+	defer func() { keyFingerprint = old }()
+	if _, bad, err := claim([]AddRequest{{Key: "x"}, {Key: "y"}}, []uint64{10, 11}); !errors.Is(err, ErrKeyCollision) || bad != 1 {
+		t.Fatalf("two keys of one fingerprint in a batch: %d, %v", bad, err)
+	}
 }
