@@ -221,6 +221,7 @@ func TestTxAuthInsideMulti(t *testing.T) {
 func TestTxBounds(t *testing.T) {
 	ts := startServer(t, Config{MaxQueuedCommands: 2}, nil)
 	c := newTxConn(t, ts)
+	c.do("CONFIG GET max-queued-commands\r\n", "*2\r\n$19\r\nmax-queued-commands\r\n$1\r\n2\r\n")
 	c.do("MULTI\r\nPING\r\nPING\r\nPING\r\nEXEC\r\n", "+OK\r\n+QUEUED\r\n+QUEUED\r\n"+
 		"-ERR the transaction already holds 2 queued commands, the most allowed (max-queued-commands); EXEC will discard it\r\n"+
 		"-EXECABORT Transaction discarded because of previous errors.\r\n")
