@@ -437,3 +437,23 @@ func TestTxNoInterleaving(t *testing.T) {
 	}
 	t.Logf("%d reads and %d adds outside transactions ran beside %d transactions", reads, adds, txs)
 }
+
+// TestTxPanicInsideExec: a queued command that panics ends the
+// connection with an error instead of EXEC's array (the commands before
+// it ran; the client must not take the reply for a whole transaction),
+// and the transaction lock is given back: other clients go on.
+func TestTxPanicInsideExec(t *testing.T) {
+	ts := startServer(t, Config{}, func(s *Server) {
+		s.Register("BOOM", 0, func(c *Ctx, _ [][]byte) error { panic("boom") })
+	})
+	c := newTxConn(t, ts)
+	io.WriteString(c.nc, "MULTI\r\nPING\r\nBOOM\r\nPING\r\nEXEC\r\nPING\r\n")
+	want := "+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n" +
+		"-ERR internal error while executing a command inside EXEC; the commands before it ran; closing the connection\r\n"
+	if got := readUntilEOF(t, c.nc); got != want {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	c = newTxConn(t, ts)
+	c.nc.SetDeadline(time.Now().Add(5 * time.Second)) // a kept lock would hang the PING
+	c.do("PING\r\n", "+PONG\r\n")
+}
