@@ -197,3 +197,27 @@ print(r.ping())
 		t.Fatalf("memory 20 rewarded %d times (%v), want once", m.Visits, err)
 	}
 }
+
+// TestTxNotHeldUpBySlowReader: a client that does not read a large reply
+// blocks its own command in a socket write; that command lets go of the
+// transaction lock while it waits, so another client's EXEC (and, behind
+// it, everyone else) is not held up until the output timeout.
+func TestTxNotHeldUpBySlowReader(t *testing.T) {
+	ts, _, _ := startMemFS(t, 0)
+	rc := ts.client(t)
+	ctx := context.Background()
+	payload := strings.Repeat("p", 1<<20)
+	for i := 0; i < 24; i++ {
+		if err := rc.Do(ctx, "MEM.ADD", "k", "VALUES", 2, 1, i, "PAYLOAD", payload).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slow := newTxConn(t, ts) // asks for 24 MiB and reads none of it
+	io.WriteString(slow.nc, "MEM.RETRIEVE k VALUES 2 1 1 K1 25 K2 25 WITHPAYLOAD\r\n")
+	time.Sleep(200 * time.Millisecond) // until its write blocks on full socket buffers
+	c := newTxConn(t, ts)
+	c.nc.SetDeadline(time.Now().Add(5 * time.Second))
+	begin := time.Now()
+	c.do("MULTI\r\nMEM.ADD k VALUES 2 3 3 ID 1000\r\nEXEC\r\nPING\r\n", "+OK\r\n+QUEUED\r\n*1\r\n:1000\r\n+PONG\r\n")
+	t.Logf("EXEC beside a client not reading 24 MiB: %v", time.Since(begin))
+}
