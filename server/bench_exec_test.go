@@ -39,3 +39,24 @@ func BenchmarkExecMemGet(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkExecPingParallel is BenchmarkExecPing on one connection per
+// goroutine (GOMAXPROCS of them): what commands of different connections
+// pay for sharing the transaction lock (tx.go).
+func BenchmarkExecPingParallel(b *testing.B) {
+	s := mustNew(b, Config{})
+	args := [][]byte{[]byte("PING")}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		c := newConn(s, discardConn{})
+		for pb.Next() {
+			if !c.exec(args) {
+				b.Error("exec ended the connection")
+				return
+			}
+			if c.w.Buffered() > 8<<10 {
+				c.w.Flush()
+			}
+		}
+	})
+}
