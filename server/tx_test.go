@@ -282,9 +282,11 @@ func TestTxObservability(t *testing.T) {
 		t.Errorf("unknown commands: %d, want 1", u)
 	}
 	var names []string
+	ts.obs.slow.mu.Lock()
 	for _, e := range ts.obs.slow.ring {
 		names = append(names, strings.ToLower(e.args[0]))
 	}
+	ts.obs.slow.mu.Unlock()
 	got := strings.Join(names, " ")
 	if got != "multi discard multi echo echo" {
 		t.Errorf("SLOWLOG holds %q, want the queued ECHOs when EXEC ran them and no EXEC", got)
