@@ -18,7 +18,12 @@ import (
 //
 // EXEC runs the queued commands one after another while holding txMu
 // exclusively; every other command of every connection holds txMu shared
-// while it runs (conn.exec), so none interleaves with a transaction. The
+// while it runs (conn.exec), so none interleaves with a transaction. That
+// costs every command an uncontended RLock and RUnlock: measured as CPU
+// time per operation (old and new test binaries alternating, 8 rounds,
+// 2 cores under load), BenchmarkExecPing went from 62 to 70 ns,
+// BenchmarkExecPingParallel from 70 to 77 ns, and BenchmarkExecMemGet
+// stayed at 740 ns. The
 // queued commands' replies are built in memory and sent as one array once
 // the lock is released, so a client slow to read cannot stall the server
 // while it holds the lock. A command that fails when it runs (an unknown
