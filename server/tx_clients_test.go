@@ -138,6 +138,11 @@ func TestTxGoRedis(t *testing.T) {
 	if n := count(t, db, "k"); n != 5 {
 		t.Fatalf("after Pipelined: %d memories, want 5", n)
 	}
+	// go-redis Watch (optimistic locking) learns there is none.
+	err = rc.Watch(ctx, func(*redis.Tx) error { return nil }, "k")
+	if err == nil || !strings.Contains(err.Error(), "WATCH is not supported") {
+		t.Fatalf("Watch: %v, want WATCH's error", err)
+	}
 	if err := rc.Ping(ctx).Err(); err != nil {
 		t.Fatalf("the connection is unusable after the transactions: %v", err)
 	}
