@@ -36,6 +36,11 @@ import (
 // it leaves the server (durable.go), and if that wait fails the
 // connection is closed without the reply, as for a pipeline.
 //
+// An EXEC waits for the commands running when it arrives (a long
+// MEM.RETRIEVE, a MEM.CHECKPOINT) to finish, and, since sync.RWMutex lets
+// no new reader in while a writer waits (so that EXEC cannot be starved),
+// commands arriving meanwhile wait behind it.
+//
 // Waiting with txMu held: a command that waits for the socket (a reply
 // larger than the output buffer, a slow reader) or for an fsync lets go of
 // its shared hold for the wait and takes it back afterwards, so that
