@@ -226,3 +226,23 @@ func TestTxNotHeldUpBySlowReader(t *testing.T) {
 	c.do("MULTI\r\nMEM.ADD k VALUES 2 3 3 ID 1000\r\nEXEC\r\nPING\r\n", "+OK\r\n+QUEUED\r\n*1\r\n:1000\r\n+PONG\r\n")
 	t.Logf("EXEC beside a client not reading 24 MiB: %v", time.Since(begin))
 }
+
+// TestTxNotHeldUpByFsync: a lone write waiting for its fsync lets go of
+// the transaction lock, so another client's EXEC does not wait for that
+// fsync.
+func TestTxNotHeldUpByFsync(t *testing.T) {
+	const delay = 500 * time.Millisecond
+	ts, _, _ := startMemFS(t, delay)
+	w := newTxConn(t, ts)
+	io.WriteString(w.nc, rewardCmd(1)) // waits in its handler for a slow fsync
+	time.Sleep(100 * time.Millisecond)
+	c := newTxConn(t, ts)
+	begin := time.Now()
+	c.do("MULTI\r\nPING\r\nEXEC\r\n", "+OK\r\n+QUEUED\r\n*1\r\n+PONG\r\n")
+	if took := time.Since(begin); took > delay/2 {
+		t.Fatalf("EXEC took %v beside a write waiting for a %v fsync: it waited for the fsync", took, delay)
+	}
+	if r, err := readReply(w.br); err != nil {
+		t.Fatalf("the write's reply: %v %v", r, err)
+	}
+}
