@@ -7,7 +7,7 @@ import "strings"
 func (s *Server) registerBuiltins() {
 	s.Register("ping", 0, cmdPing, ReadOnly, NoAuth)
 	s.Register("echo", 1, cmdEcho, ReadOnly)
-	s.Register("quit", 0, cmdQuit, ReadOnly, NoAuth)
+	s.Register("quit", 0, cmdQuit, ReadOnly, NoAuth, flagNotQueued) // ends a transaction too
 	s.Register("select", 1, cmdSelect, ReadOnly)
 	s.Register("auth", 1, cmdAuth, ReadOnly, NoAuth)
 	s.Register("hello", 0, cmdHello, ReadOnly, NoAuth)
@@ -19,6 +19,7 @@ func (s *Server) registerBuiltins() {
 	s.addBuiltinInfoSectionsLocked()
 	s.mu.Unlock()
 	s.registerObservability() // SLOWLOG and more INFO sections (stats.go)
+	s.registerTx()            // MULTI, EXEC, DISCARD, WATCH, UNWATCH, RESET (tx.go)
 }
 
 // PING [message]

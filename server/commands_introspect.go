@@ -179,6 +179,7 @@ func (s *Server) configParams() [][2]string {
 		{"timeout", strconv.FormatInt(int64(s.cfg.IdleTimeout/time.Second), 10)}, // seconds, as Redis
 		{"maxmemory", strconv.FormatInt(s.budget.Limit(), 10)},                   // of client buffers (budget.go)
 		{"client-query-buffer-limit", strconv.Itoa(s.cfg.Limits.MaxCommandLen)},
+		{"max-queued-commands", strconv.Itoa(s.cfg.MaxQueuedCommands)}, // per MULTI (tx.go); 0: no cap
 		{"protected-mode", yesNo(!s.cfg.DisableProtectedMode)},
 		{"tls-port", tlsPort(s.cfg.TLS != nil, port)},
 		// Redis answers CONFIG GET requirepass with the password itself;

@@ -52,6 +52,15 @@ type conn struct {
 	// Only the connection's goroutine touches it.
 	lastLookup *command
 
+	// tx is the transaction being queued since MULTI, or nil (tx.go).
+	// sharedHeld is set while the goroutine holds Server.txMu shared for
+	// a command, so that a wait for the socket or an fsync can let go of
+	// it (tx.go); inExec is set while EXEC runs the queued commands.
+	// Only the connection's goroutine touches them.
+	tx         *txState
+	sharedHeld bool
+	inExec     bool
+
 	// frameStart is when the command being read began to arrive (zero
 	// between commands); see readDeadline. Only the connection's goroutine
 	// touches it.
@@ -102,6 +111,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 func (c *conn) serve() {
 	defer func() {
 		c.w.Flush() // best effort: replies to the commands already executed
+		c.endTx()   // a transaction never EXECed runs nothing (tx.go)
 		c.nc.Close()
 		c.rd.Release()
 		c.cancel()
@@ -156,15 +166,15 @@ func (c *conn) exec(args [][]byte) (keep bool) {
 	if cmd == nil {
 		c.srv.obs.unknown.Add(1)
 		if c.user == nil {
-			c.w.WriteErr(errNoAuth) // say nothing of the command set before AUTH
+			c.refuse(errNoAuth) // say nothing of the command set before AUTH
 		} else {
-			c.w.WriteErr(errUnknownCommand(args))
+			c.refuse(errUnknownCommand(args))
 		}
 		return true
 	}
 	if err := c.allowed(cmd); err != nil {
 		cmd.stats.rejected.Add(1)
-		c.w.WriteErr(err)
+		c.refuse(err)
 		return true
 	}
 	c.mu.Lock()
@@ -172,9 +182,27 @@ func (c *conn) exec(args [][]byte) (keep bool) {
 	c.mu.Unlock()
 	if len(args)-1 < cmd.minArgs {
 		cmd.stats.rejected.Add(1)
-		c.w.WriteErr(errWrongArity(cmd.name))
+		c.refuse(errWrongArity(cmd.name))
 		return true
 	}
+	if c.tx != nil && cmd.flags&flagNotQueued == 0 {
+		c.queue(cmd, args) // tx.go
+		return true
+	}
+	if cmd.flags&flagNotQueued != 0 {
+		// MULTI, EXEC, ...: connection state only; EXEC takes the
+		// transaction lock exclusively itself.
+		return c.run(cmd, args, start)
+	}
+	c.lockShared()
+	defer c.unlockShared()
+	return c.run(cmd, args, start)
+}
+
+// run runs cmd's handler, records it (stats.go) and reports whether the
+// connection may continue. start is when the command began (a sinceStart
+// reading). The handler's replies go to c.w.
+func (c *conn) run(cmd *command, args [][]byte, start time.Duration) (keep bool) {
 	before := c.w.Written()
 	defer func() {
 		if p := recover(); p != nil {

@@ -108,6 +108,31 @@
 //	                            commands slower than a threshold
 //	                            (SetSlowlog), in Redis's format; AUTH
 //	                            arguments are redacted
+//	MULTI, EXEC, DISCARD        transactions (below)
+//	WATCH key ...               an error: there are no keys to watch
+//	UNWATCH                     +OK
+//	RESET                       discards the transaction, clears the name,
+//	                            requires AUTH again (with users); +RESET
+//
+// # Transactions
+//
+// After MULTI every command but EXEC, DISCARD, MULTI, WATCH, QUIT and RESET
+// is checked as if it ran (known, allowed, enough arguments, within
+// Config.MaxQueuedCommands and the memory budget), copied and answered
+// +QUEUED. A refused command gets its error and makes EXEC answer
+// "-EXECABORT Transaction discarded because of previous errors." without
+// running anything. EXEC runs the queue while holding a server-wide lock
+// exclusively that every other command holds shared while it runs, so no
+// command interleaves with a transaction; a run-time error is that
+// command's element of EXEC's array and the others run (no rollback). The
+// transaction's writes share one durability wait before EXEC's reply is
+// sent (Ctx.AfterDurable). A closed connection, QUIT, RESET or DISCARD
+// runs none of the queued commands. Queued commands are counted
+// (commandstats, SLOWLOG) when EXEC runs them; EXEC is never slow-logged.
+// See tx.go for the design, including why a command lets go of the lock
+// while it waits for the socket or an fsync (handlers must not hold an
+// engine lock across a reply write or AfterDurable), and docs/PROTOCOL.md
+// for the reply texts and the WATCH-free semantics.
 //
 // # Exposure
 //

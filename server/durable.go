@@ -32,6 +32,9 @@ import "time"
 // on one connection must be waited for by the same function (the last
 // one given is used).
 //
+// Inside EXEC it always records the token: the transaction's writes share
+// one wait, made before EXEC's reply is sent (tx.go).
+//
 // If no further command of this connection has been received, it waits at
 // once and returns wait's error, which the handler returns (and the client
 // gets as an ERR reply) before writing its reply. Otherwise it records the
@@ -42,7 +45,10 @@ func (c *Ctx) AfterDurable(wait func(token uint64) error, token uint64) error {
 		return nil
 	}
 	cn := c.conn
-	if cn.rd.Buffered() == 0 {
+	if cn.rd.Buffered() == 0 && !cn.inExec {
+		// Not with the transaction lock held: a slow disk must not hold
+		// up a transaction (tx.go).
+		defer cn.resumeShared(cn.pauseShared())
 		return wait(token)
 	}
 	cn.holdWait = wait
@@ -74,6 +80,9 @@ func (cn *conn) releaseHold() error {
 type holdWriter struct{ cn *conn }
 
 func (h holdWriter) Write(p []byte) (int, error) {
+	// A handler writing a large reply, or to a slow reader, must not hold
+	// up a transaction while it waits (tx.go).
+	defer h.cn.resumeShared(h.cn.pauseShared())
 	if err := h.cn.releaseHold(); err != nil {
 		return 0, err
 	}

@@ -16,7 +16,12 @@ import "strings"
 // because the client's view of the reply stream can no longer be trusted.
 //
 // A handler may block (for example until its write is durable); it blocks
-// only its own connection. A handler that panics is recovered: the client
+// only its own connection, except that an EXEC waits for the commands
+// running when it arrives to finish, and commands arriving meanwhile wait
+// behind it (tx.go). Waits for the socket and for durability
+// (Ctx.AfterDurable) do not count: the server lets go of the transaction
+// lock for them, so a handler must not hold an engine lock across a reply
+// write or AfterDurable. A handler that panics is recovered: the client
 // gets an error and its connection is closed; the server keeps running.
 type HandlerFunc func(c *Ctx, args [][]byte) error
 

@@ -72,6 +72,11 @@ type Config struct {
 	// writing it (MEM.RETRIEVE ... WITHPAYLOAD); a larger one is refused
 	// with an error. 0 means DefaultMaxReplyBytes, < 0 unlimited.
 	MaxReplyBytes int64
+	// MaxQueuedCommands bounds the commands one MULTI may queue; one more
+	// is refused and makes EXEC discard the transaction (tx.go). 0 means
+	// DefaultMaxQueuedCommands, < 0 unlimited. Queued commands also count
+	// against MaxMemory.
+	MaxQueuedCommands int
 	// DisableProtectedMode lets a server without Users listen beyond
 	// loopback (see ErrProtectedMode). The zero value is the safe one.
 	DisableProtectedMode bool
@@ -107,6 +112,11 @@ type Server struct {
 	statTimeouts       atomic.Int64 // connections closed by a read deadline
 	statOutputTimeouts atomic.Int64 // connections closed because they did not read replies
 
+	// txMu is held shared by every command while it runs and exclusively
+	// by EXEC while it runs a transaction's commands, so that no command
+	// interleaves with a transaction (tx.go).
+	txMu sync.RWMutex
+
 	auth   *authenticator // immutable after New
 	budget Budget         // client memory (budget.go); its limit is set by New
 
@@ -141,6 +151,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.PreAuthLimits = cfg.PreAuthLimits.or(PreAuthLimits)
 	cfg.MaxMemory = defaultSize(cfg.MaxMemory, DefaultMaxMemory)
 	cfg.MaxReplyBytes = defaultSize(cfg.MaxReplyBytes, DefaultMaxReplyBytes)
+	cfg.MaxQueuedCommands = int(defaultSize(int64(cfg.MaxQueuedCommands), DefaultMaxQueuedCommands))
 	cfg.FrameTimeout = defaultDuration(cfg.FrameTimeout, DefaultFrameTimeout)
 	cfg.AuthTimeout = defaultDuration(cfg.AuthTimeout, DefaultAuthTimeout)
 	cfg.OutputTimeout = defaultDuration(cfg.OutputTimeout, DefaultOutputTimeout)

@@ -79,7 +79,7 @@ func (s *Server) observe(c *conn, cmd *command, args [][]byte, start time.Durati
 	if failed {
 		cmd.stats.failed.Add(1)
 	}
-	if t := s.obs.slow.slowerThan.Load(); t >= 0 && d.Microseconds() >= t {
+	if t := s.obs.slow.slowerThan.Load(); t >= 0 && d.Microseconds() >= t && cmd.flags&flagSkipSlowlog == 0 {
 		s.obs.slow.add(c, args, s.start.Add(start), d)
 	}
 	return end

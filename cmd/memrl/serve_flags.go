@@ -92,6 +92,7 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 	maxMemory := sizeFlag(fs, "maxmemory", server.DefaultMaxMemory, "most bytes all clients together may make the server buffer (requests being read, payloads being sent)")
 	queryBuf := sizeFlag(fs, "client-query-buffer-limit", server.DefaultMaxCommandLen, "largest request one client may send (all its arguments)")
 	maxBulk := sizeFlag(fs, "proto-max-bulk-len", server.DefaultMaxBulkLen, "largest single argument")
+	fs.IntVar(&o.cfg.MaxQueuedCommands, "max-queued-commands", server.DefaultMaxQueuedCommands, "most commands one MULTI may queue; more make EXEC discard the transaction (<0: no cap)")
 	maxReply := sizeFlag(fs, "max-reply-bytes", server.DefaultMaxReplyBytes, "largest reply of payloads (MEM.RETRIEVE ... WITHPAYLOAD)")
 
 	o.obs = addObserveFlags(fs)
