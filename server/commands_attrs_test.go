@@ -246,3 +246,29 @@ func TestMemWithAttrsReplySize(t *testing.T) {
 		t.Fatalf("%d rows", len(rows))
 	}
 }
+
+// TestMemReplaceByKeyInTx: the documented way to replace a memory under
+// its key, MEM.DEL … KEY k then MEM.ADD … KEY k in one MULTI/EXEC (here
+// go-redis TxPipelined), swaps it in one step.
+func TestMemReplaceByKeyInTx(t *testing.T) {
+	ts, _ := startMem(t)
+	rdb := ts.client(t)
+	ctx := context.Background()
+	mustDo(t, rdb, "MEM.CREATE", "m", "DIM", 2)
+	mustDo(t, rdb, "MEM.ADD", "m", "VALUES", 2, 1, 0, "KEY", "task-7", "ATTRS", `{"v":1}`)
+	cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Do(ctx, "MEM.DEL", "m", "KEY", "task-7")
+		p.Do(ctx, "MEM.ADD", "m", "VALUES", 2, 0, 1, "KEY", "task-7", "ATTRS", `{"v":2}`)
+		return nil
+	})
+	if err != nil || len(cmds) != 2 {
+		t.Fatalf("TxPipelined: %v (%d replies)", err, len(cmds))
+	}
+	if n, _ := cmds[0].(*redis.Cmd).Int64(); n != 1 {
+		t.Fatalf("MEM.DEL in the transaction deleted %d", n)
+	}
+	id, _ := cmds[1].(*redis.Cmd).Int64()
+	if g := getFields(t, rdb, "m", "KEY", "task-7"); g["id"] != id || g["attrs"] != `{"v":2}` {
+		t.Fatalf("after the transaction: %v, want id %d", g, id)
+	}
+}
