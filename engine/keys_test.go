@@ -187,3 +187,19 @@ func TestClaimLockedBatch(t *testing.T) {
 		t.Fatalf("two keys of one fingerprint in a batch: %d, %v", bad, err)
 	}
 }
+
+// TestInfoCountsKeysAndExpiring: Info reports how many memories have a key
+// and an expiry.
+func TestInfoCountsKeysAndExpiring(t *testing.T) {
+	db, c := openAttrsDB(t, wal.NewMemFS(), Options{SweepInterval: -1})
+	defer db.Close()
+	for i, req := range []AddRequest{{Key: "a"}, {Key: "b", TTL: time.Hour}, {TTL: time.Hour}, {}} {
+		req.Vector = []float32{1, 2, 3, float32(i)}
+		if _, err := c.Add(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if in, _ := c.Info(); in.Keys != 2 || in.Expiring != 2 || in.Count != 4 {
+		t.Fatalf("Info: %+v", in)
+	}
+}

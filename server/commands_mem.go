@@ -472,7 +472,7 @@ func (m memCommands) info(c *Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.WriteArrayHeader(24)
+	c.WriteArrayHeader(20)
 	c.WriteBulkString("name")
 	c.WriteBulkString(in.Name)
 	c.WriteBulkString("dim")
@@ -493,10 +493,6 @@ func (m memCommands) info(c *Ctx, args [][]byte) error {
 	c.WriteInt(int64(in.NextID))
 	c.WriteBulkString("index")
 	c.WriteBulkString(in.Index)
-	c.WriteBulkString("keys")
-	c.WriteInt(int64(in.Keys))
-	c.WriteBulkString("expiring")
-	c.WriteInt(int64(in.Expiring))
 	return nil
 }
 
