@@ -32,7 +32,7 @@ type memExt struct {
 	expires int64  // unix nanoseconds at which the memory expires (expiry.go), or 0 for never
 }
 
-// ext returns m's extension, or the zero one.
+// extOrZero returns m's extension, or the zero one when it has none.
 func (m memory) extOrZero() memExt {
 	if m.ext == nil {
 		return memExt{}
