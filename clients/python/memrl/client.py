@@ -1,0 +1,441 @@
+"""The typed client: one method per MEM.* command, over redis-py.
+
+:class:`Client` runs each command at once; :class:`Pipeline` (from
+:meth:`Client.pipeline`) queues the same methods and runs them in one round
+trip, inside MULTI/EXEC when ``transaction=True``. Both take their method
+set from :class:`_Commands`, which only builds each command's arguments and
+names the function that decodes its reply, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
+
+import redis
+
+from . import _codec as c
+from .errors import from_redis
+from .filters import to_filter
+from .types import CollectionInfo, Hit, Memory, NewMemory, ScanPage
+
+
+
+def _memory_args(m: NewMemory | dict) -> list[Any]:
+    """What MEM.ADD takes after the collection name, for one memory."""
+    if isinstance(m, dict):
+        m = NewMemory(**m)
+    args: list[Any] = [b"FP32", c.pack_vector(m.vector)]
+    if m.id is not None:
+        args += [b"ID", int(m.id)]
+    if m.q is not None:
+        args += [b"Q", c.fmt_float(m.q)]
+    if m.payload is not None:
+        args += [b"PAYLOAD", m.payload.encode("utf-8") if isinstance(m.payload, str) else bytes(m.payload)]
+    if m.attrs is not None:
+        args += [b"ATTRS", c.encode_attrs(m.attrs)]
+    if m.key is not None:
+        args += [b"KEY", c.encode_key(m.key)]
+    if m.ttl is not None:
+        args += [b"TTL", int(m.ttl)]
+    return args
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+class _Commands:
+    """The MEM.* method set. Subclasses define ``_call(args, parse)``.
+
+    Vectors are numpy arrays, lists or tuples of numbers (packed as FP32), or
+    bytes already packed. A memory reference (``ref``) is an int id or a
+    str/bytes key (sent as ``KEY k``). Filters are an expression string in
+    the server's filter language or a dict translated by
+    :func:`memrl.filters.to_filter`.
+    """
+
+    #: Decode vectors to numpy arrays (when numpy is installed) or lists.
+    vectors_as_numpy: bool = c.HAVE_NUMPY
+
+    def _call(self, args: list[Any], parse: Callable[[Any], Any]) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    # --- collections -----------------------------------------------------------
+
+    def create(
+        self,
+        coll: str,
+        dim: int,
+        *,
+        metric: Optional[str] = None,
+        alpha: Optional[float] = None,
+        gamma: Optional[float] = None,
+        qinit: Optional[float] = None,
+        index: Optional[str] = None,
+        nlist: Optional[int] = None,
+        pqm: Optional[int] = None,
+        pqbits: Optional[int] = None,
+        train: Optional[int] = None,
+        indexed: Optional[Sequence[str]] = None,
+    ) -> Any:
+        """MEM.CREATE: a collection of ``dim``-dimensional vectors.
+
+        ``metric`` is COSINE (default), L2 or IP; ``alpha`` the learning rate,
+        ``gamma`` the discount, ``qinit`` new memories' Q; ``index`` FLAT or
+        IVFPQ with its shape; ``indexed`` attribute fields to keep a filter
+        index for (``INDEXED f1,f2``). Raises CollectionExists if the name is
+        taken.
+        """
+        args: list[Any] = ["MEM.CREATE", coll, "DIM", int(dim)]
+        if metric is not None:
+            args += ["METRIC", metric.upper()]
+        for name, v in (("ALPHA", alpha), ("GAMMA", gamma), ("QINIT", qinit)):
+            if v is not None:
+                args += [name, c.fmt_float(v)]
+        if index is not None:
+            args += ["INDEX", index.upper()]
+        for name, v in (("NLIST", nlist), ("PQM", pqm), ("PQBITS", pqbits), ("TRAIN", train)):
+            if v is not None:
+                args += [name, int(v)]
+        if indexed:
+            args += ["INDEXED", ",".join(indexed)]
+        return self._call(args, c.ok)
+
+    def drop(self, coll: str) -> Any:
+        """MEM.DROP: delete a collection and all its memories."""
+        return self._call(["MEM.DROP", coll], c.ok)
+
+    def list(self) -> Any:
+        """MEM.LIST: the collection names, sorted."""
+        return self._call(["MEM.LIST"], lambda r: [x.decode("utf-8") for x in r])
+
+    def info(self, coll: str) -> Any:
+        """MEM.INFO as a :class:`CollectionInfo`."""
+        return self._call(["MEM.INFO", coll], c.parse_info)
+
+    def index_add(self, coll: str, field: str) -> Any:
+        """MEM.INDEX coll ADD field: keep a filter index for one more attribute field."""
+        return self._call(["MEM.INDEX", coll, "ADD", field], c.ok)
+
+    def verify(self, coll: str) -> Any:
+        """MEM.VERIFY: checksums of every row and payload, as a dict; raises DataDamaged."""
+        return self._call(["MEM.VERIFY", coll], lambda r: {k: (v.decode() if isinstance(v, bytes) else v) for k, v in c.pairs(r).items()})
+
+    def checkpoint(self, full: bool = False) -> Any:
+        """MEM.CHECKPOINT [FULL]: write a checkpoint now."""
+        return self._call(["MEM.CHECKPOINT"] + (["FULL"] if full else []), c.ok)
+
+    # --- memories --------------------------------------------------------------
+
+    def add(
+        self,
+        coll: str,
+        vector: Any,
+        *,
+        id: Optional[int] = None,
+        q: Optional[float] = None,
+        payload: Optional[bytes | str] = None,
+        attrs: Optional[dict[str, Any]] = None,
+        key: Optional[str | bytes] = None,
+        ttl: Optional[int] = None,
+    ) -> Any:
+        """MEM.ADD: store one memory; returns its id.
+
+        ``payload`` is opaque bytes (a str is sent as UTF-8), ``attrs`` a dict
+        stored as JSON, ``key`` a unique external name, ``ttl`` seconds to
+        live. Raises MemoryExists if ``id`` or ``key`` is live.
+        """
+        m = NewMemory(vector=vector, id=id, q=q, payload=payload, attrs=attrs, key=key, ttl=ttl)
+        return self._call(["MEM.ADD", coll] + _memory_args(m), int)
+
+    def madd(self, coll: str, memories: Iterable[NewMemory | dict]) -> Any:
+        """MEM.MADD: store many memories, all or nothing, with one fsync; returns their ids in order.
+
+        Each memory is a :class:`NewMemory` or a dict of its fields.
+        """
+        args: list[Any] = ["MEM.MADD", coll]
+        n = 0
+        for m in memories:
+            args += _memory_args(m)
+            n += 1
+        if n == 0:
+            raise ValueError("madd needs at least one memory")
+        return self._call(args, lambda r: [int(x) for x in r])
+
+    def retrieve(
+        self,
+        coll: str,
+        vector: Any,
+        *,
+        k1: Optional[int] = None,
+        k2: Optional[int] = None,
+        lam: Optional[float] = None,
+        delta: Optional[float] = None,
+        nprobe: Optional[int] = None,
+        refine: Optional[int] = None,
+        filter: Any = None,
+        with_payload: bool = False,
+        with_attrs: bool = False,
+        with_keys: bool = False,
+    ) -> Any:
+        """MEM.RETRIEVE: the K1 most similar memories (similarity ≥ ``delta``), the best K2 by
+        ``(1-lam)·z(sim) + lam·z(Q)``, as :class:`Hit` rows best first.
+
+        ``lam=0`` is plain similarity search. ``filter`` keeps only memories
+        whose attributes match it (an expression string or a dict).
+        """
+        args: list[Any] = ["MEM.RETRIEVE", coll, b"FP32", c.pack_vector(vector)]
+        for name, v in (("K1", k1), ("K2", k2), ("NPROBE", nprobe), ("REFINE", refine)):
+            if v is not None:
+                args += [name, int(v)]
+        if lam is not None:
+            args += ["LAMBDA", c.fmt_float(lam)]
+        if delta is not None:
+            args += ["DELTA", c.fmt_float(delta)]
+        expr = to_filter(filter)
+        if expr is not None:
+            args += ["FILTER", expr]
+        if with_payload:
+            args.append("WITHPAYLOAD")
+        if with_attrs:
+            args.append("WITHATTRS")
+        if with_keys:
+            args.append("WITHKEYS")
+        return self._call(args, lambda r: c.parse_hits(r, with_payload, with_attrs, with_keys))
+
+    def reward(self, coll: str, reward: float, refs: Iterable[int | str | bytes], *, next_q: Optional[float] = None) -> Any:
+        """MEM.REWARD: ``Q ← Q + α(reward + γ·next_q − Q)`` for each memory named; returns the new Qs.
+
+        All memories must exist, or nothing changes (NoSuchMemory).
+        """
+        args: list[Any] = ["MEM.REWARD", coll, c.fmt_float(reward)]
+        n = 0
+        for ref in refs:
+            args += c.ref_args(ref)
+            n += 1
+        if n == 0:
+            raise ValueError("reward needs at least one memory")
+        if next_q is not None:
+            args += ["NEXTQ", c.fmt_float(next_q)]
+        return self._call(args, lambda r: [c.fnum(x) for x in r])
+
+    def get(self, coll: str, ref: int | str | bytes, *, with_vector: bool = False) -> Any:
+        """MEM.GET as a :class:`Memory`; raises NoSuchMemory when none has that id or key."""
+        args = ["MEM.GET", coll] + c.ref_args(ref) + (["WITHVECTOR"] if with_vector else [])
+        nump = self.vectors_as_numpy
+        return self._call(args, lambda r: c.parse_memory(r, nump))
+
+    def mget(self, coll: str, refs: Iterable[int | str | bytes], *, with_vector: bool = False) -> Any:
+        """MEM.MGET: a :class:`Memory` (or None where none is found) per reference, in order."""
+        args: list[Any] = ["MEM.MGET", coll]
+        for ref in refs:
+            args += c.ref_args(ref)
+        if with_vector:
+            args.append("WITHVECTOR")
+        nump = self.vectors_as_numpy
+        return self._call(args, lambda r: [c.parse_memory(x, nump) for x in r])
+
+    def delete(self, coll: str, *refs: int | str | bytes) -> Any:
+        """MEM.DEL: delete the memories named; returns how many were deleted."""
+        if not refs:
+            raise ValueError("delete needs at least one memory")
+        args: list[Any] = ["MEM.DEL", coll]
+        for ref in refs:
+            args += c.ref_args(ref)
+        return self._call(args, int)
+
+    def delete_where(self, coll: str, filter: Any) -> Any:
+        """MEM.DEL coll FILTER expr: delete every memory whose attributes match; returns the count."""
+        expr = to_filter(filter)
+        if expr is None:
+            raise ValueError("delete_where needs a filter")
+        return self._call(["MEM.DEL", coll, "FILTER", expr], int)
+
+    def count(self, coll: str, filter: Any = None) -> Any:
+        """MEM.COUNT [FILTER expr]: how many memories (match)."""
+        expr = to_filter(filter)
+        return self._call(["MEM.COUNT", coll] + (["FILTER", expr] if expr is not None else []), int)
+
+    def scan(
+        self,
+        coll: str,
+        cursor: int = 0,
+        *,
+        count: Optional[int] = None,
+        filter: Any = None,
+        with_payload: bool = False,
+        with_vector: bool = False,
+    ) -> Any:
+        """MEM.SCAN: one page of memories in id order, as a :class:`ScanPage`.
+
+        Start with cursor 0 and pass each page's cursor on until it is 0 (a
+        short page is not the end). See :meth:`Client.scan_iter`.
+        """
+        args: list[Any] = ["MEM.SCAN", coll, int(cursor)]
+        if count is not None:
+            args += ["COUNT", int(count)]
+        expr = to_filter(filter)
+        if expr is not None:
+            args += ["FILTER", expr]
+        if with_payload:
+            args.append("WITHPAYLOAD")
+        if with_vector:
+            args.append("WITHVECTOR")
+        nump = self.vectors_as_numpy
+        return self._call(args, lambda r: ScanPage(int(r[0]), [c.parse_memory(x, nump) for x in r[1]]))
+
+    # --- attributes, payloads, expiry --------------------------------------------
+
+    def set_attrs(self, coll: str, ref: int | str | bytes, attrs: Optional[dict[str, Any]]) -> Any:
+        """MEM.SETATTR: replace the memory's attributes (None removes them)."""
+        return self._call(["MEM.SETATTR", coll] + c.ref_args(ref) + [c.encode_attrs(attrs)], c.ok)
+
+    def get_attrs(self, coll: str, ref: int | str | bytes) -> Any:
+        """MEM.GETATTR: the attributes as a dict, or None when the memory has none."""
+        return self._call(["MEM.GETATTR", coll] + c.ref_args(ref), c.decode_attrs)
+
+    def set_payload(self, coll: str, ref: int | str | bytes, payload: bytes | str) -> Any:
+        """MEM.SETPAYLOAD: replace the memory's payload."""
+        p = payload.encode("utf-8") if isinstance(payload, str) else bytes(payload)
+        return self._call(["MEM.SETPAYLOAD", coll] + c.ref_args(ref) + [p], c.ok)
+
+    def expire(self, coll: str, ref: int | str | bytes, seconds: int) -> Any:
+        """MEM.EXPIRE: time to live from now (≤ 0 deletes now); returns True."""
+        return self._call(["MEM.EXPIRE", coll] + c.ref_args(ref) + [int(seconds)], lambda r: int(r) == 1)
+
+    def persist(self, coll: str, ref: int | str | bytes) -> Any:
+        """MEM.PERSIST: remove the expiry; True if there was one."""
+        return self._call(["MEM.PERSIST", coll] + c.ref_args(ref), lambda r: int(r) == 1)
+
+    def ttl(self, coll: str, ref: int | str | bytes) -> Any:
+        """MEM.TTL: seconds left, or -1 when the memory never expires."""
+        return self._call(["MEM.TTL", coll] + c.ref_args(ref), int)
+
+    # --- connection ----------------------------------------------------------------
+
+    def ping(self) -> Any:
+        return self._call(["PING"], lambda r: r in (True, b"PONG"))
+
+
+class Client(_Commands):
+    """A memrl connection pool (redis-py's), safe to share between threads.
+
+    ``Client(host, port, password=…, username=…, ssl=…)`` takes redis-py's
+    ``Redis`` keyword arguments, except ``decode_responses``, which must stay
+    off (payloads are binary; this client decodes each field itself). Or wrap
+    an existing ``redis.Redis`` with ``Client(redis=r)``.
+
+    Every method raises this package's exceptions (:mod:`memrl.errors`),
+    never redis-py's.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 6390, *, redis_client: Optional[redis.Redis] = None, **kwargs: Any):
+        if kwargs.get("decode_responses"):
+            raise ValueError("decode_responses=True would corrupt binary payloads; memrl.Client decodes replies itself")
+        if redis_client is None:
+            redis_client = redis.Redis(host=host, port=port, **kwargs)
+        elif redis_client.connection_pool.connection_kwargs.get("decode_responses"):
+            raise ValueError("the redis.Redis given has decode_responses=True; memrl.Client needs it off")
+        self.redis = redis_client
+
+    @classmethod
+    def from_url(cls, url: str, **kwargs: Any) -> "Client":
+        """``redis://[user:password@]host:port`` (or ``rediss://`` for TLS)."""
+        return cls(redis_client=redis.Redis.from_url(url, **kwargs))
+
+    def _call(self, args: list[Any], parse: Callable[[Any], Any]) -> Any:
+        try:
+            reply = self.redis.execute_command(*args)
+        except redis.RedisError as e:
+            raise from_redis(e) from e
+        return parse(reply)
+
+    def scan_iter(self, coll: str, *, count: Optional[int] = None, filter: Any = None, with_payload: bool = False, with_vector: bool = False) -> Iterator[Memory]:
+        """Every memory of the collection, page by page (MEM.SCAN until the cursor is 0).
+
+        Each memory present for the whole iteration is yielded exactly once.
+        """
+        cursor = 0
+        while True:
+            page = self.scan(coll, cursor, count=count, filter=filter, with_payload=with_payload, with_vector=with_vector)
+            yield from page.memories
+            cursor = page.cursor
+            if cursor == 0:
+                return
+
+    def pipeline(self, transaction: bool = True) -> "Pipeline":
+        """Queue commands and send them together; with ``transaction=True`` inside MULTI/EXEC,
+        so no other client's command runs between them (there is no rollback: a command
+        that fails at EXEC is that command's result, the others run).
+
+        Use as a context manager::
+
+            with client.pipeline() as p:
+                p.delete("plans", "task-9")
+                p.add("plans", vec, key="task-9")
+                _, new_id = p.execute()
+        """
+        return Pipeline(self.redis.pipeline(transaction=transaction), self.vectors_as_numpy)
+
+    def close(self) -> None:
+        self.redis.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Pipeline(_Commands):
+    """Queued commands (see :meth:`Client.pipeline`). Each method returns the pipeline;
+    :meth:`execute` returns the decoded results in order."""
+
+    def __init__(self, pipe: Any, vectors_as_numpy: bool):
+        self._pipe = pipe
+        self._parsers: list[Callable[[Any], Any]] = []
+        self.vectors_as_numpy = vectors_as_numpy
+
+    def _call(self, args: list[Any], parse: Callable[[Any], Any]) -> "Pipeline":
+        self._pipe.execute_command(*args)
+        self._parsers.append(parse)
+        return self
+
+    def execute(self, raise_on_error: bool = True) -> list[Any]:
+        """Send the queued commands; return each one's decoded result.
+
+        With ``raise_on_error`` the first failed command's exception is raised
+        (the others still ran); without it each failure is returned in its
+        place as an exception object. A transaction the server refused whole
+        (EXECABORT) raises TransactionError: nothing in it ran.
+        """
+        parsers, self._parsers = self._parsers, []
+        try:
+            replies = self._pipe.execute(raise_on_error=False)
+        except redis.RedisError as e:
+            raise from_redis(e) from e
+        out: list[Any] = []
+        for parse, r in zip(parsers, replies):
+            if isinstance(r, BaseException):
+                out.append(from_redis(r))
+            else:
+                out.append(parse(r))
+        if raise_on_error:
+            for r in out:
+                if isinstance(r, BaseException):
+                    raise r
+        return out
+
+    def reset(self) -> None:
+        """Drop the queued commands."""
+        self._parsers = []
+        self._pipe.reset()
+
+    def __len__(self) -> int:
+        return len(self._parsers)
+
+    def __enter__(self) -> "Pipeline":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.reset()
