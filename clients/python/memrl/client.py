@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 import redis
 
 from . import _codec as c
-from .errors import from_redis
+from .errors import ResponseError, TransactionError, from_redis
 from .filters import to_filter
 from .types import CollectionInfo, Hit, Memory, NewMemory, ScanPage
 
@@ -375,7 +375,7 @@ class Client(_Commands):
                 p.add("plans", vec, key="task-9")
                 _, new_id = p.execute()
         """
-        return Pipeline(self.redis.pipeline(transaction=transaction), self.vectors_as_numpy)
+        return Pipeline(self.redis.pipeline(transaction=transaction), self.vectors_as_numpy, transaction)
 
     def close(self) -> None:
         self.redis.close()
@@ -391,8 +391,9 @@ class Pipeline(_Commands):
     """Queued commands (see :meth:`Client.pipeline`). Each method returns the pipeline;
     :meth:`execute` returns the decoded results in order."""
 
-    def __init__(self, pipe: Any, vectors_as_numpy: bool):
+    def __init__(self, pipe: Any, vectors_as_numpy: bool, transaction: bool):
         self._pipe = pipe
+        self._transaction = transaction
         self._parsers: list[Callable[[Any], Any]] = []
         self.vectors_as_numpy = vectors_as_numpy
 
@@ -413,7 +414,14 @@ class Pipeline(_Commands):
         try:
             replies = self._pipe.execute(raise_on_error=False)
         except redis.RedisError as e:
-            raise from_redis(e) from e
+            err = from_redis(e)
+            if self._transaction and isinstance(err, ResponseError) and not isinstance(err, TransactionError):
+                # redis-py raises the error of the command refused while queuing
+                # (EXEC then answered EXECABORT): the whole transaction ran nothing.
+                t = TransactionError(f"transaction discarded, nothing ran: {err}", "EXECABORT")
+                t.command_error = err
+                raise t from e
+            raise err from e
         out: list[Any] = []
         for parse, r in zip(parsers, replies):
             if isinstance(r, BaseException):

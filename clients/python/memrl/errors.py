@@ -113,7 +113,12 @@ class ServerLimit(ResponseError):
 
 
 class TransactionError(ResponseError):
-    """MULTI/EXEC misuse, or EXEC refused (``EXECABORT``): the transaction ran nothing."""
+    """MULTI/EXEC misuse, or EXEC refused (``EXECABORT``): the transaction ran nothing.
+
+    When a command was refused while queuing, ``command_error`` is its error.
+    """
+
+    command_error: "ResponseError | None" = None
 
 
 class WatchNotSupported(ResponseError):
@@ -187,13 +192,12 @@ def classify(line: str) -> ResponseError:
 
     A line without a kind word (redis-py strips ``ERR``) is taken as ``ERR``.
     """
-    kind, sep, rest = line.partition(" ")
+    kind, _, rest = line.partition(" ")
     if kind in _KIND_CLASSES:
         return _KIND_CLASSES[kind](rest, kind)
     if kind == "ERR":
         line = rest
-    elif kind and kind.isalpha() and kind.isupper() and sep:
-        # A kind this client does not know (NOPROTO, …): keep it.
+    elif kind == "NOPROTO":  # HELLO 3: the server speaks RESP2 only
         return ResponseError(rest, kind)
     low = line.lower()
     for prefix, cls in _ERR_RULES:
@@ -202,6 +206,19 @@ def classify(line: str) -> ResponseError:
     if " must be " in low:  # "K1 must be an integer, got …"
         return CommandSyntaxError(line, "ERR")
     return ResponseError(line, "ERR")
+
+
+_PIPELINE_NOTE = ") of pipeline caused error: "
+
+
+def _strip_pipeline_note(msg: str) -> str:
+    """redis-py prefixes a pipelined command's error with ``Command # n (args) of pipeline
+    caused error: ``; the server's own line follows it."""
+    if msg.startswith("Command # "):
+        _, sep, rest = msg.partition(_PIPELINE_NOTE)
+        if sep:
+            return rest
+    return msg
 
 
 def from_redis(exc: BaseException) -> BaseException:
@@ -217,7 +234,7 @@ def from_redis(exc: BaseException) -> BaseException:
     elif isinstance(exc, (_rx.ConnectionError, _rx.TimeoutError)):
         out = ConnectionFailed(str(exc))
     elif isinstance(exc, _rx.ResponseError):
-        out = classify(str(exc))
+        out = classify(_strip_pipeline_note(str(exc)))
     else:
         return exc
     out.__cause__ = exc

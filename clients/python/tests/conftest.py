@@ -1,0 +1,109 @@
+"""Fixtures: a real memrl server for the whole test session.
+
+The server is the binary at $MEMRL_BIN, or cmd/memrl built once with `go build`
+into a temp folder. It serves a free loopback port with a temp data folder
+(--sync none: these tests are about the client, not durability) and is
+stopped at the end. Each test gets its own collection name.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # import memrl from the folder
+
+import memrl  # noqa: E402
+
+REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _binary(tmp: str) -> str:
+    path = os.environ.get("MEMRL_BIN")
+    if path:
+        return path
+    path = os.path.join(tmp, "memrl")
+    env = dict(os.environ)
+    env["PATH"] = "/usr/local/go/bin:" + env.get("PATH", "")
+    env.setdefault("GOFLAGS", "-mod=mod")
+    subprocess.run(["go", "build", "-o", path, "./cmd/memrl"], cwd=REPO, env=env, check=True)
+    return path
+
+
+class Server:
+    def __init__(self, binary: str, tmp: str):
+        self.binary = binary
+        self.dir = os.path.join(tmp, "data")
+        self.port = 0
+        self.proc: subprocess.Popen | None = None
+        self.log = os.path.join(tmp, "server.log")
+
+    def start(self) -> None:
+        for _ in range(3):  # the free port can be taken between probe and listen
+            self.port = _free_port()
+            with open(self.log, "ab") as log:
+                self.proc = subprocess.Popen(
+                    [self.binary, "serve", "--addr", f"127.0.0.1:{self.port}", "--dir", self.dir, "--sync", "none"],
+                    stdout=log, stderr=subprocess.STDOUT,
+                )
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                try:
+                    if memrl.Client(port=self.port, socket_timeout=2).ping():
+                        return
+                except memrl.ConnectionFailed:
+                    time.sleep(0.05)
+            self.stop()
+        with open(self.log) as f:
+            raise RuntimeError("memrl serve did not start:\n" + f.read()[-4000:])
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+
+@pytest.fixture(scope="session")
+def server():
+    with tempfile.TemporaryDirectory(prefix="memrl-pytest-") as tmp:
+        s = Server(_binary(tmp), tmp)
+        s.start()
+        try:
+            yield s
+        finally:
+            s.stop()
+
+
+@pytest.fixture
+def client(server):
+    c = memrl.Client(port=server.port)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def coll(client):
+    """A fresh collection name (not created), dropped after the test if it exists."""
+    name = "t_" + uuid.uuid4().hex[:12]
+    yield name
+    if name in client.list():
+        client.drop(name)
