@@ -14,6 +14,8 @@ derive from redis-py's ``ResponseError`` (and the connection ones from its
 
 from __future__ import annotations
 
+import re
+
 import redis.exceptions as _rx
 
 
@@ -29,8 +31,11 @@ class ResponseError(MemrlError, _rx.ResponseError):
     """The server refused the command with an error reply.
 
     ``kind`` is the reply's first word (``ERR``, ``NOPERM``, …) and
-    ``message`` the rest. A refused command changed nothing.
+    ``message`` the rest. A refused command changed nothing. For MEM.MADD,
+    ``position`` is the memory at fault, counting from 1 (else None).
     """
+
+    position: "int | None" = None
 
     def __init__(self, message: str, kind: str = "ERR"):
         super().__init__(message)
@@ -169,6 +174,8 @@ _ERR_RULES: list[tuple[str, type[ResponseError]]] = [
     ("watch ", WatchNotSupported),
 ]
 
+_BATCH_POSITION = re.compile(r"^memory (\d+): ")
+
 # Kinds of error reply besides ERR, by their first word.
 _KIND_CLASSES: dict[str, type[ResponseError]] = {
     "NOAUTH": AuthError,
@@ -199,13 +206,17 @@ def classify(line: str) -> ResponseError:
         line = rest
     elif kind == "NOPROTO":  # HELLO 3: the server speaks RESP2 only
         return ResponseError(rest, kind)
-    low = line.lower()
-    for prefix, cls in _ERR_RULES:
-        if low.startswith(prefix):
-            return cls(line, "ERR")
-    if " must be " in low:  # "K1 must be an integer, got …"
-        return CommandSyntaxError(line, "ERR")
-    return ResponseError(line, "ERR")
+    # MEM.MADD names the memory at fault: "memory 3: <the rule>".
+    at = _BATCH_POSITION.match(line)
+    rule = line[at.end():] if at else line
+    low = rule.lower()
+    cls = next((cl for prefix, cl in _ERR_RULES if low.startswith(prefix)), None)
+    if cls is None:
+        cls = CommandSyntaxError if " must be " in low else ResponseError  # "K1 must be an integer, got …"
+    err = cls(line, "ERR")
+    if at:
+        err.position = int(at.group(1))
+    return err
 
 
 _PIPELINE_NOTE = ") of pipeline caused error: "

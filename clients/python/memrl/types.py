@@ -34,6 +34,7 @@ class Memory:
     asked for (``with_vector``): a numpy float32 array when numpy is
     installed, else a list of floats; in a COSINE collection it is the stored,
     normalised vector. ``payload`` is None when a scan did not ask for it.
+    ``==`` compares every field but the vector.
     """
 
     id: int
@@ -46,7 +47,8 @@ class Memory:
     attrs: Optional[dict[str, Any]] = None
     key: Optional[str | bytes] = None
     expires: Optional[int] = None
-    vector: Any = None
+    # Not compared by ==: numpy arrays have no single truth value.
+    vector: Any = field(default=None, compare=False)
     # Fields a newer server sends that this client does not know, raw.
     extra: dict[str, Any] = field(default_factory=dict)
 

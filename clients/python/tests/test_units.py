@@ -54,6 +54,12 @@ def test_classify(line, cls):
     assert str(e).startswith(kind + " ")
 
 
+def test_classify_batch_position():
+    e = classify('ERR memory 3: memory id already exists: 9 (named earlier in the batch)')
+    assert type(e) is memrl.MemoryExists and e.position == 3
+    assert classify("ERR memory id already exists: 9").position is None
+
+
 def test_classify_unknown_error_is_plain_response_error():
     e = classify("ERR something new")
     assert type(e) is memrl.ResponseError and e.message == "something new"
