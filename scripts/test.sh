@@ -33,6 +33,23 @@ go test -race -count=1 -timeout 20m ./...
 # The Python client (clients/python) against a real server: its pytest
 # fixture starts one binary, built here once, on a free loopback port.
 pybin="$(mktemp -d)"
-trap 'rm -rf "$pybin"' EXIT
+srvpid=""
+cleanup() {
+  if [ -n "$srvpid" ]; then kill "$srvpid" 2>/dev/null || true; wait "$srvpid" 2>/dev/null || true; fi
+  rm -rf "$pybin"
+}
+trap cleanup EXIT
 go build -o "$pybin/memrl" ./cmd/memrl
 MEMRL_BIN="$pybin/memrl" /usr/bin/python3 -m pytest -q -p no:cacheprovider clients/python/tests
+
+# The agent loop example (README) against a fresh server: a short run that
+# must show learning (--check: λ=0.5 ends above its first epoch and above λ=0).
+port="$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+"$pybin/memrl" serve --addr "127.0.0.1:$port" --dir "$pybin/data" --sync none >"$pybin/serve.log" 2>&1 &
+srvpid=$!
+for _ in $(seq 100); do
+  if redis-cli -p "$port" ping >/dev/null 2>&1; then break; fi
+  sleep 0.1
+done
+/usr/bin/python3 examples/python/agent_loop.py --port "$port" --short --compare --check ||
+  { cat "$pybin/serve.log" >&2; exit 1; }
