@@ -45,8 +45,10 @@ def _binary(tmp: str) -> str:
 
 
 class Server:
-    def __init__(self, binary: str, tmp: str):
+    def __init__(self, binary: str, tmp: str, extra: list[str] | None = None, password: str | None = None):
         self.binary = binary
+        self.extra = extra or []
+        self.password = password
         self.dir = os.path.join(tmp, "data")
         self.port = 0
         self.proc: subprocess.Popen | None = None
@@ -57,13 +59,13 @@ class Server:
             self.port = _free_port()
             with open(self.log, "ab") as log:
                 self.proc = subprocess.Popen(
-                    [self.binary, "serve", "--addr", f"127.0.0.1:{self.port}", "--dir", self.dir, "--sync", "none"],
+                    [self.binary, "serve", "--addr", f"127.0.0.1:{self.port}", "--dir", self.dir, "--sync", "none"] + self.extra,
                     stdout=log, stderr=subprocess.STDOUT,
                 )
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and self.proc.poll() is None:
                 try:
-                    if memrl.Client(port=self.port, socket_timeout=2).ping():
+                    if memrl.Client(port=self.port, socket_timeout=2, password=self.password).ping():
                         return
                 except memrl.ConnectionFailed:
                     time.sleep(0.05)
@@ -83,9 +85,14 @@ class Server:
 
 
 @pytest.fixture(scope="session")
-def server():
+def binary(tmp_path_factory):
+    return _binary(str(tmp_path_factory.mktemp("bin")))
+
+
+@pytest.fixture(scope="session")
+def server(binary):
     with tempfile.TemporaryDirectory(prefix="memrl-pytest-") as tmp:
-        s = Server(_binary(tmp), tmp)
+        s = Server(binary, tmp)
         s.start()
         try:
             yield s
