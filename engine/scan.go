@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+)
+
+// Scans and counts.
+//
+// A scan reads a collection's memories a page at a time, in increasing id
+// order, with a stateless cursor: the id to start from (0 starts). Each
+// page returns the cursor of the next one, one above its last id, or 0 when
+// no live id is left above it. Ids are stable (a memory keeps its id for
+// its life, whereas rows move: compaction will rewrite them), so a memory
+// live for the whole scan is returned exactly once, whatever is added or
+// deleted between pages: it is in exactly one page's id range, and that
+// page sees it. A memory added or deleted during the scan may or may not
+// be returned; an id deleted and added again counts as added during it.
+//
+// The live ids are kept in a roaring64 bitmap beside the memory table
+// (Collection.liveIDs), so a page costs O(page) plus a skip over the
+// bitmap's containers below the cursor (one per 2^16 ids in use for dense
+// ids; the 1M ids of a collection filled by adds without ID are 16), not a
+// sort of the collection.
+
+// MaxScanCount bounds ScanOptions.Count: a page is read under the
+// collection's read lock, which holds off adds and deletes meanwhile.
+const MaxScanCount = 1000
+
+// ScanOptions say what a scan page holds.
+type ScanOptions struct {
+	Count       int  // most memories in the page, 1..MaxScanCount
+	WithPayload bool // copy each memory's payload into MemoryInfo.Payload
+	WithVector  bool // copy each memory's vector (as stored) into MemoryInfo.Vector
+	// MaxBytes, when above 0, ends the page early once the payloads and
+	// vectors copied into it reach MaxBytes, so that a page of large
+	// payloads is bounded in memory. A page always holds at least one
+	// memory when one is left, so a scan always progresses.
+	MaxBytes int64
+}
+
+// Scan returns the page of live memories with ids at least cursor, in
+// increasing id order, and the cursor of the next page: 0 when the scan is
+// complete. Payload and Vector are set only when asked for. A memory whose
+// row or payload fails its checksum fails the page with an error wrapping
+// ErrCorrupt that names it, as Get does.
+func (c *Collection) Scan(cursor uint64, opt ScanOptions) ([]MemoryInfo, uint64, error) {
+	if opt.Count < 1 || opt.Count > MaxScanCount {
+		return nil, 0, fmt.Errorf("%w: COUNT must be 1..%d, got %d", ErrBadParam, MaxScanCount, opt.Count)
+	}
+	if err := c.rlockLive(); err != nil {
+		return nil, 0, err
+	}
+	defer c.mu.RUnlock()
+	it := c.liveIDs.Iterator()
+	it.AdvanceIfNeeded(cursor)
+	var (
+		page  []MemoryInfo
+		bytes int64
+		last  uint64
+	)
+	for it.HasNext() && len(page) < opt.Count && (opt.MaxBytes <= 0 || bytes < opt.MaxBytes || len(page) == 0) {
+		id := it.Next()
+		mi, err := c.readLocked(id, opt.WithPayload, opt.WithVector)
+		if err != nil {
+			return nil, 0, err
+		}
+		bytes += int64(len(mi.Payload)) + 4*int64(len(mi.Vector))
+		page = append(page, mi)
+		last = id
+	}
+	next := uint64(0)
+	if it.HasNext() {
+		next = last + 1 // <= MaxID: a live id is above last
+	}
+	return page, next, nil
+}
+
+// readLocked returns memory id's information, with its payload and vector
+// when asked for, each verified against its checksum.
+// REQUIRES: c.mu held at least for reading; id is live.
+func (c *Collection) readLocked(id uint64, withPayload, withVector bool) (MemoryInfo, error) {
+	m := c.mems[id]
+	e, _ := c.q.Get(id)
+	mi := MemoryInfo{
+		ID: id, Q: e.Q, Visits: e.Visits, LastReward: e.LastReward, MeanReward: e.MeanReward(),
+		Created: time.Unix(0, m.created), Updated: time.Unix(0, e.Updated),
+	}
+	if withPayload {
+		p, err := c.pays.get(id, m.payOff, m.payLen)
+		if err != nil {
+			return MemoryInfo{}, c.reportLocked(err)
+		}
+		mi.Payload = p
+	}
+	if withVector {
+		if err := c.vecs.checkRow(m.row); err != nil {
+			return MemoryInfo{}, c.reportLocked(fmt.Errorf("memory %d: %w", id, err))
+		}
+		mi.Vector = append([]float32(nil), c.vecs.row(m.row)...)
+	}
+	return mi, nil
+}
+
+// Count returns the number of live memories.
+func (c *Collection) Count() (int, error) {
+	if err := c.rlockLive(); err != nil {
+		return 0, err
+	}
+	defer c.mu.RUnlock()
+	return len(c.mems), nil
+}
+
+// PayloadSizes returns the payload length of each memory named, or -1 for
+// an id that is not live, so that a caller can bound a reply before it
+// reads the payloads.
+func (c *Collection) PayloadSizes(ids []uint64) ([]int64, error) {
+	if err := c.rlockLive(); err != nil {
+		return nil, err
+	}
+	defer c.mu.RUnlock()
+	out := make([]int64, len(ids))
+	for i, id := range ids {
+		out[i] = -1
+		if m, ok := c.mems[id]; ok {
+			out[i] = int64(m.payLen)
+		}
+	}
+	return out, nil
+}
