@@ -24,6 +24,7 @@ func (s *Server) RegisterMem(db *engine.DB) {
 	s.Register("MEM.INFO", 1, m.info, ReadOnly)
 	s.Register("MEM.CHECKPOINT", 0, m.checkpoint)
 	s.Register("MEM.VERIFY", 1, m.verify)
+	m.registerBatch(s) // MEM.MADD, MEM.MGET, MEM.SCAN, MEM.COUNT: commands_batch.go
 	s.AddInfoSection("memrl", m.infoSection)
 	s.registerMemObservability(db) // info_mem.go
 }
@@ -124,28 +125,9 @@ func (m memCommands) add(c *Ctx, args [][]byte) error {
 		return err
 	}
 	a := argList{args: args, i: 1}
-	var req engine.AddRequest
-	if req.Vector, err = a.vector(); err != nil {
+	req, err := parseMemory(&a, "MEM.ADD", false) // shared with MEM.MADD: commands_batch.go
+	if err != nil {
 		return err
-	}
-	for a.more() {
-		switch k := a.keyword(); k {
-		case "ID":
-			req.ID, err = a.uint64("ID")
-			req.HasID = true
-		case "Q":
-			req.Q, err = a.float("Q")
-			req.HasQ = true
-		case "PAYLOAD":
-			var p []byte
-			p, err = a.next("PAYLOAD")
-			req.Payload = bytes.Clone(p) // args alias the read buffer
-		default:
-			err = fmt.Errorf("syntax error: unknown MEM.ADD option %q", k)
-		}
-		if err != nil {
-			return err
-		}
 	}
 	id, ticket, err := coll.AddDeferred(req)
 	if err != nil {
@@ -309,9 +291,13 @@ func (m memCommands) reward(c *Ctx, args [][]byte) error {
 	return nil
 }
 
-// MEM.GET coll id
+// MEM.GET coll id [WITHVECTOR]
 func (m memCommands) get(c *Ctx, args [][]byte) error {
-	if len(args) != 2 {
+	withVector := len(args) == 3 && bytes.EqualFold(args[2], []byte("WITHVECTOR"))
+	if len(args) == 3 && !withVector {
+		return fmt.Errorf("syntax error: unknown MEM.GET option %q", args[2])
+	}
+	if len(args) > 3 {
 		return c.WrongArity()
 	}
 	coll, err := m.coll(args[0])
@@ -326,26 +312,12 @@ func (m memCommands) get(c *Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	release, err := c.ReserveMemory(int64(len(mi.Payload)))
+	release, err := c.ReserveMemory(int64(len(mi.Payload)) + 8*int64(len(mi.Vector)))
 	if err != nil {
 		return err
 	}
 	defer release()
-	c.WriteArrayHeader(14)
-	c.WriteBulkString("id")
-	c.WriteInt(int64(mi.ID))
-	c.WriteBulkString("q")
-	c.WriteFloat64(mi.Q)
-	c.WriteBulkString("visits")
-	c.WriteInt(int64(mi.Visits))
-	c.WriteBulkString("last_reward")
-	c.WriteFloat64(mi.LastReward)
-	c.WriteBulkString("created")
-	c.WriteInt(mi.Created.UnixMilli())
-	c.WriteBulkString("updated")
-	c.WriteInt(mi.Updated.UnixMilli())
-	c.WriteBulkString("payload")
-	c.WriteBulk(mi.Payload)
+	writeMemory(c, mi, true, withVector) // commands_batch.go
 	return nil
 }
 
