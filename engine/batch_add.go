@@ -90,15 +90,15 @@ func (c *Collection) addDeferred(reqs []AddRequest) (ids []uint64, t Ticket, bad
 	// disk fails the batch cleanly; they are derived data, and bytes past
 	// the checkpointed sizes are rewritten by replay.
 	created := time.Now().UnixNano()
+	c.placeLocked(recs)
+	if err := c.writeBatchFilesLocked(recs); err != nil { // batch_files.go
+		c.unwriteFilesLocked(recs[0])
+		return nil, 0, -1, err
+	}
 	bufs := make([][]byte, len(recs))
 	for i := range recs {
-		r := &recs[i]
-		r.row, r.payOff, r.created = c.vecs.nrows, c.pays.size, created
-		if err := c.writeFilesLocked(*r); err != nil {
-			c.unwriteFilesLocked(recs[0])
-			return nil, 0, -1, err
-		}
-		bufs[i] = encodeAdd(*r)
+		recs[i].created = created
+		bufs[i] = encodeAdd(recs[i])
 	}
 	lsn, err := c.db.log.EnqueueBatch(bufs)
 	if err != nil {
