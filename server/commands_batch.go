@@ -21,10 +21,11 @@ import (
 const scanPageBytes = 4 << 20
 
 // maddCopies is how many times MEM.MADD holds its arguments' bytes again
-// while it runs, beyond the request the reader holds: the parsed vectors
-// and payloads, then the encoded log records. It is reserved from the
-// client-memory budget for the command's duration.
-const maddCopies = 2
+// while it runs, at most, beyond the request the reader holds: the parsed
+// vectors and payloads, the engine's checked copies of the vectors, the
+// encoded log records, and the log's batch buffer they are copied into.
+// It is reserved from the client-memory budget for the command's duration.
+const maddCopies = 4
 
 func (m memCommands) registerBatch(s *Server) {
 	s.Register("MEM.MADD", 3, m.madd)

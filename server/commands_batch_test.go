@@ -156,14 +156,15 @@ func TestMemMAddClientMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	ts := startServer(t, Config{MaxMemory: 4 << 20}, func(s *Server) { s.RegisterMem(db) })
+	ts := startServer(t, Config{MaxMemory: 8 << 20}, func(s *Server) { s.RegisterMem(db) })
 	rdb := ts.client(t)
 	mustDo(t, rdb, "MEM.CREATE", "c", "DIM", 2)
 	args := []any{"MEM.MADD", "c"}
 	for i := 0; i < 3; i++ {
 		args = append(args, "VALUES", 2, 1, 2, "PAYLOAD", strings.Repeat("p", 600<<10))
 	}
-	// 1.8 MB of arguments, held by the reader and twice more by MEM.MADD.
+	// 1.8 MB of arguments, held by the reader and reserved four times more
+	// by MEM.MADD: 9 MB, past the 8 MiB budget. Two of them take 6 MB.
 	err = rdb.Do(context.Background(), args...).Err()
 	if err == nil || !strings.HasPrefix(err.Error(), "OOM") {
 		t.Fatalf("MEM.MADD past the budget: %v, want OOM", err)
