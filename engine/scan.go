@@ -37,6 +37,10 @@ type ScanOptions struct {
 	// payloads is bounded in memory. A page always holds at least one
 	// memory when one is left, so a scan always progresses.
 	MaxBytes int64
+	// A filter (issue 9's FILTER expr) belongs here: a page would walk at
+	// most a bounded number of live ids and return those that match, so a
+	// page may then be empty before the scan is complete (the cursor, not
+	// a short page, says when it is).
 }
 
 // Scan returns the page of live memories with ids at least cursor, in
