@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -326,4 +327,51 @@ func TestMemScanExactlyOnceUnderWrites(t *testing.T) {
 	}
 	stop.Store(true)
 	wg.Wait()
+}
+
+// TestMemBatchRedisPy: a Python front end (redis-py, Debian's python3-redis,
+// which scripts/test.sh installs) loads memories with MEM.MADD, reads them
+// back with MEM.MGET and MEM.GET WITHVECTOR, pages through them with
+// MEM.SCAN, and counts them, as a MemRL MemoryService would.
+func TestMemBatchRedisPy(t *testing.T) {
+	py := "/usr/bin/python3"
+	if out, err := exec.Command(py, "-c", "import redis").CombinedOutput(); err != nil {
+		t.Fatalf("redis-py is missing (scripts/test.sh installs python3-redis): %v\n%s", err, out)
+	}
+	ts, _ := startMem(t)
+	h, p := hostPort(t, ts.addr)
+	script := `
+import struct, sys, redis
+r = redis.Redis(host=sys.argv[1], port=int(sys.argv[2]))
+r.execute_command("MEM.CREATE", "m", "DIM", 3, "METRIC", "L2")
+args = []
+for i in range(250):
+    args += ["FP32", struct.pack("<3f", i, 0.5, -1.0), "PAYLOAD", "task-%d" % i]
+ids = r.execute_command("MEM.MADD", "m", *args)
+print(len(ids), ids[0], ids[-1])
+got = r.execute_command("MEM.MGET", "m", 1, 999, 250)
+print(got[0][got[0].index(b"payload") + 1].decode(), got[1], got[2][1])
+g = r.execute_command("MEM.GET", "m", 3, "WITHVECTOR")
+print(struct.unpack("<3f", g[g.index(b"vector") + 1]))
+seen, cursor, pages = [], b"0", 0
+while True:
+    cursor, page = r.execute_command("MEM.SCAN", "m", cursor, "COUNT", 100)
+    seen += [m[1] for m in page]
+    pages += 1
+    if cursor == b"0":
+        break
+print(pages, len(seen), seen == sorted(seen) == ids)
+print(r.execute_command("MEM.COUNT", "m"))
+try:
+    r.execute_command("MEM.MADD", "m", "VALUES", 3, 1, 2, 3, "VALUES", 2, 1, 2)
+except redis.exceptions.ResponseError as e:
+    print(e)
+print(r.execute_command("MEM.COUNT", "m"))
+`
+	out, err := exec.Command(py, "-c", script, h, p).CombinedOutput()
+	want := "250 1 250\ntask-0 None 250\n(2.0, 0.5, -1.0)\n3 250 True\n250\n" +
+		`memory 2: vector dimension does not match the collection: got 2, collection "m" has 3` + "\n250\n"
+	if err != nil || string(out) != want {
+		t.Fatalf("redis-py: %v\n%s\nwant:\n%s", err, out, want)
+	}
 }
