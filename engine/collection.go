@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
-	"github.com/RoaringBitmap/roaring/v2/roaring64"
 
 	"github.com/memrl/memrl/ivfpq"
 	"github.com/memrl/memrl/qtable"
@@ -44,9 +43,9 @@ type Collection struct {
 	// deleted holds the ids deleted (and not added again) since the last
 	// checkpoint took them: the tombstones of the next delta checkpoint.
 	deleted map[uint64]struct{}
-	// liveIDs holds the keys of mems, for scans in id order (scan.go).
+	// liveIDs holds the keys of mems, ordered, for scans (scan.go).
 	// INVARIANT: liveIDs == keys(mems).
-	liveIDs *roaring64.Bitmap
+	liveIDs *idSet
 	// nextID is one above every id ever used: the id an ADD without ID
 	// gets while it is at most MaxID. It is a uint64, so an add of MaxID
 	// makes it MaxID+1 without wrapping; it is rebuilt identically by
@@ -114,7 +113,7 @@ func openCollection(db *DB, name string, uid uint64, cfg Config, nrows uint32, p
 	}
 	c := &Collection{
 		db: db, name: name, uid: uid, cfg: cfg, dir: dir,
-		mems: make(map[uint64]memory), liveIDs: roaring64.New(), dead: roaring.New(), nextID: 1, deleted: make(map[uint64]struct{}),
+		mems: make(map[uint64]memory), liveIDs: newIDSet(), dead: roaring.New(), nextID: 1, deleted: make(map[uint64]struct{}),
 		vecs: vecs, pays: pays, q: qtable.New(),
 	}
 	c.index = exactScan{c}
@@ -285,7 +284,7 @@ func (c *Collection) applyAddLocked(r addRec) {
 	// new state and delete it there.
 	delete(c.deleted, r.id)
 	c.mems[r.id] = memory{row: r.row, payLen: uint32(len(r.payload)), payOff: r.payOff, created: r.created}
-	c.liveIDs.Add(r.id)
+	c.liveIDs.add(r.id)
 	for uint32(len(c.rowIDs)) <= r.row {
 		c.rowIDs = append(c.rowIDs, 0)
 	}
@@ -345,7 +344,7 @@ func (c *Collection) applyDeleteLocked(r deleteRec) {
 		if m, ok := c.mems[id]; ok {
 			c.dead.Add(m.row)
 			delete(c.mems, id)
-			c.liveIDs.Remove(id)
+			c.liveIDs.remove(id)
 			c.q.Delete(id)
 			c.deleted[id] = struct{}{}
 			if id+1 == c.aboveLive {

@@ -17,11 +17,12 @@ import (
 // page sees it. A memory added or deleted during the scan may or may not
 // be returned; an id deleted and added again counts as added during it.
 //
-// The live ids are kept in a roaring64 bitmap beside the memory table
-// (Collection.liveIDs), so a page costs O(page) plus a skip over the
-// bitmap's containers below the cursor (one per 2^16 ids in use for dense
-// ids; the 1M ids of a collection filled by adds without ID are 16), not a
-// sort of the collection.
+// The live ids are kept in order beside the memory table (Collection.
+// liveIDs, an idSet: a roaring bitmap for ids below 2^32, a B-tree above),
+// so a page costs O(page) plus finding the cursor (a skip over the
+// bitmap's containers below it, one per 2^16 ids in use: 16 for the 1M
+// ids of a collection filled by adds without ID; a binary search in the
+// B-tree), not a sort of the collection.
 
 // MaxScanCount bounds ScanOptions.Count: a page is read under the
 // collection's read lock, which holds off adds and deletes meanwhile.
@@ -56,25 +57,33 @@ func (c *Collection) Scan(cursor uint64, opt ScanOptions) ([]MemoryInfo, uint64,
 		return nil, 0, err
 	}
 	defer c.mu.RUnlock()
-	it := c.liveIDs.Iterator()
-	it.AdvanceIfNeeded(cursor)
 	var (
-		page  []MemoryInfo
-		bytes int64
-		last  uint64
+		page    []MemoryInfo
+		bytes   int64
+		last    uint64
+		more    bool
+		readErr error
 	)
-	for it.HasNext() && len(page) < opt.Count && (opt.MaxBytes <= 0 || bytes < opt.MaxBytes || len(page) == 0) {
-		id := it.Next()
+	c.liveIDs.ascend(cursor, func(id uint64) bool {
+		if len(page) == opt.Count || (opt.MaxBytes > 0 && bytes >= opt.MaxBytes) {
+			more = true // a live id is left for the next page
+			return false
+		}
 		mi, err := c.readLocked(id, opt.WithPayload, opt.WithVector)
 		if err != nil {
-			return nil, 0, err
+			readErr = err
+			return false
 		}
 		bytes += int64(len(mi.Payload)) + 4*int64(len(mi.Vector))
 		page = append(page, mi)
 		last = id
+		return true
+	})
+	if readErr != nil {
+		return nil, 0, readErr
 	}
 	next := uint64(0)
-	if it.HasNext() {
+	if more {
 		next = last + 1 // <= MaxID: a live id is above last
 	}
 	return page, next, nil
