@@ -323,7 +323,7 @@ class Client(_Commands):
     ``Client(host, port, password=…, username=…, ssl=…)`` takes redis-py's
     ``Redis`` keyword arguments, except ``decode_responses``, which must stay
     off (payloads are binary; this client decodes each field itself). Or wrap
-    an existing ``redis.Redis`` with ``Client(redis=r)``.
+    an existing ``redis.Redis`` with ``Client(redis_client=r)``.
 
     Every method raises this package's exceptions (:mod:`memrl.errors`),
     never redis-py's.
