@@ -296,8 +296,10 @@ class MemrlVecDB:
 
     def upsert(self, data: Iterable[VecDBItem | dict[str, Any]]) -> None:
         """Add each item, or replace it where its id exists (vector and payload replaced, Q kept),
-        all in one MULTI/EXEC. An existing item given without a vector keeps its vector."""
-        items = [_item(d) for d in data]
+        all in one MULTI/EXEC. An existing item given without a vector keeps its vector; an id
+        given twice takes the last."""
+        # An id given twice: the last one wins (as two upserts in a row would).
+        items = list({it.id: it for it in (_item(d) for d in data)}.values())
         if not items:
             return
         p = self.client.pipeline(transaction=False)

@@ -110,6 +110,8 @@ def test_upsert(db):
     assert a.payload == {"memory": "replaced"} and a.vector == pytest.approx([1, 0, 0]) and a.q == q
     assert b.payload == {"memory": "new"} and b.q == 0.0
     assert db.count() == 2
+    db.upsert([{"id": U[4], "vector": [1, 1, 0], "payload": {"v": 1}}, {"id": U[4], "vector": [1, 1, 0], "payload": {"v": 2}}])
+    assert db.get_by_id(U[4]).payload == {"v": 2} and db.count() == 3
 
 
 def test_delete(db):
