@@ -15,9 +15,9 @@ The agent meets tasks from a few families. Each family has one action (its
    --noise, a right action still fails sometimes),
 4. **rewards** the memory it followed (MEM.REWARD +1 on success, -1 on
    failure: Q ← Q + α(r − Q) on the server), and
-5. **remembers** a success it was not already sure of (MEM.ADD of the task's
-   intent with the action as payload and attributes), unless a memory almost
-   identical to it holds the same action.
+5. **remembers** a success (MEM.ADD of the task's intent with the action as
+   payload and attributes), unless the memory it followed is almost the same
+   task (similarity ≥ --novelty): that one already says what to do.
 
 The environment is built so that similarity alone misleads: every family
 starts with **distractors**, memories very close to its tasks that hold a
