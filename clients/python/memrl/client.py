@@ -16,7 +16,7 @@ import redis
 from . import _codec as c
 from .errors import ResponseError, TransactionError, from_redis
 from .filters import to_filter
-from .types import CollectionInfo, Hit, Memory, NewMemory, ScanPage
+from .types import Memory, NewMemory, ScanPage
 
 
 
