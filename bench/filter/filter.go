@@ -65,6 +65,7 @@ func Main(args []string, w io.Writer) error {
 // bench is a loaded collection and what the runs need of it.
 type bench struct {
 	cfg     *config
+	w       io.Writer
 	dim     int
 	base    []float32 // by row
 	queries []float32
@@ -72,7 +73,7 @@ type bench struct {
 }
 
 func run(cfg *config, w io.Writer) error {
-	b := &bench{cfg: cfg}
+	b := &bench{cfg: cfg, w: w}
 	var err error
 	var n int
 	if b.base, n, b.dim, err = readBvecs(filepath.Join(cfg.data, "base.bvecs"), cfg.nbase); err != nil {
@@ -94,12 +95,46 @@ func run(cfg *config, w io.Writer) error {
 		return err
 	}
 	defer db.Close()
+	if b.c, err = db.Collection("sift"); err == nil {
+		// A --dir of an earlier run: reuse its memories (and saved index).
+		info, err := b.c.Info()
+		if err != nil {
+			return err
+		}
+		if info.Count != n || info.Rows != uint32(n) {
+			return fmt.Errorf("%s holds %d memories in %d rows, not the %d loaded; use another --dir", dir, info.Count, info.Rows, n)
+		}
+		fmt.Fprintf(w, "reusing the %d memories in %s\n", n, dir)
+	} else if err := b.fill(db, n); err != nil {
+		return err
+	}
+	start := time.Now()
+	for {
+		info, err := b.c.Info()
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(info.Index, "ivfpq") {
+			fmt.Fprintf(w, "index %s ready after %v\n", info.Index, time.Since(start).Round(time.Second))
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if cfg.crossover {
+		return b.crossover(w)
+	}
+	return b.tenantsTable(w)
+}
+
+// fill creates the collection and adds the base vectors in order.
+func (b *bench) fill(db *engine.DB, n int) error {
 	ecfg := engine.NewConfig(b.dim)
 	ecfg.Metric = engine.L2
 	ecfg.Index.TrainThreshold = n
 	if err := db.Create("sift", ecfg); err != nil {
 		return err
 	}
+	var err error
 	if b.c, err = db.Collection("sift"); err != nil {
 		return err
 	}
@@ -116,23 +151,8 @@ func run(cfg *config, w io.Writer) error {
 			return fmt.Errorf("add %d got id %d; the benchmark needs id = row+1", r, id)
 		}
 	}
-	fmt.Fprintf(w, "added %d memories in %v; building the index\n", n, time.Since(start).Round(time.Millisecond))
-	start = time.Now()
-	for {
-		info, err := b.c.Info()
-		if err != nil {
-			return err
-		}
-		if strings.HasPrefix(info.Index, "ivfpq") {
-			fmt.Fprintf(w, "index %s built in %v\n", info.Index, time.Since(start).Round(time.Second))
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if cfg.crossover {
-		return b.crossover(w)
-	}
-	return b.tenantsTable(w)
+	fmt.Fprintf(b.w, "added %d memories in %v\n", n, time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // retrieve runs one retrieval returning phase 1's top k by similarity and
