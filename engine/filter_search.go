@@ -29,22 +29,30 @@ const (
 	PathIndex
 )
 
-// Cost model of the path choice, in nanoseconds per unit, measured on
-// sift1m-deb (128-d, IVF4096,PQ32x8) with `memrl bench filter --crossover`
-// on the shared 2-core machine (doc.go, bench/README.md). Only their ratios
-// matter: the choice compares two estimates.
+// Cost model of the path choice, in nanoseconds per unit. Their ratios
+// were measured (only ratios matter: the choice compares two estimates),
+// their scale set near the unloaded machine's: on sift1m-deb (1M × 128,
+// IVF4096,PQ32x8) `memrl bench filter --crossover` timed the exact path
+// against the index path by selectivity (doc.go, "Filtered search"); an
+// allowed row's exact similarity cost 1.3–1.8 times a code byte's
+// approximate score, per dimension, at 1–10% allowed (0.8 at 5%, a noisy
+// point); BenchmarkExactAllowed timed scoring the allowed rows one by one
+// against the batched full scan, 1–3 times a full-scan row per row at
+// 10–40% allowed. The machine was shared with other builds throughout, so
+// absolute times were 5–10 times these; both paths slowed alike.
 const (
 	// exactNsPerDim is an allowed row's exact similarity, per dimension,
-	// including the bitmap iteration's share.
-	exactNsPerDim = 0.25
+	// when rows are read one by one (bitmap order: a random read each),
+	// including the bitmap iteration's share. Re-ranking reads rows the
+	// same way.
+	exactNsPerDim = 0.8
 	// codeNsPerByte is a probed code's approximate score, per code byte,
-	// including the list's share of its bitmap checks.
-	codeNsPerByte = 0.12
-	// coarseNsPerDim is the coarse step's cost per centroid dimension.
-	coarseNsPerDim = 0.1
-	// scanNsPerDim is a row's similarity in the batched full scan
-	// (exactSearch), per dimension.
-	scanNsPerDim = 0.1
+	// including its share of the heap and bitmap checks.
+	codeNsPerByte = 0.6
+	// scanNsPerDim is a row's similarity in a batched sequential scan, per
+	// dimension: the full exact scan (exactSearch) and the coarse step's
+	// scan of the centroids.
+	scanNsPerDim = 0.4
 )
 
 // keepRow reports whether row, not dead, passes opt's Allow and Match.
@@ -60,7 +68,7 @@ func (opt *SearchOptions) filtered() bool { return opt.Allow != nil || opt.Match
 
 // useExact reports whether an IVF collection should answer opt exactly
 // over the allowed rows: when the estimated cost of scoring every allowed
-// row, |allowed|·dim, is below the index's: the coarse step (NList·dim),
+// row, |allowed|·dim, is at most the index's: the coarse step (NList·dim),
 // the probed lists' codes, and re-ranking. The index probes NProbe lists,
 // or more when they are expected to hold fewer than K1 allowed rows
 // (widening: an allowed share s of rows puts s·rows/NList allowed rows in a
@@ -87,7 +95,7 @@ func useExact(opt SearchOptions, allowed uint64, p ivfpq.Params, rows int) bool 
 		refine = ivfpq.DefaultRefine(p.Bits)
 	}
 	rerank := math.Min(float64(opt.K1*refine), s*lists*perList)
-	ivf := float64(p.NList)*float64(p.Dim)*coarseNsPerDim +
+	ivf := float64(p.NList)*float64(p.Dim)*scanNsPerDim +
 		lists*perList*codeBytes*codeNsPerByte +
 		rerank*float64(p.Dim)*exactNsPerDim
 	return exact <= ivf

@@ -206,7 +206,9 @@ func TestPhase1FillsK1ThroughIndex(t *testing.T) {
 }
 
 // TestUseExactRule: the cost rule sends small allowed sets to the exact
-// scan and large ones to the index, and never an unfiltered search.
+// scan and large ones to the index, crossing over between 2% and 3% at the
+// default shape for 1M × 128 (measured: between 2% and 5%), and never
+// sends an unfiltered search to the exact path.
 func TestUseExactRule(t *testing.T) {
 	p := (&Collection{cfg: Config{Dim: 128, Metric: L2}}).ivfParams(1_000_000)
 	opt := SearchOptions{K1: 10}
@@ -217,7 +219,7 @@ func TestUseExactRule(t *testing.T) {
 	for _, tc := range []struct {
 		allowed uint64
 		exact   bool
-	}{{100, true}, {10_000, true}, {100_000, false}, {500_000, false}} {
+	}{{100, true}, {10_000, true}, {20_000, true}, {30_000, false}, {50_000, false}, {100_000, false}, {500_000, false}} {
 		if got := useExact(opt, tc.allowed, p, 1_000_000); got != tc.exact {
 			t.Errorf("%d allowed of 1M: exact %v, want %v", tc.allowed, got, tc.exact)
 		}
