@@ -8,6 +8,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 
+	"github.com/memrl/memrl/ivfpq"
 	"github.com/memrl/memrl/simd"
 	"github.com/memrl/memrl/wal"
 )
@@ -191,6 +192,17 @@ func TestPhase1FillsK1ThroughIndex(t *testing.T) {
 	const n, dim = 10000, 32
 	f := newFilterFixture(t, IndexIVFPQ, n, dim)
 	q := f.rows[7]
+	// The bug: the index's plain search at the default NPROBE returns only
+	// what the probed lists hold, short of K1.
+	f.c.mu.RLock()
+	plain, err := f.c.ivf.Search(q, 3000, ivfpq.SearchParams{}, f.c.dead, f.c.vecs)
+	f.c.mu.RUnlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plain) >= 3000 {
+		t.Fatalf("plain index search returned %d of 3000; the test needs it short", len(plain))
+	}
 	for _, k1 := range []int{3000, MaxK} {
 		got := f.phase1Rows(t, q, SearchOptions{K1: k1})
 		if want := min(k1, len(f.live)); len(got) != want {
