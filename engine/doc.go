@@ -78,10 +78,10 @@
 // is no earlier stop: the index keeps no list radii, so no list can be
 // ruled out by its centroid, and a DELTA that fewer than K1 rows pass
 // probes every list: on sift1m-deb (1M, IVF4096,PQ32x8) a DELTA that no
-// memory passes took 43.8 ms a query, and K1 10000 (widened until 80,000
-// candidates, then one re-rank of them) 119 ms, on the loaded machine
-// where a default unfiltered retrieval took 1.1–1.2 ms (`memrl bench
-// filter`, bench/README.md).
+// memory passes took 13.7–43.8 ms a query, and K1 10000 (widened until
+// 80,000 candidates, then one re-rank of them) 45.7–119 ms, in two runs
+// on the loaded machine where a default unfiltered retrieval took 0.7–1.2
+// ms (`memrl bench filter`, bench/README.md).
 //
 // # Files
 //
