@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -295,6 +296,24 @@ func TestFilteredRetrieveConcurrent(t *testing.T) {
 	for range 3 {
 		if err := <-done; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestRetrieveRejectsUnknownPath: a SearchPath other than the three is a
+// parameter error, not silently the index path.
+func TestRetrieveRejectsUnknownPath(t *testing.T) {
+	opt := NewRetrieveOptions()
+	for _, p := range []SearchPath{-1, PathIndex + 1} {
+		opt.Path = p
+		if err := opt.Validate(); !errors.Is(err, ErrBadParam) {
+			t.Fatalf("Path %d: Validate = %v, want ErrBadParam", p, err)
+		}
+	}
+	for _, p := range []SearchPath{PathAuto, PathExact, PathIndex} {
+		opt.Path = p
+		if err := opt.Validate(); err != nil {
+			t.Fatalf("Path %d: %v", p, err)
 		}
 	}
 }
