@@ -52,6 +52,10 @@
 //   - IVF-PQ without Allow (with or without Match, or no filter at all):
 //     the index.
 //
+// SearchOptions.Path forces the exact or the index path (benchmarks and
+// tests compare them on one collection); an IVF-PQ collection without a
+// built index always scans exactly.
+//
 // The constants (filter_search.go) are nanoseconds per unit; only their
 // ratios matter. They come from sift1m-deb (1M × 128, IVF4096,PQ32x8,
 // NPROBE 64, K1 10) with `memrl bench filter --crossover` (50 queries per
@@ -62,8 +66,8 @@
 // 6 ms. A quieter run: exact 0.96, 2.4, 11.2, 17.2 ms; index 3.3, 2.6,
 // 3.1, 1.5 ms; the batched full scan of 1M rows 58 ms (0.45 ns a
 // dimension; scoring allowed rows one by one, 0.75–1.7 ns; a probed code
-// byte, 0.66–1.4 ns). The crossover lies between 2% and 5% of the rows (20k–50k rows);
-// the rule puts it at about 2.2% at this shape, and scales with NList,
+// byte, 0.66–1.4 ns). The crossover lies between 2% and 5% of the rows
+// (20k–50k rows); the rule puts it at about 2.2% at this shape, and scales with NList,
 // NPROBE, M and dim. The index path's recall@10 against the exact path was
 // at least 0.986 at every share from 0.05% to 20% (NPROBE scaled by
 // 1/√s), so the choice is one of cost, not recall. Below about 1% the
@@ -74,7 +78,7 @@
 // candidate heap short of K1·REFINE rows that pass, or once it is full its
 // re-ranked rows hold fewer than K1 that pass DELTA, the index probes
 // further lists in centroid order, doubling the lists probed each round,
-// until K1 pass or every list has been probed. This serves unfiltered
+// until neither holds or every list has been probed. This serves unfiltered
 // retrievals too: a K1 above what the default probes' lists hold is
 // filled. The bound: at most one pass over every code of the index and
 // 1 + ⌈log2(NList/NProbe)⌉ re-ranks of K1·REFINE rows. With DELTA there
