@@ -47,6 +47,9 @@ func (o RetrieveOptions) Validate() error {
 	if math.IsNaN(o.Lambda) || o.Lambda < 0 || o.Lambda > 1 {
 		return fmt.Errorf("%w: LAMBDA must be in [0, 1], got %v", ErrBadParam, o.Lambda)
 	}
+	if o.Path < PathAuto || o.Path > PathIndex {
+		return fmt.Errorf("%w: unknown phase-1 path %d", ErrBadParam, o.Path)
+	}
 	if o.HasDelta && !finite(o.Delta) {
 		return fmt.Errorf("%w: DELTA", ErrBadNumber)
 	}
