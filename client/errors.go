@@ -128,7 +128,9 @@ var (
 	// ErrNoPerm (code NOPERM): a read-only user runs only reads.
 	ErrNoPerm = errors.New("NOPERM")
 	// ErrOOM (code OOM): the clients' buffers together stay within
-	// --maxmemory; the command was refused and changed nothing.
+	// --maxmemory; the command was refused and changed nothing. If the
+	// request was still arriving, the server also closes the connection,
+	// and a command sent on it next may fail with a network error.
 	ErrOOM = errors.New("OOM")
 	// ErrExecAbort (code EXECABORT): a transaction with a command refused
 	// while queuing runs nothing at EXEC.
