@@ -46,6 +46,9 @@ type Collection struct {
 	// deleted holds the ids deleted (and not added again) since the last
 	// checkpoint took them: the tombstones of the next delta checkpoint.
 	deleted map[uint64]struct{}
+	// liveIDs holds the keys of mems, ordered, for scans (scan.go).
+	// INVARIANT: liveIDs == keys(mems).
+	liveIDs *idSet
 	// nextID is one above every id ever used: the id an ADD without ID
 	// gets while it is at most MaxID. It is a uint64, so an add of MaxID
 	// makes it MaxID+1 without wrapping; it is rebuilt identically by
@@ -121,7 +124,7 @@ func openCollection(db *DB, name string, uid uint64, cfg Config, nrows uint32, p
 	}
 	c := &Collection{
 		db: db, name: name, uid: uid, cfg: cfg, dir: dir,
-		mems: make(map[uint64]memory), dead: roaring.New(), nextID: 1, deleted: make(map[uint64]struct{}),
+		mems: make(map[uint64]memory), liveIDs: newIDSet(), dead: roaring.New(), nextID: 1, deleted: make(map[uint64]struct{}),
 		keys: make(map[uint64]uint64), expiring: make(map[uint64]int64),
 		vecs: vecs, pays: pays, q: qtable.New(),
 	}
@@ -221,106 +224,17 @@ func (c *Collection) Add(req AddRequest) (uint64, error) {
 
 // AddDeferred is Add without the wait: it stores and logs the memory and
 // returns its id and the ticket to pass to DB.WaitDurable before
-// acknowledging it (see durable.go).
+// acknowledging it (see durable.go). It is a batch of one (batch_add.go).
 func (c *Collection) AddDeferred(req AddRequest) (uint64, Ticket, error) {
-	vec, err := c.checkVector(req.Vector)
+	ids, t, _, err := c.addDeferred([]AddRequest{req})
 	if err != nil {
 		return 0, 0, err
 	}
-	if len(req.Payload) > MaxPayload {
-		return 0, 0, fmt.Errorf("%w: %d bytes, the limit is %d", ErrPayloadTooLarge, len(req.Payload), MaxPayload)
-	}
-	if req.HasID && req.ID > MaxID {
-		return 0, 0, fmt.Errorf("%w: ID must be at most %d", ErrBadParam, uint64(MaxID))
-	}
-	attrs, err := checkAddExt(&req) // keys.go
-	if err != nil {
-		return 0, 0, err
-	}
-	q := c.cfg.QInit
-	if req.HasQ {
-		if err := boundedValue(req.Q, "Q"); err != nil {
-			return 0, 0, err
-		}
-		q = req.Q
-	}
-	if err := c.lockLive(); err != nil {
-		return 0, 0, err
-	}
-	var id uint64
-	if req.HasID {
-		id = req.ID // claimLocked refuses it if live
-	} else if id = c.autoIDLocked(); id == 0 {
-		c.mu.Unlock()
-		return 0, 0, fmt.Errorf("%w: no memory ids left above the highest id %d; give an explicit ID", ErrBadParam, uint64(MaxID))
-	}
-	// Expired memories that still hold the id or the key are deleted
-	// first, as their sweep would (expiry.go): to a client they are gone.
-	now := c.db.nowNanos()
-	purge, _, err := c.claimLocked([]AddRequest{req}, []uint64{id}, now)
-	if err != nil {
-		c.mu.Unlock()
-		return 0, 0, err
-	}
-	if uint64(c.vecs.nrows) >= math.MaxUint32 {
-		c.mu.Unlock()
-		return 0, 0, fmt.Errorf("%w: collection is full", ErrBadParam)
-	}
-	r := addRec{
-		uid: c.uid, id: id, row: c.vecs.nrows, payOff: c.pays.size,
-		created: time.Now().UnixNano(), q: q, payload: req.Payload, vec: vec,
-		attrs: attrs, key: req.Key,
-	}
-	if req.TTL > 0 {
-		r.expires = now + int64(req.TTL)
-	}
-	if len(purge) > 0 {
-		// Logged before the add, in the same critical section: replay
-		// deletes the expired memory, then adds the new one.
-		if _, err := c.deleteIDsLocked(purge); err != nil {
-			c.mu.Unlock()
-			return 0, 0, err
-		}
-	}
-	// The files are written before the record is logged so that a full disk
-	// fails the add cleanly; they are derived data, and bytes past the
-	// checkpointed sizes are rewritten by replay.
-	if err := c.writeFilesLocked(r); err != nil {
-		c.unwriteFilesLocked(r)
-		c.mu.Unlock()
-		return 0, 0, err
-	}
-	lsn, err := c.db.log.Enqueue(encodeAdd(r))
-	if err != nil {
-		c.unwriteFilesLocked(r)
-		c.mu.Unlock()
-		return 0, 0, err
-	}
-	c.applyAddLocked(r)
-	c.indexAddLocked(r.row, r.vec)
-	c.mu.Unlock()
-	return id, Ticket(lsn), nil
+	return ids[0], t, nil
 }
 
-// autoIDLocked returns the id an add without ID gets, or 0 if none is left:
-// nextID (one above every id ever used) while it is at most MaxID, then one
-// above the highest live id, so that deleting the memories at the top of the
-// id space frees their ids again. It caches what it scans in aboveLive.
-// REQUIRES: c.mu held for writing.
-func (c *Collection) autoIDLocked() uint64 {
-	if c.nextID <= MaxID {
-		return c.nextID
-	}
-	if c.aboveLive == 0 {
-		c.aboveLive = c.scanAboveLiveLocked()
-	}
-	if c.aboveLive > MaxID {
-		return 0
-	}
-	return c.aboveLive
-}
-
-// peekAutoIDLocked is autoIDLocked for readers: it does not fill the cache.
+// peekAutoIDLocked returns the id an add without ID would get, or 0 if
+// none is left (the rule is assignIDsLocked's); it does not fill the cache.
 // REQUIRES: c.mu held at least for reading.
 func (c *Collection) peekAutoIDLocked() uint64 {
 	if c.nextID <= MaxID {
@@ -392,6 +306,7 @@ func (c *Collection) applyAddLocked(r addRec) {
 		ext: makeExt(bytes.Clone(r.attrs), r.key, r.expires)}
 	c.indexKeyLocked(r.id, r.key)
 	c.trackExpiryLocked(r.id, r.expires)
+	c.liveIDs.add(r.id)
 	for uint32(len(c.rowIDs)) <= r.row {
 		c.rowIDs = append(c.rowIDs, 0)
 	}
@@ -484,6 +399,7 @@ func (c *Collection) applyDeleteLocked(r deleteRec) {
 			c.unindexKeyLocked(id, m.key())
 			delete(c.expiring, id)
 			delete(c.mems, id)
+			c.liveIDs.remove(id)
 			c.q.Delete(id)
 			c.deleted[id] = struct{}{}
 			if id+1 == c.aboveLive {

@@ -99,7 +99,10 @@
 // logged (Enqueue) and applied in memory under the same lock, then the
 // method waits for durability without the lock, so the log order equals
 // the order changes were applied in, and the durable log is always a prefix
-// of that order. The vector and payload files are derived data: a
+// of that order. A batch of adds (AddBatch, batch_add.go) is validated
+// whole first, then logged with one wal.Log.EnqueueBatch and applied under
+// one hold of the lock: all or nothing, and one fsync. The vector and
+// payload files are derived data: a
 // checkpoint fsyncs them before it records their sizes, and replay rewrites
 // whatever lies past those sizes from the log.
 //
@@ -110,5 +113,7 @@
 // and one stripe at a time, so rewards on different memories run in
 // parallel; adds, deletes and in-place updates (attributes, payload,
 // expiry) take Collection.mu for writing, and so does the expiry sweeper
-// (a goroutine of the DB, like the checkpointer) when it deletes.
+// (a goroutine of the DB, like the checkpointer) when it deletes. A scan
+// page (scan.go) is read under one hold of Collection.mu for reading,
+// walking the live ids in id order.
 package engine

@@ -181,6 +181,7 @@ func (c *Collection) loadCheckpointLocked(cc ckptCollection) {
 			continue
 		}
 		c.mems[m.id] = m.m
+		c.liveIDs.add(m.id)
 		c.rowIDs[m.m.row] = m.id
 		c.q.Load(m.id, qEntry(m)) // clean: the checkpoint holds it
 	}

@@ -42,6 +42,14 @@
 // ATTRS, KEY or TTL stores the attributes compact, the key (which then
 // finds the memory) and an expiry.
 //
+// FuzzMAddArgs (./server) splits arbitrary bytes at '\n' into the
+// arguments of MEM.MADD after the collection name, parses its memories
+// with parseMemory (server/commands_batch.go) and hands the batch to
+// AddBatch on a MemFS engine. Checks: no parser panics; every memory
+// parsed starts at its vector keyword; a batch is added whole (every
+// memory stored with the id returned, its vector and payload) or not at
+// all (the count unchanged, an error naming a memory within the batch).
+//
 // FuzzOpenDamagedSegment (./wal) overwrites, truncates or extends one
 // segment of a real two-segment log at a fuzzed place. Open must either
 // refuse it with a *wal.CorruptionError, changing no file, or open it and

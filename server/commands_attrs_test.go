@@ -112,7 +112,8 @@ func TestMemKeysCommands(t *testing.T) {
 		t.Fatalf("MEM.REWARD KEY b NEXTQ 0 = %v", v)
 	}
 	wantErr(t, rdb, `no such memory: key "nope"`, "MEM.GET", "m", "KEY", "nope")
-	wantErr(t, rdb, "wrong number of arguments", "MEM.GET", "m", "KEY", "a", "extra")
+	wantErr(t, rdb, `unknown MEM.GET option "extra"`, "MEM.GET", "m", "KEY", "a", "extra")
+	wantErr(t, rdb, "wrong number of arguments", "MEM.GET", "m", "KEY", "a", "WITHVECTOR", "extra")
 	wantErr(t, rdb, "syntax error: key after KEY expected", "MEM.GET", "m", "KEY")
 	if v := mustDo(t, rdb, "MEM.DEL", "m", "KEY", "a", 3, "KEY", "nope", "KEY", "a"); v != int64(2) {
 		t.Fatalf("MEM.DEL = %v", v)

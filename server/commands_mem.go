@@ -25,6 +25,7 @@ func (s *Server) RegisterMem(db *engine.DB) {
 	s.Register("MEM.CHECKPOINT", 0, m.checkpoint)
 	s.Register("MEM.VERIFY", 1, m.verify)
 	s.registerAttrs(m) // commands_attrs.go
+	m.registerBatch(s) // MEM.MADD, MEM.MGET, MEM.SCAN, MEM.COUNT: commands_batch.go
 	s.AddInfoSection("memrl", m.infoSection)
 	s.registerMemObservability(db) // info_mem.go
 }
@@ -126,31 +127,9 @@ func (m memCommands) add(c *Ctx, args [][]byte) error {
 		return err
 	}
 	a := argList{args: args, i: 1}
-	var req engine.AddRequest
-	if req.Vector, err = a.vector(); err != nil {
+	req, err := parseMemory(&a, "MEM.ADD", false) // shared with MEM.MADD: commands_batch.go
+	if err != nil {
 		return err
-	}
-	for a.more() {
-		switch k := a.keyword(); k {
-		case "ID":
-			req.ID, err = a.uint64("ID")
-			req.HasID = true
-		case "Q":
-			req.Q, err = a.float("Q")
-			req.HasQ = true
-		case "PAYLOAD":
-			var p []byte
-			p, err = a.next("PAYLOAD")
-			req.Payload = bytes.Clone(p) // args alias the read buffer
-		default:
-			var ok bool
-			if ok, err = a.parseAddExt(k, &req); !ok { // commands_attrs.go
-				err = fmt.Errorf("syntax error: unknown MEM.ADD option %q", k)
-			}
-		}
-		if err != nil {
-			return err
-		}
 	}
 	id, ticket, err := coll.AddDeferred(req)
 	if err != nil {
@@ -387,50 +366,36 @@ func (m memCommands) reward(c *Ctx, args [][]byte) error {
 	return nil
 }
 
-// MEM.GET coll (id | KEY k)
+// MEM.GET coll (id | KEY k) [WITHVECTOR]
 func (m memCommands) get(c *Ctx, args [][]byte) error {
 	coll, err := m.coll(args[0])
 	if err != nil {
 		return err
 	}
-	ref, _, err := refArgs(c, args, 0)
+	a := argList{args: args, i: 1}
+	ref, err := a.ref()
 	if err != nil {
 		return err
+	}
+	withVector := false
+	switch rest := args[a.i:]; {
+	case len(rest) == 1 && bytes.EqualFold(rest[0], []byte("WITHVECTOR")):
+		withVector = true
+	case len(rest) == 1:
+		return fmt.Errorf("syntax error: unknown MEM.GET option %q", rest[0])
+	case len(rest) > 1:
+		return c.WrongArity()
 	}
 	mi, err := coll.GetRef(ref)
 	if err != nil {
 		return err
 	}
-	release, err := c.ReserveMemory(int64(len(mi.Payload) + len(mi.Attrs)))
+	release, err := c.ReserveMemory(int64(len(mi.Payload)+len(mi.Attrs)) + 8*int64(len(mi.Vector)))
 	if err != nil {
 		return err
 	}
 	defer release()
-	c.WriteArrayHeader(20)
-	c.WriteBulkString("id")
-	c.WriteInt(int64(mi.ID))
-	c.WriteBulkString("q")
-	c.WriteFloat64(mi.Q)
-	c.WriteBulkString("visits")
-	c.WriteInt(int64(mi.Visits))
-	c.WriteBulkString("last_reward")
-	c.WriteFloat64(mi.LastReward)
-	c.WriteBulkString("created")
-	c.WriteInt(mi.Created.UnixMilli())
-	c.WriteBulkString("updated")
-	c.WriteInt(mi.Updated.UnixMilli())
-	c.WriteBulkString("payload")
-	c.WriteBulk(mi.Payload)
-	c.WriteBulkString("attrs")
-	writeBulkOrNull(c, mi.Attrs)
-	c.WriteBulkString("key")
-	writeKeyOrNull(c, mi.Key)
-	c.WriteBulkString("expires")
-	if mi.Expires.IsZero() {
-		c.WriteNull()
-	} else {
-		c.WriteInt(mi.Expires.UnixMilli())
-	}
+	writeMemory(c, mi, true, withVector) // commands_batch.go
 	return nil
 }
 

@@ -1,10 +1,10 @@
 // Package server is memrl's network front end: a RESP2 protocol layer and a
 // TCP server loop that dispatches commands to registered handlers. The core
 // (reader, writer, connections, built-in commands) knows nothing of the
-// storage engine; the memory commands (MEM.*, commands_mem*.go, and the
-// data-model commands of commands_attrs.go) are
-// registered on top of it with Server.Register and are the only files that
-// import it.
+// storage engine; the memory commands (MEM.*, commands_mem*.go, the
+// data-model commands of commands_attrs.go and the batches and scans of
+// commands_batch.go) are registered on top of it with Server.Register and
+// are the only files that import it.
 //
 // # Requests
 //

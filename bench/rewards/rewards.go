@@ -49,7 +49,7 @@ func Main(args []string, out io.Writer) error {
 		a := *addr
 		var stop func()
 		if a == "" {
-			if a, stop, err = startServer(policy); err != nil {
+			if a, stop, err = StartServer(policy); err != nil {
 				return err
 			}
 		}
@@ -159,9 +159,11 @@ func measure(ctx context.Context, rdb *redis.Client, coll string, n, pipeline in
 	return float64(acked) / elapsed.Seconds(), pct(0.50), pct(0.99), nil
 }
 
-// startServer runs this binary's `serve` on a free loopback port and a
-// temporary folder, and returns its address and a function that stops it.
-func startServer(policy string) (string, func(), error) {
+// StartServer runs this binary's `serve` on a free loopback port and a
+// temporary folder with the given --sync policy, and returns its address
+// and a function that stops it and removes the folder. The benchmarks of
+// other packages (bench/madd) start their servers with it too.
+func StartServer(policy string) (string, func(), error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return "", nil, err

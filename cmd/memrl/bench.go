@@ -6,6 +6,7 @@ import (
 
 	"github.com/memrl/memrl/bench/durability"
 	"github.com/memrl/memrl/bench/hostile"
+	"github.com/memrl/memrl/bench/madd"
 	"github.com/memrl/memrl/bench/rewards"
 	"github.com/memrl/memrl/internal/cliflag"
 )
@@ -15,6 +16,7 @@ const benchUsage = `usage:
   memrl bench rewards [flags]      acknowledged rewards per second over the protocol
   memrl bench durability [flags]   fsync latency, in-process rewards, recovery, checkpoint stalls
   memrl bench hostile [flags]      an honest client's answers and latency while hostile clients attack
+  memrl bench madd [flags]         memories added per second over the protocol: MEM.MADD against pipelined MEM.ADD
 memrl bench NAME --help lists a benchmark's flags.
 `
 
@@ -34,6 +36,8 @@ func bench(args []string) error {
 		return benchANN(args[1:])
 	case "hostile":
 		return hostile.Main(args[1:], os.Stdout)
+	case "madd":
+		return madd.Main(args[1:], os.Stdout)
 	}
 	return cliflag.Usagef("unknown benchmark %q\n%s", args[0], benchUsage)
 }

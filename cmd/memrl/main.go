@@ -1,7 +1,7 @@
 // Command memrl runs the memrl server and its tools.
 //
 //	memrl serve [flags]           run the server (see `memrl serve --help`)
-//	memrl bench ann|rewards|durability [flags]
+//	memrl bench ann|rewards|durability|hostile|madd [flags]
 //	memrl info                    build and CPU facts (SIMD kernels in use)
 //	memrl version                 version, Go version and SIMD level
 //	memrl help [command]          usage
@@ -27,6 +27,7 @@ usage:
   memrl bench rewards [flags]      acknowledged rewards per second over the protocol
   memrl bench durability [flags]   fsync latency, in-process rewards, recovery, checkpoint stalls
   memrl bench hostile [flags]      an honest client's answers and latency while hostile clients attack
+  memrl bench madd [flags]         memories added per second over the protocol: MEM.MADD against pipelined MEM.ADD
   memrl info                       build and CPU facts (SIMD kernels in use)
   memrl version                    version, Go version and SIMD level
   memrl help [command]             this text, or a command's flags

@@ -1,0 +1,349 @@
+package server
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/memrl/memrl/engine"
+)
+
+// Batches and scans: MEM.MADD, MEM.MGET, MEM.SCAN and MEM.COUNT (see
+// docs/PROTOCOL.md, "Batches and scans"). MEM.GET's WITHVECTOR and the
+// reply of one memory that GET, MGET and SCAN share are here too.
+
+// scanPageBytes bounds the payloads and vectors one MEM.SCAN page copies
+// (engine.ScanOptions.MaxBytes): a page that reaches it ends early, with
+// fewer than COUNT memories, and the cursor goes on from there.
+const scanPageBytes = 4 << 20
+
+// maddCopies is how many times MEM.MADD holds its arguments' bytes again
+// while it runs, at most, beyond the request the reader holds: the parsed
+// vectors and payloads, the engine's checked copies of the vectors, the
+// encoded log records, and the log's batch buffer they are copied into.
+// It is reserved from the client-memory budget for the command's duration.
+const maddCopies = 4
+
+func (m memCommands) registerBatch(s *Server) {
+	s.Register("MEM.MADD", 3, m.madd)
+	s.Register("MEM.MGET", 2, m.mget, ReadOnly)
+	s.Register("MEM.SCAN", 2, m.scan, ReadOnly)
+	s.Register("MEM.COUNT", 1, m.count, ReadOnly)
+}
+
+// parseMemory parses one memory as MEM.ADD takes it, from a's position:
+//
+//	(FP32 blob | VALUES d v1 … vd) [ID id] [Q q0] [PAYLOAD bytes]
+//
+// cmd names the command in errors. With batch set (MEM.MADD) it stops at
+// the FP32 or VALUES keyword that starts the next memory; otherwise it
+// reads every argument left. The payload is copied: args alias the read
+// buffer.
+func parseMemory(a *argList, cmd string, batch bool) (engine.AddRequest, error) {
+	var req engine.AddRequest
+	var err error
+	if req.Vector, err = a.vector(); err != nil {
+		return req, err
+	}
+	for a.more() && !(batch && a.atVector()) {
+		switch k := a.keyword(); k {
+		case "ID":
+			req.ID, err = a.uint64("ID")
+			req.HasID = true
+		case "Q":
+			req.Q, err = a.float("Q")
+			req.HasQ = true
+		case "PAYLOAD":
+			var p []byte
+			p, err = a.next("PAYLOAD")
+			req.Payload = bytes.Clone(p)
+		default:
+			var ok bool
+			if ok, err = a.parseAddExt(k, &req); !ok { // ATTRS, KEY, TTL: commands_attrs.go
+				err = fmt.Errorf("syntax error: unknown %s option %q", cmd, k)
+			}
+		}
+		if err != nil {
+			return req, err
+		}
+	}
+	return req, nil
+}
+
+// atVector reports whether the next argument is FP32 or VALUES, the
+// keyword a memory of MEM.MADD starts with.
+func (a *argList) atVector() bool {
+	k := a.args[a.i]
+	return bytes.EqualFold(k, []byte("FP32")) || bytes.EqualFold(k, []byte("VALUES"))
+}
+
+// MEM.MADD coll memory [memory …]
+//
+// where each memory is what MEM.ADD takes after coll, starting with its
+// vector: (FP32 blob | VALUES d v1 … vd) [ID id] [Q q0] [PAYLOAD bytes].
+// All or nothing: every memory is parsed and validated before anything is
+// logged, and a bad one is an ERR naming it ("memory 3: ..."). The reply,
+// the array of ids in the order given, is sent once the whole batch is
+// durable (one log append, one fsync).
+func (m memCommands) madd(c *Ctx, args [][]byte) error {
+	coll, err := m.coll(args[0])
+	if err != nil {
+		return err
+	}
+	var size int64
+	for _, b := range args[1:] {
+		size += int64(len(b))
+	}
+	release, err := c.ReserveMemory(maddCopies * size)
+	if err != nil {
+		return err
+	}
+	defer release()
+	a := argList{args: args, i: 1}
+	var reqs []engine.AddRequest
+	for a.more() {
+		req, err := parseMemory(&a, "MEM.MADD", true)
+		if err != nil {
+			return fmt.Errorf("memory %d: %w", len(reqs)+1, err)
+		}
+		reqs = append(reqs, req)
+	}
+	ids, ticket, err := coll.AddBatchDeferred(reqs)
+	if err != nil {
+		return err
+	}
+	// One wait for the batch; pipelined commands share it (durable.go).
+	if err := c.AfterDurable(m.wait, uint64(ticket)); err != nil {
+		return err
+	}
+	c.WriteArrayHeader(len(ids))
+	for _, id := range ids {
+		c.WriteInt(int64(id))
+	}
+	return nil
+}
+
+// memoryReplyFixed bounds the bytes of a memory's reply besides its
+// payload, attributes, key and vector: the field names, seven numbers and
+// the nulls with their framing.
+const memoryReplyFixed = 256
+
+// writeMemory writes the field/value array of MEM.GET for mi: id, q,
+// visits, last_reward, created and updated (unix milliseconds), then
+// payload when withPayload, then vector (the FP32 blob of the vector as
+// stored, normalised for COSINE) when withVector.
+func writeMemory(c *Ctx, mi engine.MemoryInfo, withPayload, withVector bool) {
+	n := 18
+	if withPayload {
+		n += 2
+	}
+	if withVector {
+		n += 2
+	}
+	c.WriteArrayHeader(n)
+	c.WriteBulkString("id")
+	c.WriteInt(int64(mi.ID))
+	c.WriteBulkString("q")
+	c.WriteFloat64(mi.Q)
+	c.WriteBulkString("visits")
+	c.WriteInt(int64(mi.Visits))
+	c.WriteBulkString("last_reward")
+	c.WriteFloat64(mi.LastReward)
+	c.WriteBulkString("created")
+	c.WriteInt(mi.Created.UnixMilli())
+	c.WriteBulkString("updated")
+	c.WriteInt(mi.Updated.UnixMilli())
+	if withPayload {
+		c.WriteBulkString("payload")
+		c.WriteBulk(mi.Payload)
+	}
+	c.WriteBulkString("attrs")
+	writeBulkOrNull(c, mi.Attrs)
+	c.WriteBulkString("key")
+	writeKeyOrNull(c, mi.Key)
+	c.WriteBulkString("expires")
+	if mi.Expires.IsZero() {
+		c.WriteNull()
+	} else {
+		c.WriteInt(mi.Expires.UnixMilli())
+	}
+	if withVector {
+		c.WriteBulkString("vector")
+		c.WriteBulk(fp32Blob(mi.Vector))
+	}
+}
+
+// fp32Blob encodes v as MEM.ADD's FP32 takes it: little-endian float32s.
+func fp32Blob(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+// MEM.MGET coll (id | KEY k) [(id | KEY k) …] [WITHVECTOR]
+//
+// Replies an array with, for each id in the order given, MEM.GET's reply,
+// or a null for an id with no memory. The reply's size is checked against
+// MaxReplyBytes, and the largest payload (and vector) reserved from the
+// client-memory budget, before anything is written; memories are then read
+// and written one at a time, so the reply never sits in memory whole. A
+// memory deleted meanwhile gets a null.
+func (m memCommands) mget(c *Ctx, args [][]byte) error {
+	coll, err := m.coll(args[0])
+	if err != nil {
+		return err
+	}
+	idArgs := args[1:]
+	withVector := bytes.EqualFold(idArgs[len(idArgs)-1], []byte("WITHVECTOR"))
+	if withVector {
+		idArgs = idArgs[:len(idArgs)-1]
+	}
+	if len(idArgs) == 0 {
+		return c.WrongArity()
+	}
+	refs := make([]engine.Ref, 0, len(idArgs))
+	for a := (argList{args: idArgs}); a.more(); {
+		r, err := a.ref()
+		if err != nil {
+			return err
+		}
+		refs = append(refs, r)
+	}
+	ids, sizes, err := coll.PayloadSizesRefs(refs)
+	if err != nil {
+		return err
+	}
+	var vecBytes int64
+	if withVector {
+		vecBytes = 4 * int64(coll.Config().Dim)
+	}
+	var total, largest int64
+	for _, n := range sizes {
+		total += memoryReplyFixed + max(n, 0) + vecBytes
+		largest = max(largest, n)
+	}
+	if err := c.CheckReplySize(total); err != nil {
+		return err
+	}
+	held := largest + 2*vecBytes // the payload, the vector and its blob
+	release, err := c.ReserveMemory(held)
+	if err != nil {
+		return err
+	}
+	defer func() { release() }()
+	c.WriteArrayHeader(len(ids))
+	for i, id := range ids {
+		if sizes[i] < 0 {
+			c.WriteNull() // no such id or key
+			continue
+		}
+		mi, err := coll.Get(id)
+		switch {
+		case errors.Is(err, engine.ErrNoMemory), errors.Is(err, engine.ErrNoCollection):
+			c.WriteNull()
+			continue
+		case err != nil:
+			// Part of the reply is out: the server closes the connection
+			// (see HandlerFunc) rather than desynchronise it.
+			return err
+		}
+		if n := int64(len(mi.Payload)) + 2*vecBytes; n > held {
+			// Replaced by a larger payload since the sizes were taken.
+			more, err := c.ReserveMemory(n - held)
+			if err != nil {
+				return err
+			}
+			prev := release
+			release = func() { prev(); more() }
+			held = n
+		}
+		writeMemory(c, mi, true, withVector)
+	}
+	return nil
+}
+
+// MEM.SCAN coll cursor [COUNT n] [WITHPAYLOAD] [WITHVECTOR]
+//
+// Replies [next-cursor, [memory …]]: up to COUNT memories (default 10, at
+// most engine.MaxScanCount) with ids at least cursor, in id order, each as
+// MEM.GET's field/value array (payload only WITHPAYLOAD, vector only
+// WITHVECTOR). The cursor is a bulk string, "0" to start; "0" returned
+// means the scan is complete. A page stops early, with fewer than COUNT
+// memories, once the payloads and vectors it holds reach scanPageBytes.
+// Every memory present for the whole scan is returned exactly once (see
+// engine/scan.go).
+func (m memCommands) scan(c *Ctx, args [][]byte) error {
+	coll, err := m.coll(args[0])
+	if err != nil {
+		return err
+	}
+	cursor, err := parseID(args[1], "cursor")
+	if err != nil {
+		return err
+	}
+	opt := engine.ScanOptions{Count: 10, MaxBytes: scanPageBytes}
+	a := argList{args: args, i: 2}
+	for a.more() {
+		switch k := a.keyword(); k {
+		case "COUNT":
+			opt.Count, err = a.int("COUNT")
+		case "WITHPAYLOAD":
+			opt.WithPayload = true
+		case "WITHVECTOR":
+			opt.WithVector = true
+		// FILTER expr: to come with the filter language (issue 9).
+		default:
+			err = fmt.Errorf("syntax error: unknown MEM.SCAN option %q", k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	page, next, err := coll.Scan(cursor, opt)
+	if err != nil {
+		return err
+	}
+	// The page is in memory already (at most scanPageBytes plus one
+	// memory); it is accounted for while it is written, as MEM.GET does.
+	var held int64
+	for _, mi := range page {
+		held += int64(len(mi.Payload)) + 8*int64(len(mi.Vector)) // the vector and its blob
+	}
+	release, err := c.ReserveMemory(held)
+	if err != nil {
+		return err
+	}
+	defer release()
+	c.WriteArrayHeader(2)
+	c.WriteBulkString(strconv.FormatUint(next, 10))
+	c.WriteArrayHeader(len(page))
+	for _, mi := range page {
+		writeMemory(c, mi, opt.WithPayload, opt.WithVector)
+	}
+	return nil
+}
+
+// MEM.COUNT coll
+//
+// Replies the number of live memories. (FILTER expr is to come with the
+// filter language.)
+func (m memCommands) count(c *Ctx, args [][]byte) error {
+	if len(args) != 1 {
+		return c.WrongArity()
+	}
+	coll, err := m.coll(args[0])
+	if err != nil {
+		return err
+	}
+	n, err := coll.Count()
+	if err != nil {
+		return err
+	}
+	c.WriteInt(int64(n))
+	return nil
+}
