@@ -162,3 +162,39 @@ func ExampleClient_Reward() {
 	// true
 	// 0.5 1
 }
+
+// Loading many memories in one command, then reading them all back page
+// by page.
+func ExampleClient_ScanAll() {
+	ctx := context.Background()
+	c, _ := client.New(client.Options{Addr: serverAddr()})
+	defer c.Close()
+	c.Create(ctx, "ex_scan", 2, &client.CreateOptions{Metric: client.L2})
+
+	var batch []client.AddItem
+	for i := range 5 {
+		batch = append(batch, client.AddItem{
+			Vector:     []float32{float32(i), 1},
+			AddOptions: client.AddOptions{Key: fmt.Sprintf("doc-%d", i)},
+		})
+	}
+	ids, err := c.MAdd(ctx, "ex_scan", batch)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(ids)
+
+	for m, err := range c.ScanAll(ctx, "ex_scan", &client.ScanOptions{Count: 2, WithVector: true}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(m.ID, m.Key, m.Vector)
+	}
+	// Output:
+	// [1 2 3 4 5]
+	// 1 doc-0 [0 1]
+	// 2 doc-1 [1 1]
+	// 3 doc-2 [2 1]
+	// 4 doc-3 [3 1]
+	// 5 doc-4 [4 1]
+}
