@@ -13,6 +13,29 @@
 //
 // A Client is safe for concurrent use.
 //
+// # Commands
+//
+// Each method sends one command (docs/PROTOCOL.md has their full rules):
+//
+//	MEM.CREATE, MEM.DROP, MEM.LIST     Create, Drop, List
+//	MEM.INFO, MEM.VERIFY               Info, Verify
+//	MEM.CHECKPOINT [FULL]              Checkpoint
+//	MEM.ADD, MEM.MADD                  Add, MAdd
+//	MEM.RETRIEVE                       Retrieve
+//	MEM.REWARD [NEXTQ]                 Reward, RewardNextQ
+//	MEM.GET, MEM.MGET [WITHVECTOR]     Get, MGet
+//	MEM.DEL [FILTER]                   Del, DelFilter
+//	MEM.SCAN, MEM.COUNT [FILTER]       Scan (and the iterator ScanAll), Count, CountFilter
+//	MEM.SETATTR, MEM.GETATTR           SetAttr, GetAttr
+//	MEM.SETPAYLOAD                     SetPayload
+//	MEM.EXPIRE, MEM.PERSIST, MEM.TTL   Expire, Persist, TTL
+//	MEM.INDEX coll ADD field           IndexAdd
+//
+// Filters (RetrieveOptions.Filter, ScanOptions.Filter, DelFilter,
+// CountFilter) are expressions of the language of docs/PROTOCOL.md
+// "Filters", sent as they are. Commands the client does not wrap (INFO,
+// CONFIG GET, SLOWLOG) go through Redis().
+//
 // # Types
 //
 // Vectors are []float32, always sent as FP32 blobs (little-endian float32

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,11 +19,7 @@ type Cmd[T any] struct {
 
 // ErrNotExecuted: a queued command's result is read after its pipeline's
 // Exec has returned.
-var ErrNotExecuted = &notExecuted{}
-
-type notExecuted struct{}
-
-func (*notExecuted) Error() string { return "memrl client: the pipeline has not been executed" }
+var ErrNotExecuted = errors.New("memrl client: the pipeline has not been executed")
 
 // Result returns the command's typed result, or its error: an *Error for
 // the server's error reply (in a transaction each command has its own),
@@ -102,8 +99,20 @@ func (p *Pipeline) Exec(ctx context.Context) error {
 		p.executed = true
 		return p.err
 	}
-	_, err := p.p.Exec(ctx)
+	cmds, err := p.p.Exec(ctx)
 	p.executed = true
+	if errors.Is(err, redis.Nil) {
+		// go-redis reports a null reply (GetAttr of a memory without
+		// attributes) as an error; here it is a result, so look on for
+		// a real error.
+		err = nil
+		for _, c := range cmds {
+			if e := c.Err(); e != nil && !errors.Is(e, redis.Nil) {
+				err = e
+				break
+			}
+		}
+	}
 	return convertErr(err)
 }
 

@@ -53,6 +53,35 @@ func TestPipeline(t *testing.T) {
 	}
 }
 
+// TestPipelineNull: a null reply (attributes of a memory without any) is
+// a result, not the pipeline's error.
+func TestPipelineNull(t *testing.T) {
+	c := newClient(t, "")
+	name := newColl(t, c, 2, nil)
+	if _, err := c.Add(ctx, name, []float32{1, 0}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tx := range []bool{false, true} {
+		p := c.Pipeline()
+		if tx {
+			p = c.TxPipeline()
+		}
+		none := p.GetAttr(ctx, name, client.ID(1))
+		cnt := p.Count(ctx, name)
+		if err := p.Exec(ctx); err != nil {
+			t.Fatalf("tx %v: Exec with a null reply: %v", tx, err)
+		}
+		if a, err := none.Result(); a != nil || err != nil || cnt.Val() != 1 {
+			t.Fatalf("tx %v: GetAttr = %v, %v; count %d", tx, a, err, cnt.Val())
+		}
+		// A real error after the null is still reported.
+		p = c.Pipeline()
+		p.GetAttr(ctx, name, client.ID(1))
+		p.Get(ctx, name, client.ID(99), nil)
+		wantIs(t, "Exec with a null then an error", p.Exec(ctx), client.ErrNoMemory)
+	}
+}
+
 // TestPipelineRefusedBeforeSending: a command the client cannot encode
 // makes Exec send nothing, so no part of the pipeline runs.
 func TestPipelineRefusedBeforeSending(t *testing.T) {
