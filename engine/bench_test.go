@@ -142,3 +142,38 @@ func BenchmarkExactScanRows(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkExactAllowed compares, for allowed sets of growing share, the
+// exact scan that iterates the allowed rows (exactSearchAllowed) with the
+// batched full scan that checks Allow per heap entry (exactSearch), on
+// 128 MB of vectors (past the caches, like a large collection): the data
+// behind iterateAllowed's constants.
+func BenchmarkExactAllowed(b *testing.B) {
+	const n, dim = 262144, 128
+	rng := rand.New(rand.NewSource(3))
+	rows := make([]float32, n*dim)
+	for i := range rows {
+		rows[i] = rng.Float32()
+	}
+	q := rows[:dim]
+	dead := roaring.New()
+	for _, share := range []float64{0.01, 0.05, 0.1, 0.2, 0.4} {
+		allow := roaring.New()
+		for r := range n {
+			if rng.Float64() < share {
+				allow.Add(uint32(r))
+			}
+		}
+		opt := SearchOptions{K1: 10, Allow: allow}
+		b.Run(fmt.Sprintf("share=%g/iterate", share), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				exactSearchAllowed(rows, dim, L2, dead, allow, q, opt)
+			}
+		})
+		b.Run(fmt.Sprintf("share=%g/fullscan", share), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				exactSearch(rows, dim, L2, dead, q, opt)
+			}
+		})
+	}
+}

@@ -154,7 +154,7 @@ func (db *DB) checkpoint(forceFull bool) (err error) {
 	sizes := make([]ckptSizes, len(colls))
 	var written int
 	for i, c := range colls {
-		cw.beginCollection(c.uid, c.name, c.cfg)
+		cw.beginCollection(c.uid, c.name, c.ckptConfig())
 		var n int
 		if full {
 			sizes[i], n = c.snapshotTo(cw)

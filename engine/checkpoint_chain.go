@@ -236,6 +236,8 @@ func (m *ckptMerger) apply(d checkpoint) {
 		if !ok {
 			mc = newMergeColl(ckptCollection{uid: dc.uid, name: dc.name, cfg: dc.cfg})
 		}
+		mc.cc.cfg = dc.cfg // the indexed fields may have changed since
+
 		for _, id := range dc.tombs {
 			mc.remove(id)
 		}

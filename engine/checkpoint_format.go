@@ -17,17 +17,18 @@ import (
 // collection as of some moment during the last checkpoint, and the WAL
 // position from which replay must start to reach the present.
 //
-// Version 4, written as the collections are copied (a streaming encoder
+// Version 5, written as the collections are copied (a streaming encoder
 // needs no buffer the size of the file):
 //
 //	+-----------+---------+------+---------+-----+---------+---------+-----------+----------------+-------+
 //	| "MEMRLCKP"| version | kind | chainID | seq | walLSN  | nextUID | ncoll u32 | collections... | xxh64 |
-//	| 8 bytes   | u32 = 4 | u8   | u64     | u32 | u64     | u64     |           |                | u64   |
+//	| 8 bytes   | u32 = 5 | u8   | u64     | u32 | u64     | u64     |           |                | u64   |
 //	+-----------+---------+------+---------+-----+---------+---------+-----------+----------------+-------+
 //
 //	kind:       0 full (seq 0), 1 delta (seq 1, 2, ... within the chain of the full
 //	            checkpoint with the same chainID)
 //	collection: uid u64 | name u16-len bytes | config (engine/config.go encodeConfig) |
+//	            indexed fields (n u8 | n × name u8-len bytes; filter_index.go) |
 //	            tombstone batches... | u32 0 | memory batches... | u32 0 |
 //	            nrows u32 | paySize u64 | nextID u64
 //	tombstone batch: count u32 (1..ckptMaxBatch) | count × id u64    (deltas only)
@@ -45,7 +46,8 @@ import (
 // takes its sizes and next id. The file sizes and next id follow the
 // memories because they are read with the last chunk of the copy.
 //
-// Versions 1 to 3 are still read. Version 3 is version 4 with the memory
+// Versions 1 to 4 are still read. Version 4 is version 5 without the
+// indexed fields. Version 3 is version 4 with the memory
 // record's first 72 bytes only (no expiry, key or attributes). Versions 1
 // and 2 (full checkpoints only) are version 3 without kind, chainID, seq
 // and tombstones. Version 1 held the
@@ -59,7 +61,7 @@ import (
 // written; recovery trusts nothing past them.
 const (
 	ckptMagic     = "MEMRLCKP"
-	ckptVersion   = 4
+	ckptVersion   = 5
 	ckptName      = "CHECKPOINT"
 	ckptMemSize   = 72      // a memory of versions 1 to 3; the least a version-4 memory takes too
 	ckptMaxBatch  = 1 << 16 // memories per batch, at most
@@ -107,7 +109,7 @@ type checkpoint struct {
 	colls   []ckptCollection
 }
 
-// ckptWriter encodes a version-4 checkpoint onto w as it is produced,
+// ckptWriter encodes a version-5 checkpoint onto w as it is produced,
 // hashing every byte. Call header, then for each collection
 // beginCollection, tombstones (once), memories (any number of times) and
 // endCollection, then finish. The first
@@ -140,6 +142,9 @@ func (cw *ckptWriter) beginCollection(uid uint64, name string, cfg Config) {
 	cw.buf = le.AppendUint16(cw.buf, uint16(len(name)))
 	cw.buf = append(cw.buf, name...)
 	cw.buf = encodeConfig(cw.buf, cfg)
+	if cw.version >= 5 {
+		cw.buf = appendFieldList(cw.buf, cfg.Indexed)
+	}
 }
 
 // tombstones appends the collection's tombstone batches and their end.
@@ -294,6 +299,12 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 		c.uid = d.u64()
 		c.name = string(d.take(int(d.u16())))
 		c.cfg = decodeConfig(&d)
+		if version >= 5 {
+			c.cfg.Indexed = decodeFieldList(&d)
+			if err := checkFieldList(c.cfg.Indexed); !d.err && err != nil {
+				return cp, fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, c.name, err)
+			}
+		}
 		// Only valid configs are ever written; an invalid one (a zero
 		// dimension would divide by a zero row size) is damage.
 		if err := c.cfg.Validate(); !d.err && err != nil {

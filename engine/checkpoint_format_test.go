@@ -55,6 +55,17 @@ func withExt(cp checkpoint) checkpoint {
 	return out
 }
 
+// withIndexed returns cp with indexed attribute fields declared in every
+// collection (what version 5 added).
+func withIndexed(cp checkpoint) checkpoint {
+	out := cp
+	out.colls = append([]ckptCollection(nil), cp.colls...)
+	for i := range out.colls {
+		out.colls[i].cfg.Indexed = []string{"kind", "tenant"}
+	}
+	return out
+}
+
 // encodeCheckpoint encodes cp in the current version, in memory.
 func encodeCheckpoint(cp checkpoint) []byte { return encodeCheckpointVersion(cp, ckptVersion) }
 
@@ -208,6 +219,10 @@ func TestCheckpointCorruption(t *testing.T) {
 	one := encodeCheckpoint(randomCheckpoint(rng, 1))
 	at := bytes.Index(one, []byte("c")) + 1 // the batches follow name and config
 	at += len(encodeConfig(nil, NewConfig(4)))
+	if one[at] != 0 {
+		t.Fatalf("empty list of indexed fields not found at %d", at)
+	}
+	at++
 	if le.Uint32(one[at:]) != 0 {
 		t.Fatalf("tombstone terminator not found at %d", at)
 	}
@@ -235,6 +250,23 @@ func TestCheckpointCorruption(t *testing.T) {
 	if used := allocatedBytes() - before; used > 1<<20 {
 		t.Errorf("refusing attributes of 4 GiB allocated %d bytes", used)
 	}
+
+	// A version-5 list of indexed fields that Create could not have made:
+	// unsorted, repeated, an invalid name, or running past the file.
+	idx := encodeCheckpoint(withIndexed(randomCheckpoint(rng, 1)))
+	listAt := bytes.Index(idx, []byte("c")) + 1 + len(encodeConfig(nil, NewConfig(4)))
+	if idx[listAt] != 2 || string(idx[listAt+2:listAt+6]) != "kind" {
+		t.Fatalf("indexed fields not found at %d", listAt)
+	}
+	swap := append([]byte(nil), idx...)
+	copy(swap[listAt+1:], "\x06tenant\x04kind")
+	refuse("unsorted indexed fields", resum(swap))
+	bad := append([]byte(nil), idx...)
+	bad[listAt+2] = ' '
+	refuse("invalid indexed field name", resum(bad))
+	long := append([]byte(nil), idx...)
+	long[listAt+1] = 0xff
+	refuse("indexed field name past the end", resum(long))
 }
 
 // TestOpenRefusesCorruptCheckpoint corrupts a database's CHECKPOINT file

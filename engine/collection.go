@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
+	"github.com/memrl/memrl/engine/filter"
 	"github.com/memrl/memrl/ivfpq"
 	"github.com/memrl/memrl/qtable"
 	"github.com/memrl/memrl/wal"
@@ -67,9 +69,16 @@ type Collection struct {
 	keys       map[uint64]uint64
 	expiring   map[uint64]int64
 	nextExpiry int64
-	vecs       *vectorStore
-	pays       *payloadStore
-	index      phase1 // exactScan, or ivfPhase1 once an index is built
+	// indexed are the attribute fields declared for indexing, sorted
+	// (filter_index.go); fidx holds their bitmaps by row, nil until
+	// recovery is done (it is then built once from the attributes).
+	// INVARIANT: once fidx is set, it indexes exactly the fields of
+	// indexed, for the attributes of the memories in mems.
+	indexed []string
+	fidx    *filter.Index
+	vecs    *vectorStore
+	pays    *payloadStore
+	index   phase1 // exactScan, or ivfPhase1 once an index is built
 
 	// Index state (index.go).
 	ivf           *ivfpq.Index   // the index in use, or nil
@@ -127,6 +136,7 @@ func openCollection(db *DB, name string, uid uint64, cfg Config, nrows uint32, p
 		mems: make(map[uint64]memory), liveIDs: newIDSet(), dead: roaring.New(), nextID: 1, deleted: make(map[uint64]struct{}),
 		keys: make(map[uint64]uint64), expiring: make(map[uint64]int64),
 		vecs: vecs, pays: pays, q: qtable.New(),
+		indexed: cfg.Indexed,
 	}
 	c.index = exactScan{c}
 	return c, nil
@@ -295,6 +305,7 @@ func (c *Collection) applyAddLocked(r addRec) {
 			c.dead.Add(old.row)
 		}
 		c.unindexKeyLocked(r.id, old.key())
+		c.filterIndexRemoveLocked(old.row, old.attrs())
 	}
 	// A re-added id cancels its pending tombstone: the add marks it dirty,
 	// and the delta that takes the mark replaces the memory whole. Left in
@@ -306,6 +317,7 @@ func (c *Collection) applyAddLocked(r addRec) {
 		ext: makeExt(bytes.Clone(r.attrs), r.key, r.expires)}
 	c.indexKeyLocked(r.id, r.key)
 	c.trackExpiryLocked(r.id, r.expires)
+	c.filterIndexAddLocked(r.row, c.mems[r.id].attrs())
 	c.liveIDs.add(r.id)
 	for uint32(len(c.rowIDs)) <= r.row {
 		c.rowIDs = append(c.rowIDs, 0)
@@ -396,6 +408,7 @@ func (c *Collection) applyDeleteLocked(r deleteRec) {
 	for _, id := range r.ids {
 		if m, ok := c.mems[id]; ok {
 			c.dead.Add(m.row)
+			c.filterIndexRemoveLocked(m.row, m.attrs())
 			c.unindexKeyLocked(id, m.key())
 			delete(c.expiring, id)
 			delete(c.mems, id)
@@ -508,8 +521,10 @@ func (c *Collection) Info() (Info, error) {
 	} else if c.building {
 		index = "flat (building ivfpq)"
 	}
+	cfg := c.cfg
+	cfg.Indexed = slices.Clone(c.indexed) // the current fields, not those of the create
 	return Info{
-		Name: c.name, Config: c.cfg, Count: len(c.mems), Rows: c.vecs.nrows, NextID: c.peekAutoIDLocked(),
+		Name: c.name, Config: cfg, Count: len(c.mems), Rows: c.vecs.nrows, NextID: c.peekAutoIDLocked(),
 		Index: index, PayloadMB: float64(c.pays.size) / (1 << 20),
 		Keys: len(c.keys), Expiring: len(c.expiring),
 	}, nil

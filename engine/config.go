@@ -81,6 +81,12 @@ type Config struct {
 	Gamma  float64 // discount of nextQ in the TD target, in [0, 1]
 	QInit  float64 // Q of a memory added without an explicit Q
 	Index  IndexConfig
+	// Indexed are attribute fields to index from the start (filter_index.go;
+	// IndexField changes them later). Not part of encodeConfig's layout:
+	// the log carries them in a recIndexed record after the create, and a
+	// checkpoint after the config. Collection.Config reports the fields
+	// declared at create; IndexedFields the current ones.
+	Indexed []string
 }
 
 // encodeConfig appends c's fields in the layout shared by the create record
@@ -144,6 +150,9 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := boundedValue(c.QInit, "QINIT"); err != nil {
+		return err
+	}
+	if _, err := checkIndexed(c.Indexed); err != nil {
 		return err
 	}
 	return c.Index.validate(c.Dim)

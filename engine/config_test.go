@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/memrl/memrl/wal"
@@ -33,7 +34,7 @@ func TestConfigFieldsFitTheirDiskWidth(t *testing.T) {
 			t.Fatalf("%+v: %v", cfg, err)
 		}
 		d := decoder{b: encodeConfig(nil, cfg)}
-		if got := decodeConfig(&d); got != cfg || d.done("config") != nil {
+		if got := decodeConfig(&d); !reflect.DeepEqual(got, cfg) || d.done("config") != nil {
 			t.Fatalf("config round trip: %+v, want %+v", got, cfg)
 		}
 	}

@@ -184,6 +184,7 @@ func (db *DB) Create(name string, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	cfg.Indexed, _ = checkIndexed(cfg.Indexed) // sorted, unique
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
@@ -216,6 +217,7 @@ func (db *DB) Create(name string, cfg Config) error {
 		db.mu.Unlock()
 		return err
 	}
+	c.rebuildFilterIndexLocked() // empty: the fields, no rows
 	db.addCollectionLocked(c)
 	db.mu.Unlock()
 	return db.log.WaitDurable(lsn)

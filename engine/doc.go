@@ -32,6 +32,87 @@
 // A reward r applied to memories sets Q ← Q + α(r + γ·nextQ − Q) for each,
 // atomically per memory.
 //
+// # Filtered search
+//
+// RetrieveOptions.Filter (a filter.Expr over the memories' attributes)
+// becomes phase 1's Allow and Match (Collection.phase1OptionsLocked): the
+// collection's indexed fields (filter_index.go: Config.Indexed and
+// IndexField, their roaring bitmaps by row kept in step with adds,
+// attribute changes and deletes, rebuilt at open) narrow the expression to
+// the rows that can match (filter.Index.Plan); Match evaluates it on the
+// attributes of the candidates the plan does not decide, and leaves out
+// expired memories not yet swept. CountFilter, DeleteFilter and Scan with
+// ScanOptions.Filter use the same plan (filter_ops.go).
+//
+// SearchOptions.Allow (a bitmap of rows, from the caller's attribute
+// index) and SearchOptions.Match (a residual check on a row, for fields
+// without an index) narrow phase 1: it returns the K1 most similar live
+// rows that are allowed, match and pass DELTA, never fewer because the
+// filter was applied after a global top K1; fewer only when the collection
+// holds no more such rows. Dead rows and Match are checked only for rows
+// good enough to enter the candidate heap.
+//
+// Paths (filter_search.go):
+//
+//   - Flat collection, or IVF-PQ before its index is built: an exact scan.
+//     With Allow it iterates the bitmap, scoring only allowed rows one by
+//     one, when |Allow|·exactNsPerDim <= rows·scanNsPerDim (the batched
+//     full scan's cost per row); otherwise it scans every row in batches
+//     and checks Allow like a tombstone. With Match it scans on until
+//     every row is seen, so it finds all that match.
+//   - IVF-PQ with Allow: the exact scan over the allowed rows when its
+//     estimated cost, |Allow|·dim·exactNsPerDim, is at most the index's:
+//     NList·dim·scanNsPerDim for the coarse step, plus the probed
+//     lists' codes (L lists of rows/NList codes, codeNsPerByte per code
+//     byte), plus re-ranking min(K1·REFINE, allowed codes seen) rows. L is
+//     the filtered NPROBE, nprobe/√s for an allowed share s (the true top
+//     K1 of a share s are about the top K1/s overall, which lie in more
+//     lists; unscaled, recall@10 fell to 0.87 at 2% on 100k SIFT), or
+//     more if those lists are expected to hold fewer than K1 allowed rows.
+//     Otherwise the index, probing the filtered NPROBE lists first, with
+//     Allow, the tombstones and Match checked per list entry entering the
+//     heap (ivfpq.SearchFiltered).
+//   - IVF-PQ without Allow (with or without Match, or no filter at all):
+//     the index.
+//
+// SearchOptions.Path forces the exact or the index path (benchmarks and
+// tests compare them on one collection); an IVF-PQ collection without a
+// built index always scans exactly.
+//
+// The constants (filter_search.go) are nanoseconds per unit; only their
+// ratios matter. They come from sift1m-deb (1M × 128, IVF4096,PQ32x8,
+// NPROBE 64, K1 10) with `memrl bench filter --crossover` (50 queries per
+// share; the 2-core machine was shared, load 12–15, so times are several
+// times an idle machine's and noisy, but both paths ran under the same
+// load): the exact path over the allowed rows took 9.5 ms at 1% allowed,
+// 26.5 ms at 2%, 79 ms at 5%, 90 ms at 10%; the index path 26, 27, 36 and
+// 6 ms. A quieter run: exact 0.96, 2.4, 11.2, 17.2 ms; index 3.3, 2.6,
+// 3.1, 1.5 ms; the batched full scan of 1M rows 58 ms (0.45 ns a
+// dimension; scoring allowed rows one by one, 0.75–1.7 ns; a probed code
+// byte, 0.66–1.4 ns). The crossover lies between 2% and 5% of the rows
+// (20k–50k rows); the rule puts it at about 2.2% at this shape, and scales with NList,
+// NPROBE, M and dim. The index path's recall@10 against the exact path was
+// at least 0.986 at every share from 0.05% to 20% (NPROBE scaled by
+// 1/√s), so the choice is one of cost, not recall. Below about 1% the
+// index path is far slower (132 ms at 0.05%: scaling NPROBE probes most
+// lists), which is why small sets must go exact.
+//
+// Widening (ivfpq.SearchFiltered): when the probed lists leave the
+// candidate heap short of K1·REFINE rows that pass, or once it is full its
+// re-ranked rows hold fewer than K1 that pass DELTA, the index probes
+// further lists in centroid order, doubling the lists probed each round,
+// until neither holds or every list has been probed. This serves unfiltered
+// retrievals too: a K1 above what the default probes' lists hold is
+// filled. The bound: at most one pass over every code of the index and
+// 1 + ⌈log2(NList/NProbe)⌉ re-ranks of K1·REFINE rows. With DELTA there
+// is no earlier stop: the index keeps no list radii, so no list can be
+// ruled out by its centroid, and a DELTA that fewer than K1 rows pass
+// probes every list: on sift1m-deb (1M, IVF4096,PQ32x8) a DELTA that no
+// memory passes took 13.7–43.8 ms a query, and K1 10000 (widened until
+// 80,000 candidates, then one re-rank of them) 45.7–119 ms, in two runs
+// on the loaded machine where a default unfiltered retrieval took 0.7–1.2
+// ms (`memrl bench filter`, bench/README.md).
+//
 // # Files
 //
 //	dir/LOCK                        flock: one process per database

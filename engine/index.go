@@ -60,14 +60,35 @@ type ivfPhase1 struct {
 }
 
 func (p ivfPhase1) search(q []float32, opt SearchOptions) ([]candidate, error) {
-	res, err := p.ix.Search(q, opt.K1, ivfpq.SearchParams{NProbe: opt.NProbe, Refine: opt.Refine}, p.c.dead, p.c.vecs)
+	c := p.c
+	nprobe := opt.NProbe
+	if opt.Allow != nil {
+		allowed := opt.Allow.GetCardinality()
+		if opt.Path == PathAuto && useExact(opt, allowed, p.ix.Params(), int(c.vecs.nrows)) {
+			return exactScan{c}.search(q, opt)
+		}
+		nprobe = filteredNProbe(nprobe, p.ix.Params().NList, allowed, int(c.vecs.nrows))
+	}
+	if opt.Path == PathExact {
+		return exactScan{c}.search(q, opt)
+	}
+	f := ivfpq.Filter{Deleted: c.dead, Allow: opt.Allow, Match: opt.Match}
+	if opt.HasDelta {
+		// The index compares float32 similarities; rounding Delta up
+		// keeps every result at least Delta, as the check below did.
+		f.MinSim, f.HasMinSim = float32(opt.Delta), true
+		if float64(f.MinSim) < opt.Delta {
+			f.MinSim = math.Nextafter32(f.MinSim, float32(math.Inf(1)))
+		}
+	}
+	res, _, err := p.ix.SearchFiltered(q, opt.K1, ivfpq.SearchParams{NProbe: nprobe, Refine: opt.Refine}, f, c.vecs)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]candidate, 0, len(res))
 	for _, n := range res {
 		if opt.HasDelta && float64(n.Sim) < opt.Delta {
-			continue
+			continue // cannot happen (MinSim >= Delta); kept as the rule's statement
 		}
 		out = append(out, candidate{row: n.Row, sim: n.Sim})
 	}

@@ -68,9 +68,11 @@ func (c *Collection) applySetAttrsLocked(r setAttrsRec) {
 	if !ok {
 		return
 	}
+	c.filterIndexRemoveLocked(m.row, m.attrs())
 	// Replay's attributes alias the log's buffer: keep a copy.
 	m.ext = makeExt(bytes.Clone(r.attrs), m.key(), m.expires())
 	c.mems[r.id] = m
+	c.filterIndexAddLocked(m.row, m.attrs())
 	c.markDirtyLocked(r.id)
 }
 

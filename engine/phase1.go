@@ -18,12 +18,33 @@ type candidate struct {
 }
 
 // SearchOptions are the phase-1 knobs of one retrieval.
+//
+// Phase 1 returns the K1 most similar live rows that are in Allow (when
+// set), that Match accepts (when set) and whose similarity is at least
+// Delta (when HasDelta): never fewer because filtering happened after a
+// global top K1; fewer only when the collection holds no more such rows.
+// See "Filtered search" in doc.go for how.
 type SearchOptions struct {
 	K1       int     // candidates wanted
 	Delta    float64 // similarity threshold, used when HasDelta
 	HasDelta bool
-	NProbe   int // IVF lists probed; <= 0 means the index's default
+	NProbe   int // IVF lists probed first (more when widening); <= 0 means the index's default
 	Refine   int // IVF re-rank factor; <= 0 means the index's default
+
+	// Allow, when non-nil, holds the rows of the vector file that may be
+	// returned (the caller's filter, resolved through its attribute
+	// index); nil means every live row. Rows that are dead or past the
+	// file are ignored. The caller must not modify it during the call.
+	Allow *roaring.Bitmap
+	// Match, when non-nil, is a residual check a row must pass (how
+	// filter fields without an index are evaluated). It is called only
+	// for live, allowed rows good enough to enter the candidates, at most
+	// once per row and call, with the collection's read lock held: it may
+	// read the collection's state but must not call its methods.
+	Match func(row uint32) bool
+	// Path forces the exact or the index path; PathAuto (the zero value)
+	// chooses by cost. For benchmarks and tests.
+	Path SearchPath
 }
 
 // phase1 is semantic recall: the k most similar live rows to a query. The
@@ -44,11 +65,24 @@ type exactScan struct {
 const scanBatch = 256
 
 func (e exactScan) search(q []float32, opt SearchOptions) ([]candidate, error) {
-	return exactSearch(e.c.vecs.rows(), e.c.dim(), e.c.cfg.Metric, e.c.dead, q, opt), nil
+	rows := e.c.vecs.rows()
+	if opt.Allow != nil && iterateAllowed(opt.Allow.GetCardinality(), len(rows)/e.c.dim()) {
+		return exactSearchAllowed(rows, e.c.dim(), e.c.cfg.Metric, e.c.dead, opt.Allow, q, opt), nil
+	}
+	return exactSearch(rows, e.c.dim(), e.c.cfg.Metric, e.c.dead, q, opt), nil
+}
+
+// iterateAllowed reports whether an exact search over n rows is cheaper
+// scoring only the allowed rows one by one (exactSearchAllowed) than
+// scoring every row in batches and checking Allow for the rows good enough
+// to enter the heap (exactSearch).
+func iterateAllowed(allowed uint64, n int) bool {
+	return float64(allowed)*exactNsPerDim <= float64(n)*scanNsPerDim
 }
 
 // exactSearch scans rows (n*dim values) for the K1 most similar rows not in
-// dead whose similarity is at least opt.Delta (when set), best first.
+// dead, in opt.Allow (when set) and accepted by opt.Match (when set) whose
+// similarity is at least opt.Delta (when set), best first.
 func exactSearch(rows []float32, dim int, metric Metric, dead *roaring.Bitmap, q []float32, opt SearchOptions) []candidate {
 	n := len(rows) / dim
 	k := opt.K1
@@ -60,6 +94,7 @@ func exactSearch(rows []float32, dim int, metric Metric, dead *roaring.Bitmap, q
 		floor = float32(opt.Delta)
 	}
 	h := make(minHeap, 0, k)
+	filtered := opt.filtered()
 	var scores [scanBatch]float32
 	for start := 0; start < n; start += scanBatch {
 		end := min(start+scanBatch, n)
@@ -77,10 +112,12 @@ func exactSearch(rows []float32, dim int, metric Metric, dead *roaring.Bitmap, q
 			if s < floor || (len(h) == k && s <= h[0].sim) {
 				continue
 			}
-			// The tombstone check runs only for rows that would enter the
-			// heap, which after the first few batches is a small share.
+			// The tombstone and filter checks run only for rows that would
+			// enter the heap, which after the first few batches is a small
+			// share (unless few rows pass the filter: then the scan goes on
+			// checking, and finds them all).
 			row := uint32(start + i)
-			if dead.Contains(row) {
+			if dead.Contains(row) || filtered && !opt.keepRow(row) {
 				continue
 			}
 			if len(h) < k {

@@ -19,7 +19,8 @@ import (
 //	recQ        uid u64 | id u64 | q f64 | visits u64 | lastReward f64 | rewardSum f64 | updated i64
 //
 // Types 6 to 9 (attributes, keys, expiry, payload updates) are in
-// record_ext.go.
+// record_ext.go; 10 and 11 (indexed attribute fields, and a create with
+// them) in filter_index.go.
 //
 // Records log results, not operations: recQ carries the new Q and counters,
 // recAdd the row and payload offset chosen, so that replaying a record twice
@@ -77,11 +78,19 @@ func putF64(b []byte, f float64) []byte { return le.AppendUint64(b, math.Float64
 
 func encodeCreate(r createRec) []byte {
 	b := make([]byte, 0, 48+len(r.name))
-	b = append(b, recCreate)
+	typ := recCreate
+	if len(r.cfg.Indexed) > 0 {
+		typ = recCreateIndexed // filter_index.go
+	}
+	b = append(b, typ)
 	b = le.AppendUint64(b, r.uid)
 	b = le.AppendUint16(b, uint16(len(r.name)))
 	b = append(b, r.name...)
-	return encodeConfig(b, r.cfg)
+	b = encodeConfig(b, r.cfg)
+	if typ == recCreateIndexed {
+		b = appendFieldList(b, r.cfg.Indexed)
+	}
+	return b
 }
 
 func encodeDrop(uid uint64) []byte {
@@ -177,6 +186,15 @@ func decodeCreate(b []byte) (createRec, error) {
 	r.uid = d.u64()
 	r.name = string(d.take(int(d.u16())))
 	r.cfg = decodeConfig(&d)
+	if b[0] == recCreateIndexed {
+		r.cfg.Indexed = decodeFieldList(&d)
+		if !d.err && len(r.cfg.Indexed) == 0 {
+			return r, fmt.Errorf("%w: create record with an empty list of indexed fields", errBadRecord)
+		}
+		if err := checkFieldList(r.cfg.Indexed); !d.err && err != nil {
+			return r, err
+		}
+	}
 	if err := d.done("create"); err != nil {
 		return r, err
 	}

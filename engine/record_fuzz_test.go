@@ -63,9 +63,12 @@ func decodeRecord(rec []byte, dim int) ([]byte, error) {
 		return nil, errBadRecord
 	}
 	switch rec[0] {
-	case recCreate:
+	case recCreate, recCreateIndexed:
 		r, err := decodeCreate(rec)
 		return encodeCreate(r), err
+	case recIndexed:
+		r, err := decodeIndexed(rec)
+		return encodeIndexed(r), err
 	case recDrop:
 		uid, err := decodeDrop(rec)
 		return encodeDrop(uid), err

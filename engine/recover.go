@@ -59,6 +59,7 @@ func (db *DB) recover() error {
 	for _, c := range db.byUID {
 		c.rebuildDeadLocked()
 		c.rebuildDerivedLocked()
+		c.rebuildFilterIndexLocked() // filter_index.go
 		if err := c.openChecksLocked(); err != nil {
 			return err
 		}
@@ -74,7 +75,7 @@ func (db *DB) replayRecord(rec []byte) error {
 		return fmt.Errorf("%w: empty", errBadRecord)
 	}
 	switch rec[0] {
-	case recCreate:
+	case recCreate, recCreateIndexed:
 		r, err := decodeCreate(rec)
 		if err != nil {
 			return err
@@ -155,6 +156,14 @@ func (db *DB) replayRecord(rec []byte) error {
 			return err
 		}
 		c.applySetPayloadLocked(r)
+	case recIndexed:
+		r, err := decodeIndexed(rec)
+		if err != nil {
+			return err
+		}
+		if c, ok := db.byUID[r.uid]; ok {
+			c.applyIndexedLocked(r)
+		}
 	case recExpire:
 		r, err := decodeExpire(rec)
 		if err != nil {

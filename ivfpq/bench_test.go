@@ -21,8 +21,11 @@ func benchAssign(b *testing.B, n, d, k int) {
 func BenchmarkAssignCoarse4096x128(b *testing.B) { benchAssign(b, 256, 128, 4096) }
 func BenchmarkAssignPQ256x4(b *testing.B)        { benchAssign(b, 4096, 4, 256) }
 
-// benchSearch measures one query at a time on a clustered 50k × 64 set.
-func benchSearch(b *testing.B, bits int, metric Metric) {
+// benchSearch measures one query at a time on a clustered 50k × 64 set,
+// through Search, or SearchFiltered with no filter when filtered is set
+// (what the engine runs for an unfiltered retrieval: the two should cost
+// the same).
+func benchSearch(b *testing.B, bits int, metric Metric, filtered ...bool) {
 	const n, d = 50000, 64
 	base := clustered(n+100, d, 500, 3)
 	if metric == IP {
@@ -39,7 +42,13 @@ func benchSearch(b *testing.B, bits int, metric Metric) {
 	i := 0
 	for b.Loop() {
 		q := base[(n+i%100)*d:][:d]
-		if _, err := ix.Search(q, 10, sp, nil, src); err != nil {
+		var err error
+		if len(filtered) > 0 && filtered[0] {
+			_, _, err = ix.SearchFiltered(q, 10, sp, Filter{}, src)
+		} else {
+			_, err = ix.Search(q, 10, sp, nil, src)
+		}
+		if err != nil {
 			b.Fatal(err)
 		}
 		i++
@@ -49,3 +58,6 @@ func benchSearch(b *testing.B, bits int, metric Metric) {
 func BenchmarkSearchL2PQ8(b *testing.B) { benchSearch(b, 8, L2) }
 func BenchmarkSearchL2PQ4(b *testing.B) { benchSearch(b, 4, L2) }
 func BenchmarkSearchIPPQ8(b *testing.B) { benchSearch(b, 8, IP) }
+
+func BenchmarkSearchFilteredNoFilterL2PQ8(b *testing.B) { benchSearch(b, 8, L2, true) }
+func BenchmarkSearchFilteredNoFilterL2PQ4(b *testing.B) { benchSearch(b, 4, L2, true) }

@@ -49,6 +49,18 @@
 //  4. the candidates are re-scored exactly from src and the best k returned,
 //     best first. Sim is −‖q−x‖² for L2 and ⟨q, x⟩ for IP.
 //
+// SearchFiltered(q, k, sp, Filter{Deleted, Allow, Match, MinSim}, src) is
+// Search with a filter and widening (filter.go): a candidate must be in
+// Allow (when set), not in Deleted, and accepted by Match (when set), each
+// checked only for codes good enough to enter the heap; and when the heap
+// is not full of k·Refine candidates after the probed lists, or once full
+// its re-ranked rows hold fewer than k reaching MinSim, further lists are
+// probed in centroid order, doubling the probed count each round, until k
+// pass or every list is probed. So it returns fewer than k only when the
+// index holds fewer than k rows that pass; it scans at most every code once
+// and re-ranks at most 1 + ⌈log2(NList/NProbe)⌉ times. Search itself
+// probes exactly NProbe lists (bench/ann sweeps it).
+//
 // Search parameters are passed per call and never stored, so concurrent
 // searches with different settings do not interact. Cosine similarity is IP
 // over normalised vectors; the caller normalises.
@@ -60,6 +72,7 @@
 //	err = ix.Add(row, v)                        // row == ix.Rows()
 //	err = ix.AddBatch(first, vecs, workers)     // bulk add / rebuild, first == ix.Rows()
 //	res, err := ix.Search(q, k, SearchParams{}, deleted, src)
+//	res, st, err := ix.SearchFiltered(q, k, SearchParams{}, Filter{Deleted: d, Allow: a}, src)
 //	ix.SetTrainedFor(n); n = ix.TrainedFor()     // the caller's training size, saved in the file
 //	err = ix.Save(dir); ix, err = Open(dir); err = ix.Verify(); ix.Close()
 //

@@ -20,6 +20,8 @@ type searchScratch struct {
 	coarseDist []float32 // [NList]
 	probes     topK      // nearest lists
 	probeOrder []int     // probed lists, nearest first
+	order      []int     // every list, nearest first (SearchFiltered's widening)
+	probed     []bool    // [NList] lists probed so far (SearchFiltered's widening)
 	lut        []float32 // [M*ksub] float look-up table
 	lut8       []byte    // [ceil(M/2)*2*16] quantized table (4-bit codes)
 	out        []float32 // [scanChunk] approximate scores
@@ -88,7 +90,27 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 	if ix.closed {
 		return nil, ErrClosed
 	}
+	var f *Filter
+	if deleted != nil {
+		f = &Filter{Deleted: deleted}
+	}
+	q4 := ix.prepareLocked(q, nprobe, s)
+	s.cands.reset(k * refine)
+	for _, l := range s.probeOrder {
+		if err := ix.probeLocked(q, l, q4, f, s); err != nil {
+			return nil, err
+		}
+	}
+	return ix.rerank(q, k, src, s), nil
+}
 
+// prepareLocked runs a search's coarse step and builds its look-up tables:
+// s.coarseDist holds every centroid's L2 distance to q, s.probeOrder the
+// nprobe nearest lists, nearest first (ties by lower list number), and
+// s.lut (and, for 4-bit codes, s.lut8 described by the returned lut4) the
+// per-query table. REQUIRES: ix.mu held for reading; 1 <= nprobe <= NList.
+func (ix *Index) prepareLocked(q []float32, nprobe int, s *searchScratch) lut4 {
+	p := ix.p
 	// Coarse step: the nprobe nearest centroids, nearest first.
 	simd.L2SqBatch(q, ix.coarse, s.coarseDist)
 	s.probes.reset(nprobe)
@@ -105,16 +127,7 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 	for _, l := range s.probes.row {
 		s.probeOrder = append(s.probeOrder, int(l))
 	}
-	slices.SortFunc(s.probeOrder, func(a, b int) int {
-		da, db := s.coarseDist[a], s.coarseDist[b]
-		switch {
-		case da < db:
-			return -1
-		case da > db:
-			return 1
-		}
-		return a - b
-	})
+	slices.SortFunc(s.probeOrder, s.listOrder)
 
 	// One table serves every list. Scores are kept as "smaller is better".
 	// IP ADC: <q, c+r̂> = <q,c> + Σ<q_m, r̂_m>, so the table is -<q_m, r_mk>
@@ -133,37 +146,54 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 	if p.Bits == 4 {
 		q4 = quantizeLUT4(s.lut, p.M, s.lut8)
 	}
+	return q4
+}
 
-	s.cands.reset(k * refine)
-	for _, l := range s.probeOrder {
-		if err := ix.checkList(l); err != nil {
-			return nil, err
-		}
-		lst := &ix.lists[l]
-		if lst.len() == 0 {
+// listOrder orders lists by their centroid's distance to the query (in
+// s.coarseDist), nearest first, ties by lower list number: the order lists
+// are probed in, first and when a search widens.
+func (s *searchScratch) listOrder(a, b int) int {
+	da, db := s.coarseDist[a], s.coarseDist[b]
+	switch {
+	case da < db:
+		return -1
+	case da > db:
+		return 1
+	}
+	return a - b
+}
+
+// probeLocked scores list l's codes and merges those f keeps (every code
+// when f is nil) into s.cands. It returns ErrCorrupt if the list fails its
+// checksum. REQUIRES: ix.mu held for reading; prepareLocked ran for q.
+func (ix *Index) probeLocked(q []float32, l int, q4 lut4, f *Filter, s *searchScratch) error {
+	if err := ix.checkList(l); err != nil {
+		return err
+	}
+	lst := &ix.lists[l]
+	if lst.len() == 0 {
+		return nil
+	}
+	bias := s.coarseDist[l]
+	if !ix.p.l2ADC() {
+		bias = -simd.Dot(q, ix.coarse[l*ix.p.Dim:(l+1)*ix.p.Dim])
+	}
+	for _, seg := range [2]*segment{&lst.base, &lst.tail} {
+		if len(seg.ids) == 0 {
 			continue
 		}
-		bias := s.coarseDist[l]
-		if !p.l2ADC() {
-			bias = -simd.Dot(q, ix.coarse[l*p.Dim:(l+1)*p.Dim])
-		}
-		for _, seg := range [2]*segment{&lst.base, &lst.tail} {
-			if len(seg.ids) == 0 {
-				continue
-			}
-			if p.Bits == 8 {
-				ix.scan8(seg, bias, deleted, s)
-			} else {
-				ix.scan4(seg, q4, bias, deleted, s)
-			}
+		if ix.p.Bits == 8 {
+			ix.scan8(seg, bias, f, s)
+		} else {
+			ix.scan4(seg, q4, bias, f, s)
 		}
 	}
-	return ix.rerank(q, k, src, s), nil
+	return nil
 }
 
 // scan8 scores one segment of 8-bit codes with s.lut and merges it into
 // s.cands.
-func (ix *Index) scan8(seg *segment, bias float32, deleted *roaring.Bitmap, s *searchScratch) {
+func (ix *Index) scan8(seg *segment, bias float32, f *Filter, s *searchScratch) {
 	m := ix.p.M
 	n := len(seg.ids)
 	for c0 := 0; c0 < n; c0 += scanChunk {
@@ -181,7 +211,7 @@ func (ix *Index) scan8(seg *segment, bias float32, deleted *roaring.Bitmap, s *s
 				continue
 			}
 			row := seg.ids[c0+i]
-			if deleted != nil && deleted.Contains(row) {
+			if f != nil && !f.keep(row) {
 				continue
 			}
 			s.cands.push(d+bias, row)
@@ -196,7 +226,7 @@ func (ix *Index) scan8(seg *segment, bias float32, deleted *roaring.Bitmap, s *s
 // whose quantized sum cannot beat the current worst candidate, using the
 // smallest term of the chunk as the bound, and each vector it lets through
 // is checked with its own term.
-func (ix *Index) scan4(seg *segment, q4 lut4, bias float32, deleted *roaring.Bitmap, s *searchScratch) {
+func (ix *Index) scan4(seg *segment, q4 lut4, bias float32, f *Filter, s *searchScratch) {
 	m := ix.p.M
 	scale, offset := q4.scale, q4.offset+bias
 	inv := 1 / scale
@@ -247,7 +277,7 @@ func (ix *Index) scan4(seg *segment, q4 lut4, bias float32, deleted *roaring.Bit
 					continue
 				}
 				row := seg.ids[idx]
-				if deleted != nil && deleted.Contains(row) {
+				if f != nil && !f.keep(row) {
 					continue
 				}
 				s.cands.push(d, row)

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/memrl/memrl/bench/durability"
+	"github.com/memrl/memrl/bench/filter"
 	"github.com/memrl/memrl/bench/hostile"
 	"github.com/memrl/memrl/bench/madd"
 	"github.com/memrl/memrl/bench/rewards"
@@ -17,6 +18,7 @@ const benchUsage = `usage:
   memrl bench durability [flags]   fsync latency, in-process rewards, recovery, checkpoint stalls
   memrl bench hostile [flags]      an honest client's answers and latency while hostile clients attack
   memrl bench madd [flags]         memories added per second over the protocol: MEM.MADD against pipelined MEM.ADD
+  memrl bench filter [flags]       filtered phase-1 recall and QPS by tenant size, against post-filtering
 memrl bench NAME --help lists a benchmark's flags.
 `
 
@@ -38,6 +40,8 @@ func bench(args []string) error {
 		return hostile.Main(args[1:], os.Stdout)
 	case "madd":
 		return madd.Main(args[1:], os.Stdout)
+	case "filter":
+		return filter.Main(args[1:], os.Stdout)
 	}
 	return cliflag.Usagef("unknown benchmark %q\n%s", args[0], benchUsage)
 }
