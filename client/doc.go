@@ -29,7 +29,7 @@
 //	MEM.SETATTR, MEM.GETATTR           SetAttr, GetAttr
 //	MEM.SETPAYLOAD                     SetPayload
 //	MEM.EXPIRE, MEM.PERSIST, MEM.TTL   Expire, Persist, TTL
-//	MEM.INDEX coll ADD field           IndexAdd
+//	MEM.INDEX coll ADD|DROP|LIST       IndexAdd, IndexDrop, IndexList
 //
 // Filters (RetrieveOptions.Filter, ScanOptions.Filter, DelFilter,
 // CountFilter) are expressions of the language of docs/PROTOCOL.md

@@ -88,8 +88,9 @@ var (
 	// ErrBadTTL: a TTL is a whole, positive number of seconds up to
 	// 3153600000 (MEM.EXPIRE also takes zero or less: delete now).
 	ErrBadTTL = errors.New("TTL must be")
-	// ErrFilter: a filter expression parses and can match some memory;
-	// the message gives the column where it goes wrong.
+	// ErrFilter: a filter expression parses and can match some memory
+	// (and is not empty); the message gives the column where it goes
+	// wrong.
 	ErrFilter = errors.New("filter:")
 	// ErrCorrupt: data that fails its checksum is never served
 	// (MEM.GET, MEM.RETRIEVE … WITHPAYLOAD, MEM.VERIFY).

@@ -198,3 +198,35 @@ func ExampleClient_ScanAll() {
 	// 4 doc-3 [3 1]
 	// 5 doc-4 [4 1]
 }
+
+// Retrieval within one tenant: the filter narrows phase 1 itself, so each
+// user gets their own nearest memories. Indexing the field makes the
+// filter a bitmap lookup.
+func ExampleClient_Retrieve() {
+	ctx := context.Background()
+	c, _ := client.New(client.Options{Addr: serverAddr()})
+	defer c.Close()
+	c.Create(ctx, "ex_tenants", 2, &client.CreateOptions{Indexed: []string{"user"}})
+	for i, user := range []string{"u1", "u2", "u1", "u2"} {
+		c.Add(ctx, "ex_tenants", []float32{1, float32(i)}, &client.AddOptions{
+			Payload: []byte(fmt.Sprintf("%s's plan %d", user, i)),
+			Attrs:   map[string]any{"user": user, "step": i},
+		})
+	}
+	lambda := 0.0
+	rs, err := c.Retrieve(ctx, "ex_tenants", []float32{1, 0}, &client.RetrieveOptions{
+		Lambda: &lambda, Filter: `.user == "u2"`, WithPayload: true, WithAttrs: true,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, r := range rs {
+		fmt.Printf("%d %s step %v\n", r.ID, r.Payload, r.Attrs["step"])
+	}
+	n, _ := c.CountFilter(ctx, "ex_tenants", `.user == "u1" and .step > 0`)
+	fmt.Println(n)
+	// Output:
+	// 2 u2's plan 1 step 1
+	// 4 u2's plan 3 step 3
+	// 1
+}

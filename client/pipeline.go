@@ -222,7 +222,17 @@ func (p *Pipeline) CountFilter(ctx context.Context, coll, expr string) *Cmd[int6
 
 // IndexAdd queues Client.IndexAdd.
 func (p *Pipeline) IndexAdd(ctx context.Context, coll, field string) *Cmd[struct{}] {
-	return queue(ctx, p, indexAddSpec(coll, field))
+	return queue(ctx, p, indexSpec(coll, "ADD", field))
+}
+
+// IndexDrop queues Client.IndexDrop.
+func (p *Pipeline) IndexDrop(ctx context.Context, coll, field string) *Cmd[struct{}] {
+	return queue(ctx, p, indexSpec(coll, "DROP", field))
+}
+
+// IndexList queues Client.IndexList.
+func (p *Pipeline) IndexList(ctx context.Context, coll string) *Cmd[[]string] {
+	return queue(ctx, p, indexListSpec(coll))
 }
 
 // SetAttr queues Client.SetAttr.
