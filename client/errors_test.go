@@ -3,6 +3,8 @@ package client_test
 import (
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -124,5 +126,42 @@ func TestErrorIsRedisError(t *testing.T) {
 	// (go-redis's HasErrorPrefix strips "ERR " before comparing.)
 	if !redis.HasErrorPrefix(err, "no such collection") {
 		t.Fatalf("redis.HasErrorPrefix(%v, \"no such collection\") is false", err)
+	}
+}
+
+// TestCorruptErrors: damage MEM.VERIFY and MEM.GET report is ErrCorrupt,
+// whether the message starts with the rule or names the collection first.
+func TestCorruptErrors(t *testing.T) {
+	dir := t.TempDir()
+	addr, stop, err := startServer(dir, server.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	c := newClient(t, addr)
+	if err := c.Create(ctx, "v", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range []string{"first", "second"} {
+		if _, err := c.Add(ctx, "v", []float32{1, float32(i)}, &client.AddOptions{Payload: []byte(p)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paths, _ := filepath.Glob(filepath.Join(dir, "collections", "*", "payloads.dat"))
+	if len(paths) != 1 {
+		t.Fatalf("payload files %v", paths)
+	}
+	f, err := os.OpenFile(paths[0], os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("S"), int64(len("first")+8)) // memory 2's first byte (as server's TestMemVerify)
+	f.Close()
+	_, err = c.Verify(ctx, "v")
+	wantIs(t, "Verify of a damaged collection", err, client.ErrCorrupt)
+	_, err = c.Get(ctx, "v", client.ID(2), nil)
+	wantIs(t, "Get of a damaged memory", err, client.ErrCorrupt)
+	if m, err := c.Get(ctx, "v", client.ID(1), nil); err != nil || string(m.Payload) != "first" {
+		t.Fatalf("Get of the undamaged memory = %+v, %v", m, err)
 	}
 }
