@@ -44,7 +44,9 @@ func setPayloadSpec(coll string, ref Ref, payload []byte) spec[struct{}] {
 	return spec[struct{}]{args: append(ref.appendArgs([]any{"MEM.SETPAYLOAD", coll}), payload), parse: parseOK}
 }
 
-// SetPayload replaces the payload of the memory ref names (MEM.SETPAYLOAD).
+// SetPayload replaces the payload of the memory ref names (MEM.SETPAYLOAD);
+// nil sets an empty payload. The old bytes stay in the server's payload
+// file, unreferenced, until it is compacted.
 // Errors: ErrNoMemory, ErrPayloadTooLarge, ErrNoCollection.
 func (c *Client) SetPayload(ctx context.Context, coll string, ref Ref, payload []byte) error {
 	_, err := run(ctx, c.rdb, setPayloadSpec(coll, ref, payload))
