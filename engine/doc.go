@@ -34,6 +34,16 @@
 //
 // # Filtered search
 //
+// RetrieveOptions.Filter (a filter.Expr over the memories' attributes)
+// becomes phase 1's Allow and Match (Collection.phase1OptionsLocked): the
+// collection's indexed fields (filter_index.go: Config.Indexed and
+// IndexField, their roaring bitmaps by row kept in step with adds,
+// attribute changes and deletes, rebuilt at open) narrow the expression to
+// the rows that can match (filter.Index.Plan); Match evaluates it on the
+// attributes of the candidates the plan does not decide, and leaves out
+// expired memories not yet swept. CountFilter, DeleteFilter and Scan with
+// ScanOptions.Filter use the same plan (filter_ops.go).
+//
 // SearchOptions.Allow (a bitmap of rows, from the caller's attribute
 // index) and SearchOptions.Match (a residual check on a row, for fields
 // without an index) narrow phase 1: it returns the K1 most similar live

@@ -3,6 +3,10 @@ package engine
 import (
 	"fmt"
 	"math"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/memrl/memrl/engine/filter"
 )
 
 // Defaults of a retrieval.
@@ -26,6 +30,12 @@ type RetrieveOptions struct {
 	Lambda        float64 // weight of Q against similarity in phase 2, in [0, 1]
 	WithPayload   bool
 	WithAttrs     bool // set Result.Attrs
+	// Filter, when not nil, restricts the retrieval to the memories whose
+	// attributes match it: phase 1 returns the K1 most similar memories
+	// that match (never a global top K1 filtered afterwards), narrowed by
+	// the indexed fields' bitmaps and checked on the attributes for the
+	// rest (filter_ops.go, and "Filtered search" in doc.go).
+	Filter *filter.Expr
 }
 
 // NewRetrieveOptions returns the defaults: K1=10, K2=5, λ=0.5, no threshold.
@@ -70,6 +80,39 @@ type Result struct {
 	Attrs      []byte // its attributes (compact JSON) when WithAttrs, or nil; shared: do not modify
 }
 
+// phase1OptionsLocked returns the phase-1 options of a retrieval: opt's,
+// with the rows the filter allows and a residual Match for what the index
+// of attributes cannot decide, and for expired memories not yet swept (so
+// that they take no phase-1 slot from a live memory).
+// REQUIRES: c.mu held for reading at least.
+func (c *Collection) phase1OptionsLocked(opt RetrieveOptions, now int64) SearchOptions {
+	so := opt.SearchOptions
+	var match func(row uint32) bool
+	switch {
+	case opt.Filter != nil:
+		p := c.planLocked(opt.Filter)
+		if p.rows != nil {
+			if so.Allow != nil {
+				p.rows = roaring.And(so.Allow, p.rows)
+			}
+			so.Allow = p.rows
+		}
+		if !p.exact || len(c.expiring) > 0 {
+			match = func(row uint32) bool { return c.matchLocked(p, c.mems[c.rowIDs[row]], now) }
+		}
+	case len(c.expiring) > 0:
+		match = func(row uint32) bool { return !c.mems[c.rowIDs[row]].expiredAt(now) }
+	}
+	if match != nil {
+		if prev := so.Match; prev != nil {
+			so.Match = func(row uint32) bool { return prev(row) && match(row) }
+		} else {
+			so.Match = match
+		}
+	}
+	return so
+}
+
 // Retrieve runs two-phase retrieval: phase 1 recalls the K1 memories most
 // similar to query whose similarity is at least DELTA; phase 2 ranks them by
 // (1-λ)·z(sim) + λ·clip(z(Q), ±3) and returns the best K2, best first.
@@ -85,7 +128,8 @@ func (c *Collection) Retrieve(query []float32, opt RetrieveOptions) ([]Result, e
 		return nil, err
 	}
 	defer c.mu.RUnlock()
-	cands, err := c.index.search(q, opt.SearchOptions)
+	now := c.db.nowNanos()
+	cands, err := c.index.search(q, c.phase1OptionsLocked(opt, now))
 	if err != nil {
 		return nil, err
 	}
@@ -97,9 +141,9 @@ func (c *Collection) Retrieve(query []float32, opt RetrieveOptions) ([]Result, e
 	// goes on with the others, as Open leaves damaged rows out of searches.
 	// (A row damaged into looking dissimilar just drops out unnoticed;
 	// Verify finds it.)
-	// Expired memories not yet swept keep their rows in phase 1; they are
-	// never returned (expiry.go).
-	now := c.db.nowNanos()
+	// Expired memories not yet swept are left out by phase 1's Match
+	// (phase1OptionsLocked); checked again here, as they must never be
+	// returned (expiry.go).
 	kept := cands[:0]
 	for _, cd := range cands {
 		if len(c.expiring) > 0 && c.mems[c.rowIDs[cd.row]].expiredAt(now) {

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"time"
+
+	"github.com/memrl/memrl/engine/filter"
 )
 
 // Scans and counts.
@@ -38,11 +40,17 @@ type ScanOptions struct {
 	// payloads is bounded in memory. A page always holds at least one
 	// memory when one is left, so a scan always progresses.
 	MaxBytes int64
-	// A filter (issue 9's FILTER expr) belongs here: a page would walk at
-	// most a bounded number of live ids and return those that match, so a
-	// page may then be empty before the scan is complete (the cursor, not
-	// a short page, says when it is).
+	// Filter, when not nil, keeps only the memories whose attributes match
+	// it. A page then examines at most ScanFilterBudget live ids and
+	// returns those that match, so a page may be short, or empty, before
+	// the scan is complete: the cursor, not a short page, says when it is.
+	Filter *filter.Expr
 }
+
+// ScanFilterBudget bounds the live ids one filtered scan page examines, so
+// that a page of a filter matching little costs a bounded time under the
+// collection's read lock (some tens of milliseconds).
+const ScanFilterBudget = 64 * MaxScanCount
 
 // Scan returns the page of live memories with ids at least cursor, in
 // increasing id order, and the cursor of the next page: 0 when the scan is
@@ -65,7 +73,19 @@ func (c *Collection) Scan(cursor uint64, opt ScanOptions) ([]MemoryInfo, uint64,
 		readErr error
 	)
 	now := c.db.nowNanos()
+	examined := 0
 	c.liveIDs.ascend(cursor, func(id uint64) bool {
+		if opt.Filter != nil {
+			if examined == ScanFilterBudget {
+				more = true // go on from id in the next page
+				return false
+			}
+			examined++
+			if !opt.Filter.Match(c.mems[id].attrs()) {
+				last = id // consumed: the next page starts above it
+				return true
+			}
+		}
 		if c.mems[id].expiredAt(now) {
 			return true // gone to clients; the sweeper deletes it (expiry.go)
 		}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/memrl/memrl/engine"
+	"github.com/memrl/memrl/engine/filter"
 )
 
 // Batches and scans: MEM.MADD, MEM.MGET, MEM.SCAN and MEM.COUNT (see
@@ -267,7 +268,7 @@ func (m memCommands) mget(c *Ctx, args [][]byte) error {
 	return nil
 }
 
-// MEM.SCAN coll cursor [COUNT n] [WITHPAYLOAD] [WITHVECTOR]
+// MEM.SCAN coll cursor [COUNT n] [WITHPAYLOAD] [WITHVECTOR] [FILTER expr]
 //
 // Replies [next-cursor, [memory …]]: up to COUNT memories (default 10, at
 // most engine.MaxScanCount) with ids at least cursor, in id order, each as
@@ -296,7 +297,8 @@ func (m memCommands) scan(c *Ctx, args [][]byte) error {
 			opt.WithPayload = true
 		case "WITHVECTOR":
 			opt.WithVector = true
-		// FILTER expr: to come with the filter language (issue 9).
+		case "FILTER":
+			opt.Filter, err = a.filterExpr() // commands_filter.go
 		default:
 			err = fmt.Errorf("syntax error: unknown MEM.SCAN option %q", k)
 		}
@@ -328,19 +330,31 @@ func (m memCommands) scan(c *Ctx, args [][]byte) error {
 	return nil
 }
 
-// MEM.COUNT coll
+// MEM.COUNT coll [FILTER expr]
 //
-// Replies the number of live memories. (FILTER expr is to come with the
-// filter language.)
+// Replies the number of live memories, or with FILTER of those whose
+// attributes match expr.
 func (m memCommands) count(c *Ctx, args [][]byte) error {
-	if len(args) != 1 {
+	if len(args) != 1 && len(args) != 3 {
 		return c.WrongArity()
 	}
 	coll, err := m.coll(args[0])
 	if err != nil {
 		return err
 	}
-	n, err := coll.Count()
+	var n int
+	if len(args) == 3 {
+		if !bytes.EqualFold(args[1], []byte("FILTER")) {
+			return fmt.Errorf("syntax error: unknown MEM.COUNT option %q", args[1])
+		}
+		e, err := filter.Parse(string(args[2]))
+		if err != nil {
+			return err
+		}
+		n, err = coll.CountFilter(e)
+	} else {
+		n, err = coll.Count()
+	}
 	if err != nil {
 		return err
 	}

@@ -24,8 +24,9 @@ func (s *Server) RegisterMem(db *engine.DB) {
 	s.Register("MEM.INFO", 1, m.info, ReadOnly)
 	s.Register("MEM.CHECKPOINT", 0, m.checkpoint)
 	s.Register("MEM.VERIFY", 1, m.verify)
-	s.registerAttrs(m) // commands_attrs.go
-	m.registerBatch(s) // MEM.MADD, MEM.MGET, MEM.SCAN, MEM.COUNT: commands_batch.go
+	s.registerAttrs(m)  // commands_attrs.go
+	m.registerBatch(s)  // MEM.MADD, MEM.MGET, MEM.SCAN, MEM.COUNT: commands_batch.go
+	m.registerFilter(s) // MEM.INDEX: commands_filter.go
 	s.AddInfoSection("memrl", m.infoSection)
 	s.registerMemObservability(db) // info_mem.go
 }
@@ -42,7 +43,7 @@ func (m memCommands) coll(name []byte) (*engine.Collection, error) {
 }
 
 // MEM.CREATE coll DIM d [METRIC COSINE|L2|IP] [ALPHA a] [GAMMA g] [QINIT q]
-// [INDEX FLAT|IVFPQ] [NLIST n] [PQM m] [PQBITS 4|8] [TRAIN n]
+// [INDEX FLAT|IVFPQ] [NLIST n] [PQM m] [PQBITS 4|8] [TRAIN n] [INDEXED f1,f2,…]
 func (m memCommands) create(c *Ctx, args [][]byte) error {
 	a := argList{args: args, i: 1}
 	cfg := engine.NewConfig(0)
@@ -77,6 +78,8 @@ func (m memCommands) create(c *Ctx, args [][]byte) error {
 			cfg.Index.PQBits, err = a.int("PQBITS")
 		case "TRAIN":
 			cfg.Index.TrainThreshold, err = a.int("TRAIN")
+		case "INDEXED":
+			cfg.Indexed, err = a.indexedFields() // commands_filter.go
 		default:
 			err = fmt.Errorf("syntax error: unknown MEM.CREATE option %q", k)
 		}
@@ -144,7 +147,7 @@ func (m memCommands) add(c *Ctx, args [][]byte) error {
 }
 
 // MEM.RETRIEVE coll (FP32 blob | VALUES d v1 … vd) [K1 n] [K2 n] [LAMBDA l]
-// [DELTA x] [NPROBE n] [REFINE n] [WITHPAYLOAD] [WITHATTRS] [WITHKEYS]
+// [DELTA x] [NPROBE n] [REFINE n] [WITHPAYLOAD] [WITHATTRS] [WITHKEYS] [FILTER expr]
 func (m memCommands) retrieve(c *Ctx, args [][]byte) error {
 	coll, err := m.coll(args[0])
 	if err != nil {
@@ -178,6 +181,8 @@ func (m memCommands) retrieve(c *Ctx, args [][]byte) error {
 			opt.WithAttrs = true
 		case "WITHKEYS":
 			withKeys = true
+		case "FILTER":
+			opt.Filter, err = a.filterExpr() // commands_filter.go
 		default:
 			err = fmt.Errorf("syntax error: unknown MEM.RETRIEVE option %q", k)
 		}
@@ -400,10 +405,14 @@ func (m memCommands) get(c *Ctx, args [][]byte) error {
 }
 
 // MEM.DEL coll (id | KEY k) [(id | KEY k) …]
+// MEM.DEL coll FILTER expr
 func (m memCommands) del(c *Ctx, args [][]byte) error {
 	coll, err := m.coll(args[0])
 	if err != nil {
 		return err
+	}
+	if isFilterDel(args) {
+		return m.delFilter(c, coll, args) // commands_filter.go
 	}
 	refs := make([]engine.Ref, 0, len(args)-1)
 	for a := (argList{args: args, i: 1}); a.more(); {
