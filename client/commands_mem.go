@@ -97,6 +97,9 @@ type RetrieveOptions struct {
 	// Filter keeps only memories whose attributes match the expression
 	// (docs/PROTOCOL.md "Filters"); "" is no filter.
 	Filter      string
+	// RawQ ranks phase 2 by (1-λ)·z(sim) + λ·clip(Q, ±3), Q not z-scored
+	// (RAWQ): the ablation of z-normalisation that memrl bench loop runs.
+	RawQ        bool
 	WithPayload bool // fill Result.Payload
 	WithAttrs   bool // fill Result.Attrs
 	WithKeys    bool // fill Result.Key
@@ -140,6 +143,9 @@ func retrieveSpec(coll string, q []float32, o *RetrieveOptions) spec[[]Result] {
 		}
 		if o.Filter != "" {
 			args = append(args, "FILTER", o.Filter)
+		}
+		if o.RawQ {
+			args = append(args, "RAWQ")
 		}
 		if o.WithPayload {
 			args = append(args, "WITHPAYLOAD")
