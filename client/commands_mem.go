@@ -97,12 +97,10 @@ type RetrieveOptions struct {
 	// Filter keeps only memories whose attributes match the expression
 	// (docs/PROTOCOL.md "Filters"); "" is no filter.
 	Filter      string
-	// RawQ ranks phase 2 by (1-λ)·z(sim) + λ·clip(Q, ±3), Q not z-scored
-	// (RAWQ): the ablation of z-normalisation that memrl bench loop runs.
-	RawQ        bool
 	WithPayload bool // fill Result.Payload
 	WithAttrs   bool // fill Result.Attrs
 	WithKeys    bool // fill Result.Key
+	RawQ        bool // RAWQ: rank by (1-λ)·z(sim) + λ·clip(Q, ±3), Q not z-scored (the ablation memrl bench loop runs)
 }
 
 // Result is one memory MEM.RETRIEVE returns.
