@@ -1,8 +1,9 @@
 // Package loop is `memrl bench loop`: the learning-loop benchmark that
 // shows, through the server, whether value-aware retrieval pays. It plays a
 // MemRL-style agent against a simulated environment over the protocol
-// (MEM.CREATE, MEM.MADD, MEM.RETRIEVE, MEM.REWARD, MEM.ADD; Store is the
-// small interface it needs, implemented over go-redis by RedisStore).
+// (MEM.CREATE, MEM.MADD, MEM.RETRIEVE, MEM.REWARD, MEM.ADD) with the
+// project's Go client, client/ (ClientStore; Store is the small interface
+// the agent needs).
 //
 // # The environment (env.go)
 //

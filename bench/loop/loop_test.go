@@ -9,8 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/memrl/memrl/client"
 	"github.com/memrl/memrl/engine"
 	"github.com/memrl/memrl/server"
 	"github.com/memrl/memrl/wal"
@@ -35,9 +34,12 @@ func startServer(t *testing.T) Store {
 	}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String()})
-	t.Cleanup(func() { rdb.Close() })
-	return RedisStore{C: rdb}
+	c, err := client.New(client.Options{Addr: ln.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return ClientStore{C: c}
 }
 
 // shortOptions is the CI shape: 5,000 memories, 2 seeds.

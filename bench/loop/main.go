@@ -10,9 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/memrl/memrl/bench/rewards"
+	"github.com/memrl/memrl/client"
 	"github.com/memrl/memrl/internal/cliflag"
 )
 
@@ -145,10 +144,13 @@ func Main(args []string, out io.Writer) error {
 		}
 		defer stop()
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: a, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
-	defer rdb.Close()
+	c, err := client.New(client.Options{Addr: a})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
 	t0 := time.Now()
-	res, err := Bench(context.Background(), RedisStore{C: rdb}, o)
+	res, err := Bench(context.Background(), ClientStore{C: c}, o)
 	if err != nil {
 		return err
 	}
