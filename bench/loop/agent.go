@@ -17,6 +17,12 @@ type Params struct {
 	QNew    float64 // Q of an experience added after a success (MEM.ADD … Q)
 	Settle  float64 // Q has settled when |mean(r − Q)| over an epoch's worth of rewarded episodes falls below it
 	Bins    int     // Q bins of the calibration, over [0, 1]
+	// Index is the collections' MEM.CREATE INDEX: "" (the server's
+	// default, IVFPQ: exact until 10,000 memories, then an index trained
+	// and retrained in the background, so phase 1 is approximate and when
+	// a build lands among the episodes varies from run to run) or FLAT
+	// (always exact: runs repeat exactly).
+	Index string
 }
 
 // Run is what one configuration (a λ, or no memory) measured on one seed.
@@ -146,7 +152,7 @@ func newAgent(ctx context.Context, st Store, env *Env, p Params, coll string, la
 		return a, nil
 	}
 	st.Drop(ctx, coll) // a leftover of an interrupted run; an error means there was none
-	if err := st.Create(ctx, coll, env.Dim, p.Alpha, p.QInit); err != nil {
+	if err := st.Create(ctx, coll, env.Dim, p.Alpha, p.QInit, p.Index); err != nil {
 		return nil, fmt.Errorf("MEM.CREATE %s: %w", coll, err)
 	}
 	const batch = 1000

@@ -46,6 +46,11 @@
 // (MEM.RETRIEVE … RAWQ). Output: Markdown tables and, with --plots, three
 // PNGs drawn with gonum.org/v1/plot.
 //
+// The collections take the server's default index (IVF-PQ) unless --index
+// FLAT: past 10,000 memories phase 1 is then approximate and its index is
+// built in the background, so runs of the default shape vary slightly; with
+// FLAT, a run repeats exactly.
+//
 // TestLoopShort runs a short version (5,000 memories, 2 seeds) against an
 // in-process server and asserts the directions: λ = 0.5 beats λ = 0 and no
 // memory by at least 0.15 in the last epoch, and Q is calibrated (r > 0.5).

@@ -116,6 +116,7 @@ func Main(args []string, out io.Writer) error {
 	fs.IntVar(&o.Params.K2, "k2", o.Params.K2, "memories acted on")
 	fs.Float64Var(&o.Params.Epsilon, "epsilon", o.Params.Epsilon, "ε-greedy exploration")
 	fs.Float64Var(&o.Params.Settle, "settle", o.Params.Settle, "Q has settled when |mean(r − Q)| over an epoch's worth of rewarded episodes is below this")
+	fs.StringVar(&o.Params.Index, "index", "", "the collections' INDEX: empty for the server's default (IVFPQ, approximate past 10,000 memories), or FLAT (exact; runs repeat exactly)")
 	short := fs.Bool("short", false, "the CI shape: 5,000 memories, 2 seeds")
 	outFile := fs.String("out", "", "write the Markdown report here instead of stdout")
 	plots := fs.String("plots", "", "folder to write loop_success.png, loop_calibration.png and loop_forgetting.png to; empty: none")
@@ -163,8 +164,12 @@ func Main(args []string, out io.Writer) error {
 		defer f.Close()
 		w = f
 	}
-	fmt.Fprintf(w, "memrl bench loop: %d memories, %d tasks in %d families, %d epochs, K1 %d, K2 %d, ε %g, seeds %s (%.0fs)\n\n",
-		o.Env.Memories, o.Env.Families*o.Env.TasksPerFamily, o.Env.Families, o.Params.Epochs, o.Params.K1, o.Params.K2, o.Params.Epsilon, *seeds, time.Since(t0).Seconds())
+	index := o.Params.Index
+	if index == "" {
+		index = "default"
+	}
+	fmt.Fprintf(w, "memrl bench loop: %d memories, INDEX %s, %d tasks in %d families, %d epochs, K1 %d, K2 %d, ε %g, seeds %s (%.0fs)\n\n",
+		o.Env.Memories, index, o.Env.Families*o.Env.TasksPerFamily, o.Env.Families, o.Params.Epochs, o.Params.K1, o.Params.K2, o.Params.Epsilon, *seeds, time.Since(t0).Seconds())
 	WriteMarkdown(w, res.Summaries, res.Forget, o.Params)
 	if *plots != "" {
 		return WritePlots(*plots, res, o.Params)

@@ -25,7 +25,9 @@ type Memory struct {
 // reads as the loop it is. ClientStore implements it with the project's Go
 // client.
 type Store interface {
-	Create(ctx context.Context, coll string, dim int, alpha, qinit float64) error
+	// Create runs MEM.CREATE coll DIM dim METRIC COSINE ALPHA alpha QINIT
+	// qinit [INDEX index] ("" is the server's default, IVFPQ).
+	Create(ctx context.Context, coll string, dim int, alpha, qinit float64, index string) error
 	Drop(ctx context.Context, coll string) error
 	MAdd(ctx context.Context, coll string, ms []Memory) error
 	Add(ctx context.Context, coll string, m Memory) (int64, error)
@@ -38,8 +40,8 @@ type Store interface {
 // ClientStore is a Store over client.Client (client/).
 type ClientStore struct{ C *client.Client }
 
-func (s ClientStore) Create(ctx context.Context, coll string, dim int, alpha, qinit float64) error {
-	return s.C.Create(ctx, coll, dim, &client.CreateOptions{Metric: client.Cosine, Alpha: &alpha, QInit: qinit})
+func (s ClientStore) Create(ctx context.Context, coll string, dim int, alpha, qinit float64, index string) error {
+	return s.C.Create(ctx, coll, dim, &client.CreateOptions{Metric: client.Cosine, Alpha: &alpha, QInit: qinit, Index: client.IndexKind(index)})
 }
 
 func (s ClientStore) Drop(ctx context.Context, coll string) error { return s.C.Drop(ctx, coll) }
