@@ -100,6 +100,7 @@ type RetrieveOptions struct {
 	WithPayload bool // fill Result.Payload
 	WithAttrs   bool // fill Result.Attrs
 	WithKeys    bool // fill Result.Key
+	RawQ        bool // RAWQ: rank by (1-λ)·z(sim) + λ·clip(Q, ±3), Q not z-scored (the ablation memrl bench loop runs)
 }
 
 // Result is one memory MEM.RETRIEVE returns.
@@ -140,6 +141,9 @@ func retrieveSpec(coll string, q []float32, o *RetrieveOptions) spec[[]Result] {
 		}
 		if o.Filter != "" {
 			args = append(args, "FILTER", o.Filter)
+		}
+		if o.RawQ {
+			args = append(args, "RAWQ")
 		}
 		if o.WithPayload {
 			args = append(args, "WITHPAYLOAD")
