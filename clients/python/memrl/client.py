@@ -114,8 +114,17 @@ class _Commands:
         return self._call(["MEM.INFO", coll], c.parse_info)
 
     def index_add(self, coll: str, field: str) -> Any:
-        """MEM.INDEX coll ADD field: keep a filter index for one more attribute field."""
+        """MEM.INDEX coll ADD field: keep a filter index for one more top-level attribute field
+        (at most 32 a collection); built at once from every memory's attributes."""
         return self._call(["MEM.INDEX", coll, "ADD", field], c.ok)
+
+    def index_drop(self, coll: str, field: str) -> Any:
+        """MEM.INDEX coll DROP field: stop indexing a field (filters on it still work, unindexed)."""
+        return self._call(["MEM.INDEX", coll, "DROP", field], c.ok)
+
+    def index_list(self, coll: str) -> Any:
+        """MEM.INDEX coll LIST: the indexed attribute fields, sorted."""
+        return self._call(["MEM.INDEX", coll, "LIST"], lambda r: [x.decode("utf-8") for x in r])
 
     def verify(self, coll: str) -> Any:
         """MEM.VERIFY: checksums of every row and payload, as a dict; raises DataDamaged."""
@@ -173,6 +182,7 @@ class _Commands:
         delta: Optional[float] = None,
         nprobe: Optional[int] = None,
         refine: Optional[int] = None,
+        raw_q: bool = False,
         filter: Any = None,
         with_payload: bool = False,
         with_attrs: bool = False,
@@ -181,8 +191,10 @@ class _Commands:
         """MEM.RETRIEVE: the K1 most similar memories (similarity ≥ ``delta``), the best K2 by
         ``(1-lam)·z(sim) + lam·z(Q)``, as :class:`Hit` rows best first.
 
-        ``lam=0`` is plain similarity search. ``filter`` keeps only memories
-        whose attributes match it (an expression string or a dict).
+        ``lam=0`` is plain similarity search. ``raw_q`` (``RAWQ``) blends Q as
+        learned instead of its z-score (an ablation). ``filter`` searches only
+        memories whose attributes match it (an expression string or a dict):
+        phase 1 returns the K1 most similar *matching* memories.
         """
         args: list[Any] = ["MEM.RETRIEVE", coll, b"FP32", c.pack_vector(vector)]
         for name, v in (("K1", k1), ("K2", k2), ("NPROBE", nprobe), ("REFINE", refine)):
@@ -192,6 +204,8 @@ class _Commands:
             args += ["LAMBDA", c.fmt_float(lam)]
         if delta is not None:
             args += ["DELTA", c.fmt_float(delta)]
+        if raw_q:
+            args.append("RAWQ")
         expr = to_filter(filter)
         if expr is not None:
             args += ["FILTER", expr]
@@ -269,7 +283,8 @@ class _Commands:
         """MEM.SCAN: one page of memories in id order, as a :class:`ScanPage`.
 
         Start with cursor 0 and pass each page's cursor on until it is 0 (a
-        short page is not the end). See :meth:`Client.scan_iter`.
+        short or, with ``filter``, empty page is not the end). See
+        :meth:`Client.scan_iter`.
         """
         args: list[Any] = ["MEM.SCAN", coll, int(cursor)]
         if count is not None:
