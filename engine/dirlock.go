@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/memrl/memrl/wal"
+	"github.com/memrl/memrl/vfs"
 )
 
 // dirLock is an exclusive advisory lock (flock) on dir/LOCK, so that two
@@ -14,8 +14,8 @@ import (
 type dirLock struct{ f *os.File }
 
 // lockDir locks dir. File systems other than the OS's (tests) need no lock.
-func lockDir(fs wal.FS, dir string) (*dirLock, error) {
-	if _, ok := fs.(wal.OSFS); !ok {
+func lockDir(fs vfs.FS, dir string) (*dirLock, error) {
+	if _, ok := fs.(vfs.OSFS); !ok {
 		return &dirLock{}, nil
 	}
 	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_RDWR|os.O_CREATE, 0o644)

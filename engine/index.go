@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/memrl/memrl/ivfpq"
-	"github.com/memrl/memrl/wal"
+	"github.com/memrl/memrl/vfs"
 )
 
 // The IVF-PQ index of a collection.
@@ -310,7 +310,7 @@ func (c *Collection) indexDir() string { return filepath.Join(c.dir, "ivfpq") }
 // operating system's file system (the index writes its files directly, and
 // an in-memory test file system rebuilds it instead).
 func (c *Collection) persistIndex() bool {
-	_, ok := c.db.fs.(wal.OSFS)
+	_, ok := c.db.fs.(vfs.OSFS)
 	return ok
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memrl/memrl/vfs"
 	"github.com/memrl/memrl/wal"
 )
 
@@ -26,7 +27,7 @@ func TestIndexBuildMemoryIsBounded(t *testing.T) {
 	trainSampleBytes, buildChunkBytes = 8<<20, 4<<20
 	const dim, n = 4096, 3000
 
-	db, _ := openTemp(t, Options{FS: wal.NewMemFS(), Sync: wal.SyncNone, CheckpointInterval: -1})
+	db, _ := openTemp(t, Options{FS: vfs.NewMemFS(), Sync: wal.SyncNone, CheckpointInterval: -1})
 	// TRAIN at its maximum: the build runs when the test calls it.
 	c := mustColl(t, db, "big", Config{Dim: dim, Metric: L2, Index: IndexConfig{TrainThreshold: MaxTrainThreshold}})
 	rng := rand.New(rand.NewSource(3))

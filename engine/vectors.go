@@ -8,7 +8,7 @@ import (
 
 	"github.com/edsrzf/mmap-go"
 
-	"github.com/memrl/memrl/wal"
+	"github.com/memrl/memrl/vfs"
 )
 
 // vectorStore is a collection's append-only vector file: row r holds the
@@ -106,7 +106,7 @@ func openVectorStore(files *fileCache, dir string, dim int, nrows uint32, create
 //
 // The new mapping is made before the old one is dropped, so that a failure
 // leaves the store as it was: still readable, with its old capacity.
-func (s *vectorStore) mapRows(f wal.File, capRows, valid uint32) error {
+func (s *vectorStore) mapRows(f vfs.File, capRows, valid uint32) error {
 	if capRows == 0 {
 		return nil
 	}
@@ -137,7 +137,7 @@ func (s *vectorStore) mapRows(f wal.File, capRows, valid uint32) error {
 }
 
 // grow makes room for at least need rows of f, the store's file.
-func (s *vectorStore) grow(f wal.File, need uint32) error {
+func (s *vectorStore) grow(f vfs.File, need uint32) error {
 	newCap := max(s.capRows*2, need, 1024)
 	if err := f.Truncate(int64(newCap) * s.rowSize); err != nil {
 		return err
@@ -212,14 +212,14 @@ func (s *vectorStore) syncTo(nrows uint32) error {
 
 // syncMark remembers how many leading bytes of an append-only file a
 // checkpoint has synced, so that the next sync writes back only the bytes
-// written since, in paced pieces, before its fsync (wal.SyncPaced).
+// written since, in paced pieces, before its fsync (vfs.SyncPaced).
 // Guarded by the database's ckptMu, not by the collection's lock: only
 // checkpoints (and open) touch it.
 type syncMark struct{ size int64 }
 
 // syncTo makes bytes [0, size) of f durable.
-func (m *syncMark) syncTo(f wal.File, size int64) error {
-	if err := wal.SyncPaced(f, min(m.size, size), size); err != nil {
+func (m *syncMark) syncTo(f vfs.File, size int64) error {
+	if err := vfs.SyncPaced(f, min(m.size, size), size); err != nil {
 		return err
 	}
 	m.size = size

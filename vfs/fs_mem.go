@@ -1,4 +1,4 @@
-package wal
+package vfs
 
 import (
 	"errors"
@@ -49,7 +49,7 @@ var _ FS = (*MemFS)(nil)
 
 // ErrInjected is returned by MemFS operations that fail because a fault
 // was injected with FailNextSync, FailNextWrite or FailNextSyncDir.
-var ErrInjected = errors.New("wal: injected fault")
+var ErrInjected = errors.New("vfs: injected fault")
 
 // memDir is one directory. All fields are guarded by MemFS.mu.
 type memDir struct {
