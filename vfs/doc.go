@@ -34,6 +34,22 @@
 // directory, so after a crash path holds the old contents or the new ones.
 // A leftover ".tmp" is garbage and is overwritten by the next replace.
 //
+// # Mapping files
+//
+// Map maps a file read-only. For an OS file it is a shared mmap of the
+// file, which shows later writes to the file at once (Linux's page cache
+// is coherent). A MemFS file has no descriptor: Map gives a private copy of
+// its bytes at the time of the call, which is exactly right for files that
+// are not written while mapped (the IVF-PQ index) and wrong for files that
+// are (a collection's vector file): callers of those check MapShared and
+// keep their own copy when it is false.
+//
+// # Locking
+//
+// FS.Lock takes an exclusive lock on a file (flock on the OS), so that two
+// processes never open one database. MemFS keeps its locks in memory: a
+// second Lock of a held name fails until the first is released.
+//
 // # Pacing
 //
 // A file system commits fsyncs one journal transaction at a time, so one
@@ -83,7 +99,7 @@
 // each k reruns it with the power cut at k and Crashes the result. The
 // mutating operations are Create, OpenReadWrite of a missing file, Rename,
 // Remove, RemoveAll, MkdirAll, SyncDir, and a File's Write, WriteAt,
-// Truncate and Sync; reads, Stat and List are not counted.
+// Truncate and Sync; reads, Stat, List, Map and Lock are not counted.
 //
 // A MemFS is safe for concurrent use.
 package vfs
