@@ -70,7 +70,7 @@
 // appends, so a crash leaves at most an incomplete last write (whatever
 // bytes of it reached the disk, possibly garbage in the last sector),
 // never a stale region; zeros are handled but not relied on. The price
-// is that each fsync also updates the file size; the FS seam has no
+// is that each fsync also updates the file size; the vfs.FS seam has no
 // fdatasync/fallocate to avoid it.
 //
 // # Torn tail versus corruption
@@ -127,7 +127,7 @@
 // # Checkpoints and compaction
 //
 // At a checkpoint the engine takes NextLSN (every record enqueued so far
-// is below it), stores it in its checkpoint (written with an AtomicFile),
+// is below it), stores it in its checkpoint (written with a vfs.AtomicFile),
 // calls RemoveBefore(lsn) to delete segments wholly below it, and after a
 // restart calls Replay(lsn, ...), which may start in the middle of a
 // segment. (Rotate also exists, to start a new segment on demand.)
