@@ -29,7 +29,9 @@
 //     similarity is at least DELTA (cosine, dot product, or minus squared L2);
 //  2. value-aware selection: score = (1-λ)·z(sim) + λ·clip(z(Q), ±3), z-scores
 //     over the K1 candidates (0 when the pool's standard deviation is 0); the
-//     best K2 are returned, best first.
+//     best K2 are returned, best first. RetrieveOptions.RawQ replaces
+//     clip(z(Q), ±3) with clip(Q, ±3) (Q as learned, not z-scored), the
+//     ablation of z-normalisation that bench/loop measures.
 //
 // A reward r applied to memories sets Q ← Q + α(r + γ·nextQ − Q) for each,
 // atomically per memory.

@@ -9,6 +9,12 @@ import (
 // utility cannot drown the similarity signal of the whole pool.
 const zClip = 3.0
 
+// RawQClip bounds Q in a raw-Q ranking (RetrieveOptions.RawQ): the score is
+// (1-λ)·z(sim) + λ·clip(Q, ±RawQClip). It is zClip, so that at λ = 1/2 a raw
+// Q can outweigh similarity no more than a z-scored Q can. Q learned from
+// rewards in [0, 1] lies in [0, 1] and is never clipped.
+const RawQClip = zClip
+
 // scored is a phase-2 candidate.
 type scored struct {
 	id    uint64
@@ -26,11 +32,24 @@ type scored struct {
 // Scores are always finite: similarities are z-scored as rankSim clamps
 // them, and Q is bounded (MaxValue).
 func rankPhase2(pool []scored, lambda float64, k2 int) []scored {
+	return rankPhase2Opts(pool, lambda, k2, false)
+}
+
+// rankPhase2Opts is rankPhase2, or with rawQ the ablation that ranks by
+// (1-λ)·z(sim) + λ·clip(Q, ±RawQClip): Q as learned, not z-scored over the
+// pool. Raw Q is what the MemRL paper compares z-normalisation against; it
+// exists so that the comparison can run through the server (bench/loop).
+func rankPhase2Opts(pool []scored, lambda float64, k2 int, rawQ bool) []scored {
 	ms, ss := meanStd(pool, func(s scored) float64 { return rankSim(s.sim) })
 	mq, sq := meanStd(pool, func(s scored) float64 { return s.q })
 	for i := range pool {
 		zs := zscore(rankSim(pool[i].sim), ms, ss)
-		zq := math.Max(-zClip, math.Min(zClip, zscore(pool[i].q, mq, sq)))
+		var zq float64
+		if rawQ {
+			zq = math.Max(-RawQClip, math.Min(RawQClip, pool[i].q))
+		} else {
+			zq = math.Max(-zClip, math.Min(zClip, zscore(pool[i].q, mq, sq)))
+		}
 		pool[i].score = (1-lambda)*zs + lambda*zq
 	}
 	sort.SliceStable(pool, func(i, j int) bool {

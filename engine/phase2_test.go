@@ -3,6 +3,8 @@ package engine
 import (
 	"math"
 	"testing"
+
+	"github.com/memrl/memrl/wal"
 )
 
 // The pool: similarities .9 .8 .7 .6 and Q 0 1 0 2 for ids 1..4.
@@ -91,5 +93,68 @@ func TestPhase2QClipped(t *testing.T) {
 	got := rankPhase2(pool, 1, 1)
 	if got[0].id != 8 || got[0].score != 3 {
 		t.Fatalf("top %d score %v, want id 8 score 3", got[0].id, got[0].score)
+	}
+}
+
+// TestPhase2RawQ: with RawQ, Q enters the score as it is (clipped to
+// ±RawQClip), not z-scored over the pool, so a pool whose Q values are all
+// close is ranked by similarity, and the score is (1-λ)·z(sim) + λ·Q.
+func TestPhase2RawQ(t *testing.T) {
+	// λ = 0.5, raw Q 0 1 0 2 → clipped 0 1 0 2:
+	// scores .6708 .7236 -.2236 .3292 → 2, 1, 4, 3.
+	got := rankPhase2Opts(handPool(), 0.5, 4, true)
+	eqIDs(t, got, 2, 1, 4, 3)
+	want := map[uint64]float64{
+		1: 0.5*1.3416408 + 0.5*0,
+		2: 0.5*0.4472136 + 0.5*1,
+		3: 0.5*-0.4472136 + 0.5*0,
+		4: 0.5*-1.3416408 + 0.5*2,
+	}
+	for _, s := range got {
+		if math.Abs(s.score-want[s.id]) > 1e-6 {
+			t.Errorf("id %d score %.7f, want %.7f", s.id, s.score, want[s.id])
+		}
+	}
+	// Q differences of 0.01 are amplified by z-scoring into a full
+	// ±1 swing that overrides similarity at λ = 0.5; raw, they barely
+	// move it.
+	pool := func() []scored {
+		return []scored{{id: 1, sim: .9, q: .50}, {id: 2, sim: .8, q: .51}, {id: 3, sim: .1, q: .50}}
+	}
+	eqIDs(t, rankPhase2Opts(pool(), 0.5, 3, false), 2, 1, 3)
+	eqIDs(t, rankPhase2Opts(pool(), 0.5, 3, true), 1, 2, 3)
+	// Clipped: a Q of 1e15 counts as RawQClip.
+	big := rankPhase2Opts([]scored{{id: 1, sim: .9, q: 1e15}, {id: 2, sim: .8, q: 0}}, 1, 2, true)
+	if big[0].id != 1 || big[0].score != RawQClip {
+		t.Fatalf("raw Q 1e15 at λ=1: %+v, want id 1 with score %v", big, RawQClip)
+	}
+}
+
+// TestRetrieveRawQ: Collection.Retrieve honours RetrieveOptions.RawQ.
+func TestRetrieveRawQ(t *testing.T) {
+	db, _ := openTemp(t, Options{Sync: wal.SyncNone, CheckpointInterval: -1})
+	c := mustColl(t, db, "rawq", Config{Dim: 2, Metric: Cosine, Alpha: 1})
+	// The most similar memory has Q .50, the next .51, a far one .50.
+	a, err := c.Add(AddRequest{Vector: []float32{1, 0.1}, Q: 0.50, HasQ: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Add(AddRequest{Vector: []float32{1, 0.5}, Q: 0.51, HasQ: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Add(AddRequest{Vector: []float32{0, 1}, Q: 0.50, HasQ: true}); err != nil {
+		t.Fatal(err)
+	}
+	opt := NewRetrieveOptions()
+	opt.K2 = 1
+	res, err := c.Retrieve([]float32{1, 0}, opt)
+	if err != nil || len(res) != 1 || res[0].ID != b {
+		t.Fatalf("z-scored Q: %+v %v, want id %d", res, err, b)
+	}
+	opt.RawQ = true
+	res, err = c.Retrieve([]float32{1, 0}, opt)
+	if err != nil || len(res) != 1 || res[0].ID != a {
+		t.Fatalf("raw Q: %+v %v, want id %d", res, err, a)
 	}
 }

@@ -28,8 +28,11 @@ type RetrieveOptions struct {
 	SearchOptions         // phase 1: K1, DELTA, and the index's NPROBE/REFINE
 	K2            int     // memories returned
 	Lambda        float64 // weight of Q against similarity in phase 2, in [0, 1]
-	WithPayload   bool
-	WithAttrs     bool // set Result.Attrs
+	// RawQ ranks phase 2 by (1-λ)·z(sim) + λ·clip(Q, ±RawQClip), Q not
+	// z-scored: an ablation of the z-normalisation (phase2.go).
+	RawQ        bool
+	WithPayload bool
+	WithAttrs   bool // set Result.Attrs
 	// Filter, when not nil, restricts the retrieval to the memories whose
 	// attributes match it: phase 1 returns the K1 most similar memories
 	// that match (never a global top K1 filtered afterwards), narrowed by
@@ -166,7 +169,7 @@ func (c *Collection) Retrieve(query []float32, opt RetrieveOptions) ([]Result, e
 		}
 		pool[i] = scored{id: id, row: cd.row, sim: sim, q: e.Q}
 	}
-	ranked := rankPhase2(pool, opt.Lambda, opt.K2)
+	ranked := rankPhase2Opts(pool, opt.Lambda, opt.K2, opt.RawQ)
 	out := make([]Result, len(ranked))
 	for i, s := range ranked {
 		m := c.mems[s.id]

@@ -147,7 +147,7 @@ func (m memCommands) add(c *Ctx, args [][]byte) error {
 }
 
 // MEM.RETRIEVE coll (FP32 blob | VALUES d v1 … vd) [K1 n] [K2 n] [LAMBDA l]
-// [DELTA x] [NPROBE n] [REFINE n] [WITHPAYLOAD] [WITHATTRS] [WITHKEYS] [FILTER expr]
+// [DELTA x] [NPROBE n] [REFINE n] [RAWQ] [WITHPAYLOAD] [WITHATTRS] [WITHKEYS] [FILTER expr]
 func (m memCommands) retrieve(c *Ctx, args [][]byte) error {
 	coll, err := m.coll(args[0])
 	if err != nil {
@@ -175,6 +175,8 @@ func (m memCommands) retrieve(c *Ctx, args [][]byte) error {
 			opt.NProbe, err = a.int("NPROBE")
 		case "REFINE":
 			opt.Refine, err = a.int("REFINE")
+		case "RAWQ":
+			opt.RawQ = true
 		case "WITHPAYLOAD":
 			opt.WithPayload = true
 		case "WITHATTRS":

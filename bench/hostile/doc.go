@@ -28,7 +28,7 @@
 // ended (closed by the server after an error reply, reset, still open when
 // the attacker gave up, ...) is counted per kind.
 //
-// The honest client (go-redis, one connection, no retries) owns the
+// The honest client (client/ on go-redis, one connection, no retries) owns the
 // collection "honest" (DIM 8, L2, INDEX FLAT, the ALPHA of --alpha); a
 // collection of that name on the target server is dropped first. It
 // adds memories with random vectors and binary payloads, rewards, gets and

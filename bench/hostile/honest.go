@@ -3,16 +3,15 @@ package hostile
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/memrl/memrl/client"
 )
 
 // honestColl is the honest client's collection; the http attack's body
@@ -31,7 +30,8 @@ type memory struct {
 
 // honest is the one well-behaved client. It is used by one goroutine.
 type honest struct {
-	rdb   *redis.Client
+	rdb   *redis.Client  // for CONFIG GET
+	c     *client.Client // the MEM.* commands, on rdb
 	rng   *rand.Rand
 	alpha float64
 	cap   int // most memories kept
@@ -64,16 +64,17 @@ func newHonest(addr string, seed int64, alpha float64, cap int) *honest {
 		ReadTimeout:  5 * time.Second,
 		WriteTimeout: 5 * time.Second,
 	})
-	return &honest{rdb: rdb, rng: rand.New(rand.NewSource(seed)), alpha: alpha, cap: cap}
+	c, _ := client.New(client.Options{Redis: rdb}) // cannot fail with Redis set
+	return &honest{rdb: rdb, c: c, rng: rand.New(rand.NewSource(seed)), alpha: alpha, cap: cap}
 }
 
 func (h *honest) close() { h.rdb.Close() }
 
 // create (re)creates the collection and empties the model.
 func (h *honest) create(ctx context.Context) error {
-	h.rdb.Do(ctx, "MEM.DROP", honestColl) // it may not exist
-	err := h.rdb.Do(ctx, "MEM.CREATE", honestColl, "DIM", honestDim, "METRIC", "L2",
-		"INDEX", "FLAT", "ALPHA", strconv.FormatFloat(h.alpha, 'g', -1, 64)).Err()
+	h.c.Drop(ctx, honestColl) // it may not exist
+	alpha := h.alpha
+	err := h.c.Create(ctx, honestColl, honestDim, &client.CreateOptions{Metric: client.L2, Index: client.Flat, Alpha: &alpha})
 	if err != nil {
 		return err
 	}
@@ -101,11 +102,11 @@ func (h *honest) noteErr(op string, err error) {
 	time.Sleep(10 * time.Millisecond)
 }
 
-// isReply reports whether err is an error reply from the server (as
-// opposed to a network failure).
+// isReply reports whether err is an error reply from the server, or a
+// reply of the wrong shape (as opposed to a network failure).
 func isReply(err error) bool {
-	var re redis.Error
-	return errors.As(err, &re)
+	var re *client.Error
+	return errors.As(err, &re) || errors.Is(err, client.ErrBadReply)
 }
 
 // failed handles an error of a command the model says must succeed: an
@@ -120,7 +121,7 @@ func (h *honest) failed(ctx context.Context, op string, err error, resync func(c
 		return
 	}
 	h.noteWrong("%s: error reply %q", op, err)
-	if strings.Contains(err.Error(), "no such collection") {
+	if errors.Is(err, client.ErrNoCollection) {
 		h.vanished++
 		if h.create(ctx) == nil {
 			h.recreated++
@@ -156,14 +157,6 @@ func (h *honest) step(ctx context.Context) {
 
 func (h *honest) pick() uint64 { return h.ids[h.rng.Intn(len(h.ids))] }
 
-func fp32(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
-	}
-	return b
-}
-
 func (h *honest) add(ctx context.Context) {
 	m := &memory{vec: make([]float32, honestDim), payload: make([]byte, 1+h.rng.Intn(200))}
 	for i := range m.vec {
@@ -171,21 +164,21 @@ func (h *honest) add(ctx context.Context) {
 	}
 	h.rng.Read(m.payload) // binary, with CR, LF and NUL bytes
 	want := h.next
-	got, err := h.rdb.Do(ctx, "MEM.ADD", honestColl, "FP32", fp32(m.vec), "PAYLOAD", m.payload).Int64()
+	got, err := h.c.Add(ctx, honestColl, m.vec, &client.AddOptions{Payload: m.payload})
 	if err != nil {
 		h.failed(ctx, "MEM.ADD", err, func(ctx context.Context) error {
 			// Did the add happen? Then it has the id we expected.
 			info, err := h.getInfo(ctx, want)
 			if err != nil {
-				if isReply(err) && strings.Contains(err.Error(), "no such memory") {
+				if errors.Is(err, client.ErrNoMemory) {
 					return nil
 				}
 				return err
 			}
-			if !bytes.Equal(info.payload, m.payload) {
+			if !bytes.Equal(info.Payload, m.payload) {
 				h.noteWrong("MEM.ADD resync: memory %d has another payload", want)
 			}
-			m.q, m.visits = info.q, info.visits
+			m.q, m.visits = info.Q, info.Visits
 			h.insert(want, m)
 			return nil
 		})
@@ -212,7 +205,7 @@ func (h *honest) reward(ctx context.Context) {
 	m := h.mems[id]
 	r := math.Round((h.rng.Float64()*2-1)*1000) / 1000
 	want := m.q + h.alpha*(r-m.q) // qtable.Update with gamma 0
-	res, err := h.rdb.Do(ctx, "MEM.REWARD", honestColl, strconv.FormatFloat(r, 'g', -1, 64), id).Slice()
+	res, err := h.c.Reward(ctx, honestColl, r, client.ID(int64(id)))
 	if err != nil {
 		h.failed(ctx, "MEM.REWARD", err, func(ctx context.Context) error {
 			// Did the reward apply? Adopt whatever the server has.
@@ -220,7 +213,7 @@ func (h *honest) reward(ctx context.Context) {
 			if err != nil {
 				return err
 			}
-			m.q, m.visits = info.q, info.visits
+			m.q, m.visits = info.Q, info.Visits
 			return nil
 		})
 		return
@@ -231,59 +224,17 @@ func (h *honest) reward(ctx context.Context) {
 		m.q = want
 		return
 	}
-	q, err := parseFloat(res[0])
-	if err != nil || !closeTo(q, want) {
+	if q := res[0]; !closeTo(q, want) {
 		h.noteWrong("MEM.REWARD %d (Q %v, r %v): Q %v, want %v", id, m.q, r, res[0], want)
 	}
 	m.q = want
 }
 
-// info is what MEM.GET says of a memory.
-type info struct {
-	id      int64
-	q       float64
-	visits  int64
-	payload []byte
+// getInfo reads memory id. A reply without MEM.GET's documented fields is
+// client.ErrBadReply, a wrong answer (isReply), not a network error.
+func (h *honest) getInfo(ctx context.Context, id uint64) (*client.Memory, error) {
+	return h.c.Get(ctx, honestColl, client.ID(int64(id)), nil)
 }
-
-func (h *honest) getInfo(ctx context.Context, id uint64) (info, error) {
-	res, err := h.rdb.Do(ctx, "MEM.GET", honestColl, id).Slice()
-	if err != nil {
-		return info{}, err
-	}
-	var in info
-	// 7 field/value pairs, and since issue 9 attrs, key and expires.
-	if len(res) != 20 {
-		return in, fmt.Errorf("MEM.GET %d: %d fields, want 20: %w", id, len(res), errMalformed)
-	}
-	for i := 0; i+1 < len(res); i += 2 {
-		key, _ := res[i].(string)
-		switch key {
-		case "id":
-			in.id, _ = res[i+1].(int64)
-		case "q":
-			in.q, err = parseFloat(res[i+1])
-		case "visits":
-			in.visits, _ = res[i+1].(int64)
-		case "payload":
-			s, _ := res[i+1].(string)
-			in.payload = []byte(s)
-		}
-		if err != nil {
-			return in, fmt.Errorf("MEM.GET %d: field %s: %w", id, key, errMalformed)
-		}
-	}
-	return in, nil
-}
-
-// errMalformed marks a reply of the wrong shape: a wrong answer, not a
-// network error.
-var errMalformed = redisError("malformed reply")
-
-type redisError string
-
-func (e redisError) Error() string { return string(e) }
-func (redisError) RedisError()     {}
 
 func (h *honest) get(ctx context.Context) {
 	id := h.pick()
@@ -298,17 +249,17 @@ func (h *honest) check(ctx context.Context, id uint64) {
 		h.failed(ctx, "MEM.GET", err, nil)
 		return
 	}
-	if uint64(in.id) != id || !closeTo(in.q, m.q) || in.visits != m.visits || !bytes.Equal(in.payload, m.payload) {
+	if uint64(in.ID) != id || !closeTo(in.Q, m.q) || in.Visits != m.visits || !bytes.Equal(in.Payload, m.payload) {
 		h.noteWrong("MEM.GET %d: id %d q %v visits %d payload %d bytes; want q %v visits %d payload %d bytes (equal: %v)",
-			id, in.id, in.q, in.visits, len(in.payload), m.q, m.visits, len(m.payload), bytes.Equal(in.payload, m.payload))
+			id, in.ID, in.Q, in.Visits, len(in.Payload), m.q, m.visits, len(m.payload), bytes.Equal(in.Payload, m.payload))
 	}
 }
 
 func (h *honest) retrieve(ctx context.Context) {
 	id := h.pick()
 	m := h.mems[id]
-	res, err := h.rdb.Do(ctx, "MEM.RETRIEVE", honestColl, "FP32", fp32(m.vec),
-		"K1", 1, "K2", 1, "LAMBDA", 0, "WITHPAYLOAD").Slice()
+	lambda := 0.0
+	res, err := h.c.Retrieve(ctx, honestColl, m.vec, &client.RetrieveOptions{K1: 1, K2: 1, Lambda: &lambda, WithPayload: true})
 	if err != nil {
 		h.failed(ctx, "MEM.RETRIEVE", err, nil)
 		return
@@ -317,17 +268,10 @@ func (h *honest) retrieve(ctx context.Context) {
 		h.noteWrong("MEM.RETRIEVE of memory %d's vector: %d results, want 1", id, len(res))
 		return
 	}
-	row, _ := res[0].([]any)
-	if len(row) != 5 {
-		h.noteWrong("MEM.RETRIEVE of memory %d's vector: row of %d, want 5", id, len(row))
-		return
-	}
-	gotID, _ := row[0].(int64)
-	sim, errS := parseFloat(row[1])
-	q, errQ := parseFloat(row[2])
-	payload, _ := row[4].(string)
-	if uint64(gotID) != id || errS != nil || sim != 0 || errQ != nil || !closeTo(q, m.q) || payload != string(m.payload) {
-		h.noteWrong("MEM.RETRIEVE of memory %d's vector: id %d sim %v q %v; want sim 0 q %v and its payload", id, gotID, row[1], row[2], m.q)
+	// The client checks the row's shape (ErrBadReply, a wrong answer).
+	row := res[0]
+	if uint64(row.ID) != id || row.Sim != 0 || !closeTo(row.Q, m.q) || !bytes.Equal(row.Payload, m.payload) {
+		h.noteWrong("MEM.RETRIEVE of memory %d's vector: id %d sim %v q %v; want sim 0 q %v and its payload", id, row.ID, row.Sim, row.Q, m.q)
 	}
 }
 
@@ -339,28 +283,14 @@ func (h *honest) sweep(ctx context.Context) {
 	for _, id := range h.ids {
 		h.check(ctx, id)
 	}
-	res, err := h.rdb.Do(ctx, "MEM.INFO", honestColl).Slice()
+	in, err := h.c.Info(ctx, honestColl)
 	if err != nil {
 		h.failed(ctx, "MEM.INFO", err, nil)
 		return
 	}
-	for i := 0; i+1 < len(res); i += 2 {
-		if key, _ := res[i].(string); key == "count" {
-			if n, _ := res[i+1].(int64); n != int64(len(h.ids)) {
-				h.noteWrong("MEM.INFO: count %d, want %d", n, len(h.ids))
-			}
-			return
-		}
+	if in.Count != int64(len(h.ids)) {
+		h.noteWrong("MEM.INFO: count %d, want %d", in.Count, len(h.ids))
 	}
-	h.noteWrong("MEM.INFO: no count field in %v", res)
-}
-
-func parseFloat(v any) (float64, error) {
-	s, ok := v.(string)
-	if !ok {
-		return 0, fmt.Errorf("not a bulk string: %v", v)
-	}
-	return strconv.ParseFloat(s, 64)
 }
 
 // closeTo allows for a different rounding of the same update (a fused

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/memrl/memrl/client"
 )
 
 // Main runs the benchmark with command-line args, writing the table to out.
@@ -68,23 +70,26 @@ func runPolicy(out io.Writer, addr, policy string, ns []int, pipeline int, dur t
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 512, ContextTimeoutEnabled: true})
 	defer rdb.Close()
-	coll := fmt.Sprintf("bench_rewards_%d", time.Now().UnixNano())
-	if err := rdb.Do(ctx, "MEM.CREATE", coll, "DIM", 8).Err(); err != nil {
+	c, err := client.New(client.Options{Redis: rdb})
+	if err != nil {
 		return err
 	}
-	defer rdb.Do(ctx, "MEM.DROP", coll)
-	// Load the memories in pipelined batches.
+	coll := fmt.Sprintf("bench_rewards_%d", time.Now().UnixNano())
+	if err := c.Create(ctx, coll, 8, nil); err != nil {
+		return err
+	}
+	defer c.Drop(ctx, coll)
+	// Load the memories, ids 1..memories, in batches of 500.
 	for i := 0; i < memories; i += 500 {
-		p := rdb.Pipeline()
+		var batch []client.AddItem
 		for j := i; j < min(i+500, memories); j++ {
-			args := []any{"MEM.ADD", coll, "VALUES", 8}
-			for k := 0; k < 8; k++ {
-				args = append(args, rand.Float32()+0.01)
+			v := make([]float32, 8)
+			for k := range v {
+				v[k] = rand.Float32() + 0.01
 			}
-			args = append(args, "ID", j+1)
-			p.Do(ctx, args...)
+			batch = append(batch, client.AddItem{Vector: v, AddOptions: client.AddOptions{ID: ptr(int64(j + 1))}})
 		}
-		if _, err := p.Exec(ctx); err != nil {
+		if _, err := c.MAdd(ctx, coll, batch); err != nil {
 			return fmt.Errorf("loading memories: %w", err)
 		}
 	}
@@ -97,6 +102,8 @@ func runPolicy(out io.Writer, addr, policy string, ns []int, pipeline int, dur t
 	}
 	return nil
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // measure runs n connections, each keeping pipeline rewards in flight, for
 // dur, and returns acknowledged rewards per second and the p50/p99 latency

@@ -7,6 +7,7 @@ import (
 	"github.com/memrl/memrl/bench/durability"
 	"github.com/memrl/memrl/bench/filter"
 	"github.com/memrl/memrl/bench/hostile"
+	"github.com/memrl/memrl/bench/loop"
 	"github.com/memrl/memrl/bench/madd"
 	"github.com/memrl/memrl/bench/rewards"
 	"github.com/memrl/memrl/internal/cliflag"
@@ -19,6 +20,7 @@ const benchUsage = `usage:
   memrl bench hostile [flags]      an honest client's answers and latency while hostile clients attack
   memrl bench madd [flags]         memories added per second over the protocol: MEM.MADD against pipelined MEM.ADD
   memrl bench filter [flags]       filtered phase-1 recall and QPS by tenant size, against post-filtering
+  memrl bench loop [flags]         the learning loop: success per epoch by λ, Q calibration, forgetting, through the server
 memrl bench NAME --help lists a benchmark's flags.
 `
 
@@ -42,6 +44,8 @@ func bench(args []string) error {
 		return madd.Main(args[1:], os.Stdout)
 	case "filter":
 		return filter.Main(args[1:], os.Stdout)
+	case "loop":
+		return loop.Main(args[1:], os.Stdout)
 	}
 	return cliflag.Usagef("unknown benchmark %q\n%s", args[0], benchUsage)
 }
