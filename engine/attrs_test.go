@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrl/memrl/wal"
+	"github.com/memrl/memrl/vfs"
 )
 
 func TestValidateAttrs(t *testing.T) {
@@ -51,7 +51,7 @@ func TestValidateAttrs(t *testing.T) {
 }
 
 // openAttrsDB opens a database on fs with one FLAT L2 collection "c".
-func openAttrsDB(t *testing.T, fs *wal.MemFS, opts Options) (*DB, *Collection) {
+func openAttrsDB(t *testing.T, fs *vfs.MemFS, opts Options) (*DB, *Collection) {
 	t.Helper()
 	o := crashOpts(fs)
 	o.Now, o.SweepInterval = opts.Now, opts.SweepInterval
@@ -88,7 +88,7 @@ func mustGet(t *testing.T, c *Collection, r Ref) MemoryInfo {
 // each survives a restart from the log, and from full and delta
 // checkpoints after the log is gone.
 func TestAttrsAndPayloadUpdates(t *testing.T) {
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	db, c := openAttrsDB(t, fs, Options{})
 	vec := []float32{1, 2, 3, 4}
 	for id := uint64(1); id <= 4; id++ {
@@ -189,7 +189,7 @@ func TestAttrsAndPayloadUpdates(t *testing.T) {
 // TestRetrieveWithAttrs: retrieval results carry the key always and the
 // attributes when asked.
 func TestRetrieveWithAttrs(t *testing.T) {
-	db, c := openAttrsDB(t, wal.NewMemFS(), Options{})
+	db, c := openAttrsDB(t, vfs.NewMemFS(), Options{})
 	defer db.Close()
 	if _, err := c.Add(AddRequest{Vector: []float32{1, 0, 0, 0}, Key: "a", Attrs: []byte(`{"x":1}`)}); err != nil {
 		t.Fatal(err)
@@ -217,7 +217,7 @@ func TestRetrieveWithAttrs(t *testing.T) {
 // next checkpoint (a delta of the same chain) is version 4 and carries
 // what changed since: chains may mix versions.
 func TestOpenVersion3Checkpoint(t *testing.T) {
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	db, c := openAttrsDB(t, fs, Options{})
 	addN(t, c, 1, 4)
 	if err := db.CheckpointFull(); err != nil {
@@ -225,7 +225,7 @@ func TestOpenVersion3Checkpoint(t *testing.T) {
 	}
 	db.Close()
 	cp := readCkpt(t, fs, "/db/CHECKPOINT")
-	if err := wal.WriteFileAtomic(fs, "/db/CHECKPOINT", encodeCheckpointVersion(cp, 3)); err != nil {
+	if err := vfs.WriteFileAtomic(fs, "/db/CHECKPOINT", encodeCheckpointVersion(cp, 3)); err != nil {
 		t.Fatal(err)
 	}
 	db, c = openAttrsDB(t, fs, Options{})
@@ -238,7 +238,7 @@ func TestOpenVersion3Checkpoint(t *testing.T) {
 	if err := db.Close(); err != nil { // checkpoints: a delta over the version-3 full one
 		t.Fatal(err)
 	}
-	data, err := wal.ReadFile(fs, "/db/CHECKPOINT.1")
+	data, err := vfs.ReadFile(fs, "/db/CHECKPOINT.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestOpenVersion3Checkpoint(t *testing.T) {
 // is served, the file's size is not advanced, the log is not poisoned,
 // and updates that need no file (attributes) go on.
 func TestSetPayloadFailureChangesNothing(t *testing.T) {
-	mem := wal.NewMemFS()
+	mem := vfs.NewMemFS()
 	fs := &emfileFS{FS: mem}
 	opts := crashOpts(mem)
 	opts.FS = fs

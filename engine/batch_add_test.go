@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/memrl/memrl/vfs"
 	"github.com/memrl/memrl/wal"
 )
 
@@ -131,7 +132,7 @@ func mustInfo(t *testing.T, c *Collection) Info {
 // one fsync of the log, and once acknowledged survives a crash that drops
 // every unsynced byte.
 func TestAddBatchOneFsync(t *testing.T) {
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	// Segments large enough that no roll (which fsyncs too) comes into it.
 	opts := Options{FS: fs, Sync: wal.SyncAlways, SegmentSize: 64 << 20,
 		CheckpointInterval: -1, CheckpointBytes: -1, Logf: t.Logf}
@@ -149,7 +150,7 @@ func TestAddBatchOneFsync(t *testing.T) {
 	if got := db.WALStats().Syncs - before; got != 1 {
 		t.Fatalf("%d fsyncs for a batch of %d, want 1", got, len(reqs))
 	}
-	opts.FS = fs.Crash(wal.DropUnsynced, rand.New(rand.NewSource(1)))
+	opts.FS = fs.Crash(vfs.DropUnsynced, rand.New(rand.NewSource(1)))
 	db2, err := Open("/db", opts)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +176,7 @@ func TestAddBatchOneFsync(t *testing.T) {
 // nothing added or logged; the next batch reuses the rows and offsets, and
 // everything verifies, before and after a crash.
 func TestAddBatchFileWriteFails(t *testing.T) {
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	opts := Options{FS: fs, Sync: wal.SyncAlways, CheckpointInterval: -1, CheckpointBytes: -1, Logf: t.Logf}
 	db, err := Open("/db", opts)
 	if err != nil {
@@ -194,7 +195,7 @@ func TestAddBatchFileWriteFails(t *testing.T) {
 		in, recs := mustInfo(t, c), db.WALStats().Records
 		fs.FailNextWrite(match)
 		_, err := c.AddBatch(batchReqs(3000, 128))
-		if !errors.Is(err, wal.ErrInjected) {
+		if !errors.Is(err, vfs.ErrInjected) {
 			t.Fatalf("%s fails: %v, want the injected error", match, err)
 		}
 		var be *BatchError
@@ -229,7 +230,7 @@ func TestAddBatchFileWriteFails(t *testing.T) {
 		}
 	}
 	check(c)
-	opts.FS = fs.Crash(wal.DropUnsynced, rand.New(rand.NewSource(2)))
+	opts.FS = fs.Crash(vfs.DropUnsynced, rand.New(rand.NewSource(2)))
 	db2, err := Open("/db", opts)
 	if err != nil {
 		t.Fatal(err)

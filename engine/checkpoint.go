@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/memrl/memrl/qtable"
-	"github.com/memrl/memrl/wal"
+	"github.com/memrl/memrl/vfs"
 )
 
 func qEntry(m ckptMemory) qtable.Entry {
@@ -65,13 +65,13 @@ var snapshotChunk uint32 = 1024 // a variable so that crash tests can make chunk
 //     file, vectors.sum) and payload files up to
 //     the sizes copied: the checkpoint must not point at bytes a crash
 //     could take away. The files are written back in paced pieces first
-//     (wal.SyncPaced), so the log's own fsyncs never queue behind them.
+//     (vfs.SyncPaced), so the log's own fsyncs never queue behind them.
 //  5. Commit the checkpoint file atomically, with L as its replay position.
 //  6. After a full checkpoint, remove the deltas of the previous chain.
 //     Remove log segments wholly before L, and the folders of collections
 //     that neither the checkpoint nor the live database knows. Everything
-//     removed is freed in paced steps (wal.RemoveFilesPaced,
-//     wal.RemoveAllPaced).
+//     removed is freed in paced steps (vfs.RemoveFilesPaced,
+//     vfs.RemoveAllPaced).
 //
 // Why a fuzzy copy is enough: records log results, and recovery replays
 // every record from L in log order over the copy. For one memory, the
@@ -135,7 +135,7 @@ func (db *DB) checkpoint(forceFull bool) (err error) {
 	// next one must be full.
 	db.chain.id = 0
 	path := filepath.Join(db.dir, ckptFileName(next.seq))
-	af, err := wal.CreateAtomic(db.fs, path)
+	af, err := vfs.CreateAtomic(db.fs, path)
 	if err != nil {
 		return err
 	}
@@ -383,7 +383,7 @@ func (db *DB) removeOrphansLocked(keepUIDs []uint64) error {
 	for _, n := range names {
 		if !keep[n] {
 			// Paced: a dropped collection's files can be gigabytes.
-			if err := wal.RemoveAllPaced(db.fs, filepath.Join(root, n)); err != nil {
+			if err := vfs.RemoveAllPaced(db.fs, filepath.Join(root, n)); err != nil {
 				return err
 			}
 		}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memrl/memrl/wal"
+	"github.com/memrl/memrl/vfs"
 )
 
 // maxDeltas is how many delta checkpoints may follow a full one.
@@ -97,7 +97,7 @@ func (db *DB) removeDeltasLocked() error {
 			paths = append(paths, filepath.Join(db.dir, n))
 		}
 	}
-	return wal.RemoveFilesPaced(db.fs, db.dir, paths)
+	return vfs.RemoveFilesPaced(db.fs, db.dir, paths)
 }
 
 // readCheckpointChain reads the full checkpoint and the deltas of its
@@ -112,7 +112,7 @@ func (db *DB) readCheckpointChain() (checkpoint, ckptChain, error) {
 	var cp checkpoint
 	var chain ckptChain
 	read := func(seq uint32) ([]byte, error) {
-		return wal.ReadFile(db.fs, filepath.Join(db.dir, ckptFileName(seq)))
+		return vfs.ReadFile(db.fs, filepath.Join(db.dir, ckptFileName(seq)))
 	}
 	data, err := read(0)
 	if errors.Is(err, os.ErrNotExist) {

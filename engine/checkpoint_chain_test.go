@@ -8,11 +8,11 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/memrl/memrl/wal"
+	"github.com/memrl/memrl/vfs"
 )
 
 // openMem opens the database at /db on fs with crashOpts.
-func openMem(t *testing.T, fs *wal.MemFS) *DB {
+func openMem(t *testing.T, fs *vfs.MemFS) *DB {
 	t.Helper()
 	db, err := Open("/db", crashOpts(fs))
 	if err != nil {
@@ -22,20 +22,20 @@ func openMem(t *testing.T, fs *wal.MemFS) *DB {
 }
 
 // crashOpen crashes fs, dropping unsynced writes, and opens what is left.
-func crashOpen(t *testing.T, fs *wal.MemFS, seed int64) (*wal.MemFS, *DB) {
+func crashOpen(t *testing.T, fs *vfs.MemFS, seed int64) (*vfs.MemFS, *DB) {
 	t.Helper()
-	crashed := fs.Crash(wal.DropUnsynced, rand.New(rand.NewSource(seed)))
+	crashed := fs.Crash(vfs.DropUnsynced, rand.New(rand.NewSource(seed)))
 	return crashed, openMem(t, crashed)
 }
 
-func exists(fs wal.FS, name string) bool {
+func exists(fs vfs.FS, name string) bool {
 	_, err := fs.Stat(name)
 	return err == nil
 }
 
-func readCkpt(t *testing.T, fs wal.FS, name string) checkpoint {
+func readCkpt(t *testing.T, fs vfs.FS, name string) checkpoint {
 	t.Helper()
-	data, err := wal.ReadFile(fs, name)
+	data, err := vfs.ReadFile(fs, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func addN(t *testing.T, c *Collection, from, to uint64) {
 // re-added) and the ids deleted (and not re-added) since, and a reopen from full + delta
 // (after a crash, with nothing to replay) gives back every change.
 func TestDeltaCheckpointHoldsOnlyChanges(t *testing.T) {
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	db := openMem(t, fs)
 	c := mustColl(t, db, "k", crashCfg)
 	other := mustColl(t, db, "gone", crashCfg)
@@ -139,7 +139,7 @@ func TestDeltaCheckpointHoldsOnlyChanges(t *testing.T) {
 // replaying the log must reach the next delta, since that delta lets the
 // log go. A crash after it must not lose them.
 func TestDeltaAfterRecoveryKeepsReplayedChanges(t *testing.T) {
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	db := openMem(t, fs)
 	c := mustColl(t, db, "k", crashCfg)
 	addN(t, c, 1, 21)
@@ -183,7 +183,7 @@ func TestDeltaAfterRecoveryKeepsReplayedChanges(t *testing.T) {
 // the full checkpoint that follows removes them. A failed checkpoint makes
 // the next one full.
 func TestCheckpointChainPolicy(t *testing.T) {
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	db := openMem(t, fs)
 	defer db.Close()
 	c := mustColl(t, db, "k", crashCfg)
@@ -237,7 +237,7 @@ func TestCheckpointChainPolicy(t *testing.T) {
 	chain = readCkpt(t, fs, "/db/CHECKPOINT").chainID
 	c.Reward(1, []uint64{2}, nil)
 	fs.FailNextWrite("CHECKPOINT.1")
-	if err := db.Checkpoint(); !errors.Is(err, wal.ErrInjected) {
+	if err := db.Checkpoint(); !errors.Is(err, vfs.ErrInjected) {
 		t.Fatalf("checkpoint with a failed write: %v", err)
 	}
 	if err := db.Checkpoint(); err != nil {
@@ -261,14 +261,14 @@ func TestCheckpointChainPolicy(t *testing.T) {
 // TestStaleDeltaIgnored: a delta of an older chain (a crash after a new
 // full checkpoint, before the old deltas were removed) is not applied.
 func TestStaleDeltaIgnored(t *testing.T) {
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	db := openMem(t, fs)
 	c := mustColl(t, db, "k", crashCfg)
 	addN(t, c, 1, 11)
 	db.Checkpoint()
 	c.Delete([]uint64{1})
 	db.Checkpoint()
-	stale, err := wal.ReadFile(fs, "/db/CHECKPOINT.1")
+	stale, err := vfs.ReadFile(fs, "/db/CHECKPOINT.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestStaleDeltaIgnored(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := wal.WriteFileAtomic(fs, "/db/CHECKPOINT.1", stale); err != nil {
+	if err := vfs.WriteFileAtomic(fs, "/db/CHECKPOINT.1", stale); err != nil {
 		t.Fatal(err)
 	}
 	db = openMem(t, fs)
@@ -293,7 +293,7 @@ func TestStaleDeltaIgnored(t *testing.T) {
 
 // TestCorruptDeltaRefused: a damaged delta stops Open, naming the file.
 func TestCorruptDeltaRefused(t *testing.T) {
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	db := openMem(t, fs)
 	c := mustColl(t, db, "k", crashCfg)
 	addN(t, c, 1, 11)
@@ -302,12 +302,12 @@ func TestCorruptDeltaRefused(t *testing.T) {
 	if err := db.Close(); err != nil { // writes CHECKPOINT.1
 		t.Fatal(err)
 	}
-	data, err := wal.ReadFile(fs, "/db/CHECKPOINT.1")
+	data, err := vfs.ReadFile(fs, "/db/CHECKPOINT.1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	data[len(data)/2] ^= 1
-	wal.WriteFileAtomic(fs, "/db/CHECKPOINT.1", data)
+	vfs.WriteFileAtomic(fs, "/db/CHECKPOINT.1", data)
 	if _, err := Open("/db", crashOpts(fs)); !errors.Is(err, ErrCorruptCheckpoint) {
 		t.Fatalf("Open with a corrupt delta: %v", err)
 	}
@@ -319,7 +319,7 @@ func TestCorruptDeltaRefused(t *testing.T) {
 // as a tombstone in the next delta (it once did, and the memory was lost
 // after a crash; found by the concurrent crash suite).
 func TestReaddBetweenDeltaSwapAndTake(t *testing.T) {
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	db := openMem(t, fs)
 	c := mustColl(t, db, "k", crashCfg)
 	addN(t, c, 1, 6)

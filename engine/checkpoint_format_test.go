@@ -13,7 +13,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
-	"github.com/memrl/memrl/wal"
+	"github.com/memrl/memrl/vfs"
 )
 
 // randomCheckpoint returns a checkpoint with collections of the given
@@ -285,23 +285,23 @@ func TestOpenRefusesCorruptCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, ckptName)
-	good, err := wal.ReadFile(wal.Default, path)
+	good, err := vfs.ReadFile(vfs.Default, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	bad := append([]byte(nil), good...)
 	bad[len(bad)/2] ^= 0x40
-	if err := wal.WriteFileAtomic(wal.Default, path, bad); err != nil {
+	if err := vfs.WriteFileAtomic(vfs.Default, path, bad); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open(dir, Options{Logf: func(string, ...any) {}}); !errors.Is(err, ErrCorruptCheckpoint) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("Open with a corrupt checkpoint: %v", err)
 	}
-	if now, _ := wal.ReadFile(wal.Default, path); !bytes.Equal(now, bad) {
+	if now, _ := vfs.ReadFile(vfs.Default, path); !bytes.Equal(now, bad) {
 		t.Fatal("Open changed the corrupt checkpoint")
 	}
 	// Restored, it opens with the memory in place.
-	if err := wal.WriteFileAtomic(wal.Default, path, good); err != nil {
+	if err := vfs.WriteFileAtomic(vfs.Default, path, good); err != nil {
 		t.Fatal(err)
 	}
 	db, err = Open(dir, Options{Logf: func(string, ...any) {}})

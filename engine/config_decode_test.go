@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/memrl/memrl/vfs"
 	"github.com/memrl/memrl/wal"
 )
 
@@ -25,11 +26,11 @@ func TestOpenRefusesInvalidConfigInCheckpoint(t *testing.T) {
 		if _, err := decodeCheckpoint(encodeCheckpoint(cp)); !errors.Is(err, ErrCorruptCheckpoint) {
 			t.Errorf("%s: decode: %v, want ErrCorruptCheckpoint", name, err)
 		}
-		fs := wal.NewMemFS()
+		fs := vfs.NewMemFS()
 		if err := fs.MkdirAll("/db", 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := wal.WriteFileAtomic(fs, filepath.Join("/db", ckptName), encodeCheckpoint(cp)); err != nil {
+		if err := vfs.WriteFileAtomic(fs, filepath.Join("/db", ckptName), encodeCheckpoint(cp)); err != nil {
 			t.Fatal(err)
 		}
 		db, err := Open("/db", Options{FS: fs, CheckpointInterval: -1, Logf: t.Logf})
@@ -44,7 +45,7 @@ func TestOpenRefusesInvalidConfigInCheckpoint(t *testing.T) {
 
 // TestOpenRefusesInvalidConfigInLog: the same for a logged create record.
 func TestOpenRefusesInvalidConfigInLog(t *testing.T) {
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	l, _, err := wal.Open(wal.Options{FS: fs, Dir: "/db/wal"})
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/memrl/memrl/qtable"
-	"github.com/memrl/memrl/wal"
+	"github.com/memrl/memrl/vfs"
 )
 
 // TestCrashConcurrentCheckpoints crashes a concurrent workload: writers add
@@ -48,7 +48,7 @@ func crashConcurrentOnce(t *testing.T, seed int64) bool {
 	t.Helper()
 	rng := rand.New(rand.NewSource(seed))
 	const writers, opsPerWriter = 4, 60
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	db, err := Open("/db", crashOpts(fs))
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +163,7 @@ func crashConcurrentOnce(t *testing.T, seed int64) bool {
 	close(stop)
 	<-ckptDone
 	db.Close()
-	mode := wal.CrashMode(rng.Intn(3))
+	mode := vfs.CrashMode(rng.Intn(3))
 	what := fmt.Sprintf("seed %d, %v, power off at op %d (%d checkpoints done)", seed, mode, fs.MutatingOps(), ckpts)
 	db2, err := Open("/db", crashOpts(fs.Crash(mode, rng)))
 	if err != nil {

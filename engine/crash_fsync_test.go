@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/memrl/memrl/vfs"
 	"github.com/memrl/memrl/wal"
 )
 
@@ -15,7 +16,7 @@ import (
 // same way without touching the disk, reads keep working, and a crash
 // afterwards loses nothing that was acknowledged.
 func TestFailedFsyncStopsWrites(t *testing.T) {
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	db := openMem(t, fs)
 	defer db.Close()
 	c := mustColl(t, db, "k", crashCfg)
@@ -84,7 +85,7 @@ func TestFailedFsyncStopsWrites(t *testing.T) {
 // concurrently: a reward that starts after the database reports the failure
 // never succeeds, and after a crash every acknowledged reward is there.
 func TestFailedFsyncUnderLoad(t *testing.T) {
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	db := openMem(t, fs)
 	c := mustColl(t, db, "k", crashCfg)
 	const writers = 8
@@ -121,7 +122,7 @@ func TestFailedFsyncUnderLoad(t *testing.T) {
 	}
 	wg.Wait()
 	db.Close()
-	db2, err := Open("/db", crashOpts(fs.Crash(wal.KeepRandomPrefix, rand.New(rand.NewSource(2)))))
+	db2, err := Open("/db", crashOpts(fs.Crash(vfs.KeepRandomPrefix, rand.New(rand.NewSource(2)))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestFailedFsyncUnderLoad(t *testing.T) {
 func TestFailedFileSyncStopsCheckpoints(t *testing.T) {
 	for _, file := range []string{"vectors.f32", "payloads.dat", "CHECKPOINT"} {
 		t.Run(file, func(t *testing.T) {
-			fs := wal.NewMemFS()
+			fs := vfs.NewMemFS()
 			db := openMem(t, fs)
 			defer db.Close()
 			c := mustColl(t, db, "k", crashCfg)
@@ -160,7 +161,7 @@ func TestFailedFileSyncStopsCheckpoints(t *testing.T) {
 			}
 			add(2)
 			fs.FailNextSync(file)
-			if err := db.Checkpoint(); !errors.Is(err, ErrCheckpointsStopped) || !errors.Is(err, wal.ErrInjected) {
+			if err := db.Checkpoint(); !errors.Is(err, ErrCheckpointsStopped) || !errors.Is(err, vfs.ErrInjected) {
 				t.Fatalf("checkpoint with a failed sync of %s: %v", file, err)
 			}
 			add(3)

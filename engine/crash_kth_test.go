@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memrl/memrl/vfs"
 	"github.com/memrl/memrl/wal"
 )
 
-// Crash tests of the whole engine over wal.MemFS: a fixed workload (create,
+// Crash tests of the whole engine over vfs.MemFS: a fixed workload (create,
 // add, reward, delete, re-add, drop, checkpoint) is crashed at a chosen file
 // operation (MemFS.PowerOffAt), the disk is crashed in each CrashMode, the
 // database is recovered and compared with the oracle (crash_model_test.go).
@@ -25,7 +26,7 @@ const crashSteps = 320 // workload operations
 
 func crashLong() bool { return os.Getenv("MEMRL_CRASH_LONG") != "" }
 
-func crashOpts(fs *wal.MemFS) Options {
+func crashOpts(fs *vfs.MemFS) Options {
 	return Options{FS: fs, Sync: wal.SyncAlways, SegmentSize: 2048,
 		CheckpointInterval: -1, CheckpointBytes: -1, Logf: func(string, ...any) {},
 		Now: crashNow}
@@ -57,9 +58,9 @@ func runWorkload(db *DB, seed int64, steps int) (acked, inflight model, failed *
 // crashOnce runs the workload of seed on a fresh MemFS that loses power at
 // mutating operation k, crashes it in mode, recovers and checks. It returns
 // the number of mutating operations the workload attempted.
-func crashOnce(t *testing.T, seed, k int64, mode wal.CrashMode, steps int, reopen bool) int64 {
+func crashOnce(t *testing.T, seed, k int64, mode vfs.CrashMode, steps int, reopen bool) int64 {
 	t.Helper()
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	fs.PowerOffAt(k)
 	db, err := Open("/db", crashOpts(fs))
 	if err != nil {
@@ -124,7 +125,7 @@ func crashOnce(t *testing.T, seed, k int64, mode wal.CrashMode, steps int, reope
 // Close and reopen must give exactly the model).
 func workloadOps(t *testing.T, seed int64, steps int) int64 {
 	t.Helper()
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	db, err := Open("/db", crashOpts(fs))
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +138,7 @@ func workloadOps(t *testing.T, seed int64, steps int) int64 {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db2, err := Open("/db", crashOpts(fs.Crash(wal.DropUnsynced, rand.New(rand.NewSource(seed)))))
+	db2, err := Open("/db", crashOpts(fs.Crash(vfs.DropUnsynced, rand.New(rand.NewSource(seed)))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestCrashAtEveryKthOperation(t *testing.T) {
 	start := time.Now()
 	points := 0
 	for k := int64(1); k <= total+1; k += step {
-		for _, mode := range []wal.CrashMode{wal.DropUnsynced, wal.KeepRandomPrefix, wal.TearLastSector} {
+		for _, mode := range []vfs.CrashMode{vfs.DropUnsynced, vfs.KeepRandomPrefix, vfs.TearLastSector} {
 			crashOnce(t, seed, k, mode, crashSteps, k%(7*step) == 1)
 			points++
 		}
@@ -193,7 +194,7 @@ func TestCrashRandomSeeds(t *testing.T) {
 		steps := 20 + rng.Intn(crashSteps)
 		total := workloadOps(t, seed, steps)
 		k := 1 + rng.Int63n(total+1)
-		mode := wal.CrashMode(rng.Intn(3))
+		mode := vfs.CrashMode(rng.Intn(3))
 		t.Run("", func(t *testing.T) {
 			defer func() {
 				if t.Failed() {

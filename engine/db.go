@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/memrl/memrl/vfs"
 	"github.com/memrl/memrl/wal"
 )
 
@@ -17,7 +18,7 @@ import (
 // system, checkpoints every 5 minutes or 256 MiB of log.
 type Options struct {
 	// FS is the file system; nil means the operating system's.
-	FS wal.FS
+	FS vfs.FS
 	// Sync is the WAL durability policy; the zero value is wal.SyncAlways:
 	// a method returns only once its change is fsynced.
 	Sync wal.SyncPolicy
@@ -68,7 +69,7 @@ const DefaultMaxCollections = 4096
 // its files; Close checkpoints, so the next Open replays little.
 type DB struct {
 	dir  string
-	fs   wal.FS
+	fs   vfs.FS
 	opts Options
 	log  *wal.Log
 	lock *dirLock
@@ -123,7 +124,7 @@ type RecoveryInfo struct {
 func Open(dir string, opts Options) (*DB, error) {
 	start := time.Now()
 	if opts.FS == nil {
-		opts.FS = wal.Default
+		opts.FS = vfs.Default
 	}
 	if opts.Logf == nil {
 		opts.Logf = log.Printf

@@ -1,37 +1,34 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
-	"syscall"
 
-	"github.com/memrl/memrl/wal"
+	"github.com/memrl/memrl/vfs"
 )
 
-// dirLock is an exclusive advisory lock (flock) on dir/LOCK, so that two
-// processes never open one database: both would append to one log.
-type dirLock struct{ f *os.File }
+// dirLock is an exclusive lock on dir/LOCK (flock on the OS's file system,
+// an in-memory lock on vfs.MemFS), so that two processes never open one
+// database: both would append to one log.
+type dirLock struct{ c io.Closer }
 
-// lockDir locks dir. File systems other than the OS's (tests) need no lock.
-func lockDir(fs wal.FS, dir string) (*dirLock, error) {
-	if _, ok := fs.(wal.OSFS); !ok {
-		return &dirLock{}, nil
+// lockDir locks dir through fs.
+func lockDir(fs vfs.FS, dir string) (*dirLock, error) {
+	c, err := fs.Lock(filepath.Join(dir, "LOCK"))
+	if errors.Is(err, vfs.ErrLocked) {
+		return nil, fmt.Errorf("engine: database %s is in use by another process: %w", dir, err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("engine: database %s is in use by another process: %w", dir, err)
-	}
-	return &dirLock{f: f}, nil
+	return &dirLock{c: c}, nil
 }
 
 func (l *dirLock) release() {
-	if l.f != nil {
-		l.f.Close()
-		l.f = nil
+	if l.c != nil {
+		l.c.Close()
+		l.c = nil
 	}
 }

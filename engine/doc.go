@@ -2,7 +2,9 @@
 // of memories, with two-phase retrieval, temporal-difference rewards, a
 // write-ahead log, checkpoints and recovery. It ties the other packages
 // together: wal for durability, qtable for utilities, simd for the scan
-// kernels, and (for large collections) ivfpq for phase 1.
+// kernels, and (for large collections) ivfpq for phase 1. Every file it
+// touches, the IVF-PQ index and the database's LOCK included, goes through
+// the vfs.FS of Options.FS, so crash tests over vfs.MemFS cover them all.
 //
 // # Model
 //

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memrl/memrl/wal"
+	"github.com/memrl/memrl/vfs"
 )
 
 // fakeClock is an Options.Now that moves only when told.
@@ -36,7 +36,7 @@ func (f *fakeClock) advance(d time.Duration) {
 // be reused at once.
 func TestExpiry(t *testing.T) {
 	clk := newFakeClock()
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	opts := Options{Now: clk.Now, SweepInterval: -1}
 	db, c := openAttrsDB(t, fs, opts)
 	vec := []float32{1, 2, 3, 4}
@@ -114,9 +114,9 @@ func TestExpiry(t *testing.T) {
 }
 
 // crashOpen2 is crashOpen with opts' clock and sweep interval.
-func crashOpen2(t *testing.T, fs *wal.MemFS, opts Options, seed int64) (*wal.MemFS, *DB) {
+func crashOpen2(t *testing.T, fs *vfs.MemFS, opts Options, seed int64) (*vfs.MemFS, *DB) {
 	t.Helper()
-	crashed := fs.Crash(wal.DropUnsynced, rand.New(rand.NewSource(seed)))
+	crashed := fs.Crash(vfs.DropUnsynced, rand.New(rand.NewSource(seed)))
 	o := crashOpts(crashed)
 	o.Now, o.SweepInterval = opts.Now, opts.SweepInterval
 	db, err := Open("/db", o)
@@ -131,7 +131,7 @@ func crashOpen2(t *testing.T, fs *wal.MemFS, opts Options, seed int64) (*wal.Mem
 // logged and checkpointed.
 func TestExpireAndPersist(t *testing.T) {
 	clk := newFakeClock()
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	opts := Options{Now: clk.Now, SweepInterval: -1}
 	db, c := openAttrsDB(t, fs, opts)
 	vec := []float32{1, 2, 3, 4}
@@ -197,7 +197,7 @@ func TestExpireAndPersist(t *testing.T) {
 // memories on its own.
 func TestSweeperDeletesInBackground(t *testing.T) {
 	clk := newFakeClock()
-	db, c := openAttrsDB(t, wal.NewMemFS(), Options{Now: clk.Now, SweepInterval: time.Millisecond})
+	db, c := openAttrsDB(t, vfs.NewMemFS(), Options{Now: clk.Now, SweepInterval: time.Millisecond})
 	defer db.Close()
 	for i := 0; i < 10; i++ {
 		if _, err := c.Add(AddRequest{Vector: []float32{1, 2, 3, 4}, TTL: time.Duration(i+1) * time.Second}); err != nil {
@@ -222,7 +222,7 @@ func TestSweeperDeletesInBackground(t *testing.T) {
 // memory, however many batches that takes, and leaves the others.
 func TestSweepManyExpired(t *testing.T) {
 	clk := newFakeClock()
-	db, c := openAttrsDB(t, wal.NewMemFS(), Options{Now: clk.Now, SweepInterval: -1})
+	db, c := openAttrsDB(t, vfs.NewMemFS(), Options{Now: clk.Now, SweepInterval: -1})
 	defer db.Close()
 	n := 2*sweepBatch + 100
 	for i := 0; i < n+10; i++ {

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/memrl/memrl/wal"
+	"github.com/memrl/memrl/vfs"
 )
 
 // DefaultMaxOpenFiles is the default of Options.MaxOpenFiles: how many
@@ -32,7 +32,7 @@ const DefaultMaxOpenFiles = 256
 // Linux (since 4.16) reports a writeback error not yet seen by anyone to
 // the next fsync even through a descriptor opened after the error.
 type fileCache struct {
-	fs  wal.FS
+	fs  vfs.FS
 	max int
 
 	// mu guards files, idle and the refs and elem of every cachedFile.
@@ -45,12 +45,12 @@ type fileCache struct {
 // cachedFile is an open file of the cache.
 type cachedFile struct {
 	path string
-	f    wal.File
+	f    vfs.File
 	refs int           // acquisitions not yet released
 	elem *list.Element // its place in idle while refs == 0, else nil
 }
 
-func newFileCache(fs wal.FS, max int) *fileCache {
+func newFileCache(fs vfs.FS, max int) *fileCache {
 	return &fileCache{fs: fs, max: max, files: make(map[string]*cachedFile)}
 }
 

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/memrl/memrl/wal"
+	"github.com/memrl/memrl/vfs"
 )
 
 // fdChildEnv, when set, makes TestManyCollectionsUnderLowFDLimit run its
@@ -111,7 +111,7 @@ func manyCollectionsChild(t *testing.T, dir string) {
 // emfileFS fails opens of collection files with EMFILE while fail is set,
 // as an exhausted descriptor table would.
 type emfileFS struct {
-	wal.FS
+	vfs.FS
 	fail    atomic.Bool
 	failDir atomic.Bool // fail SyncDir of collection folders instead
 }
@@ -123,7 +123,7 @@ func (f *emfileFS) SyncDir(name string) error {
 	return f.FS.SyncDir(name)
 }
 
-func (f *emfileFS) OpenReadWrite(name string) (wal.File, error) {
+func (f *emfileFS) OpenReadWrite(name string) (vfs.File, error) {
 	if f.fail.Load() && strings.Contains(name, "/collections/") {
 		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EMFILE}
 	}
@@ -136,7 +136,7 @@ func (f *emfileFS) OpenReadWrite(name string) (wal.File, error) {
 // collections whose files are open, and (once descriptors are free) every
 // command and checkpoint go on without a restart.
 func TestOutOfDescriptorsIsAClearErrorNotAPoisonedLog(t *testing.T) {
-	mem := wal.NewMemFS()
+	mem := vfs.NewMemFS()
 	fs := &emfileFS{FS: mem}
 	opts := crashOpts(mem)
 	opts.FS, opts.MaxOpenFiles = fs, 2 // one collection's files at a time
@@ -231,7 +231,7 @@ func TestOutOfDescriptorsIsAClearErrorNotAPoisonedLog(t *testing.T) {
 // ErrTooManyCollections; a drop makes room; a restart with a lower cap
 // still opens every collection.
 func TestCollectionCap(t *testing.T) {
-	mem := wal.NewMemFS()
+	mem := vfs.NewMemFS()
 	opts := crashOpts(mem)
 	opts.MaxCollections = 3
 	db, err := Open("/db", opts)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memrl/memrl/engine/filter"
+	"github.com/memrl/memrl/vfs"
 	"github.com/memrl/memrl/wal"
 )
 
@@ -20,7 +21,7 @@ import (
 // brute force.
 type filterWorld struct {
 	t     *testing.T
-	fs    *wal.MemFS
+	fs    *vfs.MemFS
 	db    *DB
 	attrs map[uint64][]byte // id -> attributes, the model
 	vecs  map[uint64][]float32
@@ -28,7 +29,7 @@ type filterWorld struct {
 
 const filterDim = 8
 
-func openFilterWorld(t *testing.T, fs *wal.MemFS) *filterWorld {
+func openFilterWorld(t *testing.T, fs *vfs.MemFS) *filterWorld {
 	t.Helper()
 	db, err := Open("/db", crashOpts(fs))
 	if err != nil {
@@ -216,7 +217,7 @@ var filterExprs = []string{
 // dropped, and after a restart from the log and from a checkpoint.
 func TestFilterCommandsAgainstBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewSource(9))
-	w := openFilterWorld(t, wal.NewMemFS())
+	w := openFilterWorld(t, vfs.NewMemFS())
 	cfg := NewConfig(filterDim)
 	cfg.Metric = L2
 	plain := cfg
@@ -298,7 +299,7 @@ func TestFilterCommandsAgainstBruteForce(t *testing.T) {
 // swept yet take no phase-1 slot: a retrieval still gets K1 live
 // candidates.
 func TestRetrieveSkipsExpiredInPhase1(t *testing.T) {
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	now := int64(1_800_000_000) * 1e9
 	o := crashOpts(fs)
 	o.Now = func() time.Time { return time.Unix(0, now) }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memrl/memrl/wal"
+	"github.com/memrl/memrl/vfs"
 )
 
 // TestAutoIDsAfterMaxID (issue 14): ID 2^63-1 once made next_id wrap to
@@ -16,7 +16,7 @@ import (
 // same holds after replaying the log, and after a checkpoint.
 func TestAutoIDsAfterMaxID(t *testing.T) {
 	for _, ckpt := range []bool{false, true} {
-		fs := wal.NewMemFS()
+		fs := vfs.NewMemFS()
 		coll := func(db *DB) *Collection {
 			c, err := db.Collection("ids")
 			if err != nil {

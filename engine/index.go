@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/memrl/memrl/ivfpq"
-	"github.com/memrl/memrl/wal"
 )
 
 // The IVF-PQ index of a collection.
@@ -306,18 +305,10 @@ func (c *Collection) sampleLocked(rng *rand.Rand, limit int) []float32 {
 // indexDir is where a collection saves its index.
 func (c *Collection) indexDir() string { return filepath.Join(c.dir, "ivfpq") }
 
-// persistIndex reports whether the index is saved to disk: only on the
-// operating system's file system (the index writes its files directly, and
-// an in-memory test file system rebuilds it instead).
-func (c *Collection) persistIndex() bool {
-	_, ok := c.db.fs.(wal.OSFS)
-	return ok
-}
-
 // saveIndexAsyncLocked saves the current index in the background.
 // REQUIRES: c.mu held for writing.
 func (c *Collection) saveIndexAsyncLocked() {
-	if c.ivf == nil || c.saving || !c.persistIndex() {
+	if c.ivf == nil || c.saving {
 		return
 	}
 	c.saving = true
@@ -338,14 +329,15 @@ func (c *Collection) saveIndexAsyncLocked() {
 	}()
 }
 
-// saveIndex writes ix to the collection's index folder. The index is closed
-// only after every save of it has returned (see closeRetired).
+// saveIndex writes ix to the collection's index folder, through the
+// database's FS like every other file (so crash tests cover it). The index
+// is closed only after every save of it has returned (see closeRetired).
 func (c *Collection) saveIndex(ix *ivfpq.Index) error {
-	if err := os.MkdirAll(c.indexDir(), 0o755); err != nil {
+	if err := c.makeIndexDir(); err != nil {
 		return err
 	}
 	rows := ix.Rows()
-	if err := ix.Save(c.indexDir()); err != nil {
+	if err := ix.Save(c.db.fs, c.indexDir()); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -354,6 +346,20 @@ func (c *Collection) saveIndex(ix *ivfpq.Index) error {
 	}
 	c.mu.Unlock()
 	return nil
+}
+
+// makeIndexDir creates the index folder if it is missing and makes its
+// entry in the collection's folder durable, so that an index file whose
+// save returned is not lost with a folder entry that never reached the
+// disk.
+func (c *Collection) makeIndexDir() error {
+	if st, err := c.db.fs.Stat(c.indexDir()); err == nil && st.IsDir() {
+		return nil
+	}
+	if err := c.db.fs.MkdirAll(c.indexDir(), 0o755); err != nil {
+		return err
+	}
+	return c.db.fs.SyncDir(c.dir)
 }
 
 // closeRetired closes indexes replaced by a newer one once no save of
@@ -381,37 +387,35 @@ func (c *Collection) openIndexLocked() {
 	if c.cfg.Index.Kind != IndexIVFPQ {
 		return
 	}
-	if c.persistIndex() {
-		ix, err := ivfpq.Open(c.indexDir())
-		discard := true
-		switch {
-		case err != nil && errors.Is(err, os.ErrNotExist):
-			discard = false
-		case err != nil:
+	ix, err := ivfpq.Open(c.db.fs, c.indexDir())
+	discard := true
+	switch {
+	case err != nil && errors.Is(err, os.ErrNotExist):
+		discard = false
+	case err != nil:
+		c.db.opts.Logf("memrl: collection %q: saved index unusable, rebuilding: %v", c.name, err)
+	case ix.Rows() > c.vecs.nrows || ix.Params().Dim != c.cfg.Dim:
+		c.db.opts.Logf("memrl: collection %q: saved index has %d rows, the log %d; rebuilding", c.name, ix.Rows(), c.vecs.nrows)
+		ix.Close()
+	default:
+		if err := c.catchUpLocked(ix); err != nil {
 			c.db.opts.Logf("memrl: collection %q: saved index unusable, rebuilding: %v", c.name, err)
-		case ix.Rows() > c.vecs.nrows || ix.Params().Dim != c.cfg.Dim:
-			c.db.opts.Logf("memrl: collection %q: saved index has %d rows, the log %d; rebuilding", c.name, ix.Rows(), c.vecs.nrows)
 			ix.Close()
-		default:
-			if err := c.catchUpLocked(ix); err != nil {
-				c.db.opts.Logf("memrl: collection %q: saved index unusable, rebuilding: %v", c.name, err)
-				ix.Close()
-				break
-			}
-			discard = false
-			c.ivf, c.trainedOn, c.savedRows = ix, c.trainedOnAtOpen(ix), ix.Rows()
-			c.index = ivfPhase1{c, ix}
+			break
 		}
-		if discard {
-			// Remove the file: once adds refill the rows it describes
-			// with other vectors, a later open would find it consistent.
-			rerr := os.RemoveAll(c.indexDir())
-			if rerr == nil {
-				rerr = c.db.fs.SyncDir(c.dir)
-			}
-			if rerr != nil {
-				c.db.opts.Logf("memrl: collection %q: removing the discarded index: %v", c.name, rerr)
-			}
+		discard = false
+		c.ivf, c.trainedOn, c.savedRows = ix, c.trainedOnAtOpen(ix), ix.Rows()
+		c.index = ivfPhase1{c, ix}
+	}
+	if discard {
+		// Remove the file: once adds refill the rows it describes
+		// with other vectors, a later open would find it consistent.
+		rerr := c.db.fs.RemoveAll(c.indexDir())
+		if rerr == nil {
+			rerr = c.db.fs.SyncDir(c.dir)
+		}
+		if rerr != nil {
+			c.db.opts.Logf("memrl: collection %q: removing the discarded index: %v", c.name, rerr)
 		}
 	}
 	c.maybeBuildLocked()
@@ -457,7 +461,7 @@ func (c *Collection) closeIndex(save bool) {
 	c.mu.Lock()
 	ix, saved := c.ivf, c.savedRows
 	c.mu.Unlock()
-	if save && ix != nil && ix.Rows() > saved && c.persistIndex() {
+	if save && ix != nil && ix.Rows() > saved {
 		if err := c.saveIndex(ix); err != nil {
 			c.db.opts.Logf("memrl: collection %q: saving the index: %v", c.name, err)
 		}

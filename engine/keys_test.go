@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memrl/memrl/wal"
+	"github.com/memrl/memrl/vfs"
 )
 
 // TestKeys: an add gives a memory a key every method can name it by; a
 // key in use is refused (ErrKeyExists) and changes nothing; a delete frees
 // it; keys survive restarts from the log and from checkpoints.
 func TestKeys(t *testing.T) {
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	db, c := openAttrsDB(t, fs, Options{})
 	vec := []float32{1, 2, 3, 4}
 	id, err := c.Add(AddRequest{Vector: vec, Key: "task-1", Payload: []byte("one")})
@@ -103,7 +103,7 @@ func TestKeyCollision(t *testing.T) {
 	old := keyFingerprint
 	keyFingerprint = func([]byte) uint64 { return 42 }
 	defer func() { keyFingerprint = old }()
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	db, c := openAttrsDB(t, fs, Options{})
 	vec := []float32{1, 2, 3, 4}
 	a, err := c.Add(AddRequest{Vector: vec, Key: "alpha"})
@@ -152,7 +152,7 @@ func TestKeyCollision(t *testing.T) {
 // collects the expired holders of ids and keys once each.
 func TestClaimLockedBatch(t *testing.T) {
 	clk := newFakeClock()
-	db, c := openAttrsDB(t, wal.NewMemFS(), Options{Now: clk.Now, SweepInterval: -1})
+	db, c := openAttrsDB(t, vfs.NewMemFS(), Options{Now: clk.Now, SweepInterval: -1})
 	defer db.Close()
 	vec := []float32{1, 2, 3, 4}
 	if _, err := c.Add(AddRequest{Vector: vec, ID: 1, HasID: true, Key: "old", TTL: time.Second}); err != nil {
@@ -192,7 +192,7 @@ func TestClaimLockedBatch(t *testing.T) {
 // TestInfoCountsKeysAndExpiring: Info reports how many memories have a key
 // and an expiry.
 func TestInfoCountsKeysAndExpiring(t *testing.T) {
-	db, c := openAttrsDB(t, wal.NewMemFS(), Options{SweepInterval: -1})
+	db, c := openAttrsDB(t, vfs.NewMemFS(), Options{SweepInterval: -1})
 	defer db.Close()
 	for i, req := range []AddRequest{{Key: "a"}, {Key: "b", TTL: time.Hour}, {TTL: time.Hour}, {}} {
 		req.Vector = []float32{1, 2, 3, float32(i)}

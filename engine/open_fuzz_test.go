@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/memrl/memrl/fuzz/corpus"
-	"github.com/memrl/memrl/wal"
+	"github.com/memrl/memrl/vfs"
 )
 
 // fuzzTemplate is a small database's files (vector and payload files, the
@@ -32,7 +32,7 @@ var (
 // and log records after it.
 func buildTemplate(t testing.TB) fuzzTemplate {
 	templateOnce.Do(func() {
-		fs := wal.NewMemFS()
+		fs := vfs.NewMemFS()
 		db, err := Open("/db", Options{FS: fs, CheckpointInterval: -1, Logf: func(string, ...any) {}})
 		if err != nil {
 			panic(err)
@@ -114,7 +114,7 @@ func buildTemplate(t testing.TB) fuzzTemplate {
 					walk(p)
 					continue
 				}
-				data, err := wal.ReadFile(fs, p)
+				data, err := vfs.ReadFile(fs, p)
 				if err != nil {
 					panic(err)
 				}
@@ -183,12 +183,12 @@ func openCheckpointSeeds(t testing.TB) map[string]corpus.Seed {
 // checkpoint files (absent when empty; checksums fixed when fix is set).
 func openFuzzDB(t testing.TB, full, delta []byte, fix bool) (*DB, error) {
 	tpl := buildTemplate(t)
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	for p, data := range tpl.files {
 		if err := fs.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := wal.WriteFileAtomic(fs, p, data); err != nil {
+		if err := vfs.WriteFileAtomic(fs, p, data); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -199,7 +199,7 @@ func openFuzzDB(t testing.TB, full, delta []byte, fix bool) (*DB, error) {
 		if fix && len(data) >= 8 {
 			data = resum(data)
 		}
-		if err := wal.WriteFileAtomic(fs, filepath.Join("/db", ckptFileName(uint32(seq))), data); err != nil {
+		if err := vfs.WriteFileAtomic(fs, filepath.Join("/db", ckptFileName(uint32(seq))), data); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memrl/memrl/vfs"
 	"github.com/memrl/memrl/wal"
 )
 
@@ -38,7 +39,7 @@ func TestReviewAutoIDNeverReusesAnID(t *testing.T) {
 // A huge REFINE must be refused, not allocate k·REFINE candidates (or
 // panic when the product overflows).
 func TestReviewRefineIsBounded(t *testing.T) {
-	db, _ := openTemp(t, Options{FS: wal.NewMemFS(), Sync: wal.SyncNone, CheckpointInterval: -1})
+	db, _ := openTemp(t, Options{FS: vfs.NewMemFS(), Sync: wal.SyncNone, CheckpointInterval: -1})
 	cfg := NewConfig(8)
 	cfg.Metric = L2
 	cfg.Index = IndexConfig{NList: 2, PQBits: 4, TrainThreshold: 100}
@@ -67,7 +68,7 @@ func TestReviewRefineIsBounded(t *testing.T) {
 
 // listHookFS calls hook (once) before listing the collections folder.
 type listHookFS struct {
-	wal.FS
+	vfs.FS
 	once sync.Once
 	hook func()
 }
@@ -82,7 +83,7 @@ func (f *listHookFS) List(dir string) ([]string, error) {
 // A collection created while a checkpoint removes orphan folders must keep
 // its files.
 func TestReviewCheckpointKeepsConcurrentlyCreatedCollection(t *testing.T) {
-	mem := wal.NewMemFS()
+	mem := vfs.NewMemFS()
 	fs := &listHookFS{FS: mem}
 	dir := "/db"
 	opts := Options{FS: fs, CheckpointInterval: -1, CheckpointBytes: -1, Logf: t.Logf}
@@ -122,7 +123,7 @@ func TestReviewCheckpointKeepsConcurrentlyCreatedCollection(t *testing.T) {
 
 // Concurrent Close calls must not panic.
 func TestReviewConcurrentClose(t *testing.T) {
-	db, err := Open(t.TempDir(), Options{FS: wal.NewMemFS(), CheckpointInterval: -1, Logf: t.Logf})
+	db, err := Open(t.TempDir(), Options{FS: vfs.NewMemFS(), CheckpointInterval: -1, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

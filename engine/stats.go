@@ -61,7 +61,7 @@ func (c *Collection) Stats() (CollectionStats, error) {
 	}
 	st := CollectionStats{
 		Name: c.name, Dim: c.cfg.Dim, Memories: len(c.mems), DeadRows: c.dead.GetCardinality(),
-		Rows: c.vecs.nrows, Index: "flat", MappedBytes: int64(len(c.vecs.mm)), PayloadSize: c.pays.size,
+		Rows: c.vecs.nrows, Index: "flat", MappedBytes: int64(len(c.vecs.mm.Bytes())), PayloadSize: c.pays.size,
 	}
 	if _, ok := c.index.(ivfPhase1); ok {
 		st.Index = "ivfpq"
@@ -87,7 +87,7 @@ func (db *DB) MappedBytes() int64 {
 	var n int64
 	for _, c := range colls {
 		if c.rlockLive() == nil {
-			n += int64(len(c.vecs.mm))
+			n += int64(len(c.vecs.mm.Bytes()))
 			c.mu.RUnlock()
 		}
 	}

@@ -2,13 +2,10 @@ package engine
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"unsafe"
 
-	"github.com/edsrzf/mmap-go"
-
-	"github.com/memrl/memrl/wal"
+	"github.com/memrl/memrl/vfs"
 )
 
 // vectorStore is a collection's append-only vector file: row r holds the
@@ -25,8 +22,8 @@ import (
 // visible through the mapping at once. The file grows by doubling (a sparse
 // truncate) and the mapping is replaced when it does.
 //
-// A file without an OS descriptor (an in-memory FS in tests) keeps a heap
-// copy instead of a mapping.
+// A file whose mapping would not show later writes (vfs.MapShared is false:
+// a vfs.MemFS file in tests) keeps a heap copy instead of a mapping.
 //
 // The store holds no descriptor of its own: writes, growth and syncs take
 // the file from the database's fileCache for the length of the call, and
@@ -39,13 +36,13 @@ import (
 type vectorStore struct {
 	files    *fileCache
 	path     string
-	mappable bool // the file has an OS descriptor, so rows are read through mm
+	mappable bool // the file's mappings show writes (vfs.MapShared), so rows are read through mm
 	dim      int
-	rowSize  int64     // dim*4
-	mm       mmap.MMap // maps capRows rows; nil when capRows is 0 or not mappable
-	heap     []float32 // used instead of mm when the file is not mappable
-	capRows  uint32    // rows the file (and mapping) can hold
-	nrows    uint32    // rows in use: the highest row written + 1
+	rowSize  int64        // dim*4
+	mm       *vfs.Mapping // maps capRows rows; nil when capRows is 0 or not mappable
+	heap     []float32    // used instead of mm when the file is not mappable
+	capRows  uint32       // rows the file (and mapping) can hold
+	nrows    uint32       // rows in use: the highest row written + 1
 
 	synced syncMark // how much of the file a checkpoint has synced
 
@@ -57,9 +54,6 @@ type vectorStore struct {
 	legacy     bool     // no checksum file yet (a collection from before checksums)
 	sumsSynced syncMark // how much of sumsPath a checkpoint has synced
 }
-
-// osFiler is implemented by files of the OS file system.
-type osFiler interface{ OSFile() *os.File }
 
 // openVectorStore opens (creating) the vector file vectors.f32 in dir
 // holding nrows rows of dim components, and its checksum file vectors.sum
@@ -81,7 +75,7 @@ func openVectorStore(files *fileCache, dir string, dim int, nrows uint32, create
 	}
 	defer files.release(cf)
 	s := &vectorStore{files: files, path: path, sumsPath: filepath.Join(dir, "vectors.sum"), dim: dim, rowSize: int64(dim) * 4}
-	_, s.mappable = cf.f.(osFiler)
+	s.mappable = vfs.MapShared(cf.f)
 	st, err := cf.f.Stat()
 	if err != nil {
 		return nil, err
@@ -106,7 +100,7 @@ func openVectorStore(files *fileCache, dir string, dim int, nrows uint32, create
 //
 // The new mapping is made before the old one is dropped, so that a failure
 // leaves the store as it was: still readable, with its old capacity.
-func (s *vectorStore) mapRows(f wal.File, capRows, valid uint32) error {
+func (s *vectorStore) mapRows(f vfs.File, capRows, valid uint32) error {
 	if capRows == 0 {
 		return nil
 	}
@@ -122,7 +116,7 @@ func (s *vectorStore) mapRows(f wal.File, capRows, valid uint32) error {
 		s.heap, s.capRows = heap, capRows
 		return nil
 	}
-	mm, err := mmap.MapRegion(f.(osFiler).OSFile(), int(int64(capRows)*s.rowSize), mmap.RDONLY, 0, 0)
+	mm, err := vfs.Map(f, int(int64(capRows)*s.rowSize))
 	if err != nil {
 		return fmt.Errorf("engine: mmap vector file: %w", err)
 	}
@@ -137,7 +131,7 @@ func (s *vectorStore) mapRows(f wal.File, capRows, valid uint32) error {
 }
 
 // grow makes room for at least need rows of f, the store's file.
-func (s *vectorStore) grow(f wal.File, need uint32) error {
+func (s *vectorStore) grow(f vfs.File, need uint32) error {
 	newCap := max(s.capRows*2, need, 1024)
 	if err := f.Truncate(int64(newCap) * s.rowSize); err != nil {
 		return err
@@ -183,7 +177,7 @@ func (s *vectorStore) rows() []float32 {
 	if s.heap != nil {
 		return s.heap[:int(s.nrows)*s.dim]
 	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(&s.mm[0])), int(s.nrows)*s.dim)
+	return unsafe.Slice((*float32)(unsafe.Pointer(&s.mm.Bytes()[0])), int(s.nrows)*s.dim)
 }
 
 // row returns row r (aliasing, as rows). REQUIRES: r < nrows.
@@ -212,14 +206,14 @@ func (s *vectorStore) syncTo(nrows uint32) error {
 
 // syncMark remembers how many leading bytes of an append-only file a
 // checkpoint has synced, so that the next sync writes back only the bytes
-// written since, in paced pieces, before its fsync (wal.SyncPaced).
+// written since, in paced pieces, before its fsync (vfs.SyncPaced).
 // Guarded by the database's ckptMu, not by the collection's lock: only
 // checkpoints (and open) touch it.
 type syncMark struct{ size int64 }
 
 // syncTo makes bytes [0, size) of f durable.
-func (m *syncMark) syncTo(f wal.File, size int64) error {
-	if err := wal.SyncPaced(f, min(m.size, size), size); err != nil {
+func (m *syncMark) syncTo(f vfs.File, size int64) error {
+	if err := vfs.SyncPaced(f, min(m.size, size), size); err != nil {
 		return err
 	}
 	m.size = size

@@ -3,7 +3,7 @@ package engine
 import (
 	"testing"
 
-	"github.com/memrl/memrl/wal"
+	"github.com/memrl/memrl/vfs"
 )
 
 // TestVectorStoreMapsOSFiles: on the OS file system the vectors are read
@@ -13,12 +13,12 @@ import (
 func TestVectorStoreMapsOSFiles(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		fs   wal.FS
+		fs   vfs.FS
 		dir  string
 		mmap bool
 	}{
-		{"os", wal.Default, t.TempDir(), true},
-		{"mem", wal.NewMemFS(), "/db", false},
+		{"os", vfs.Default, t.TempDir(), true},
+		{"mem", vfs.NewMemFS(), "/db", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fs.MkdirAll(tc.dir, 0o755)

@@ -74,7 +74,7 @@
 //	res, err := ix.Search(q, k, SearchParams{}, deleted, src)
 //	res, st, err := ix.SearchFiltered(q, k, SearchParams{}, Filter{Deleted: d, Allow: a}, src)
 //	ix.SetTrainedFor(n); n = ix.TrainedFor()     // the caller's training size, saved in the file
-//	err = ix.Save(dir); ix, err = Open(dir); err = ix.Verify(); ix.Close()
+//	err = ix.Save(fs, dir); ix, err = Open(fs, dir); err = ix.Verify(); ix.Close()
 //
 // Search returns an error as well as the results, because list data is
 // verified lazily: a list that fails its checksum on first read makes the
@@ -100,8 +100,11 @@
 //
 // # File format (version 2)
 //
-// Save writes dir/ivfpq.idx atomically (temporary file, fsync, rename,
-// fsync of the directory). Open maps it read-only with mmap. All integers are
+// Save writes dir/ivfpq.idx through a vfs.FS atomically (vfs.AtomicFile:
+// temporary file written back in paced pieces, fsync, rename, fsync of the
+// directory), so a crash leaves the old file or the new one; the old file is
+// not shrunk, since an index opened from it may still map it. Open maps it
+// read-only with vfs.Map (mmap on the OS, a copy on vfs.MemFS). All integers are
 // little-endian, all checksums xxhash64, all sections 8-byte aligned.
 //
 //	offset  size  field

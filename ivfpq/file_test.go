@@ -10,6 +10,8 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/memrl/memrl/vfs"
 )
 
 // searchAll runs a fixed query set and returns all results.
@@ -36,10 +38,10 @@ func TestSaveOpenRoundTripAndAppend(t *testing.T) {
 			p := Params{Dim: d, NList: 16, M: 8, Bits: bits, Metric: metric}
 			ix := buildIndex(t, p, base[:n*d], n)
 			want := searchAll(t, ix, base, d)
-			if err := ix.Save(dir); err != nil {
+			if err := ix.Save(vfs.Default, dir); err != nil {
 				t.Fatal(err)
 			}
-			ix2, err := Open(dir)
+			ix2, err := Open(vfs.Default, dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,10 +67,10 @@ func TestSaveOpenRoundTripAndAppend(t *testing.T) {
 			if got := searchAll(t, ix2, base, d); !slices.EqualFunc(got, want, slices.Equal) {
 				t.Fatalf("bits %d %v: results differ after appends", bits, metric)
 			}
-			if err := ix2.Save(dir); err != nil { // replaces the file ix2 has mapped
+			if err := ix2.Save(vfs.Default, dir); err != nil { // replaces the file ix2 has mapped
 				t.Fatal(err)
 			}
-			ix3, err := Open(dir)
+			ix3, err := Open(vfs.Default, dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,10 +101,10 @@ func TestEmptyIndexSavesAndOpens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ix.Save(dir); err != nil {
+	if err := ix.Save(vfs.Default, dir); err != nil {
 		t.Fatal(err)
 	}
-	ix2, err := Open(dir)
+	ix2, err := Open(vfs.Default, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +124,7 @@ func TestCorruptFileIsRefused(t *testing.T) {
 	base := clustered(n, d, 20, 3)
 	dir := t.TempDir()
 	ix := buildIndex(t, Params{Dim: d, NList: 8, M: 4, Bits: 8}, base, n)
-	if err := ix.Save(dir); err != nil {
+	if err := ix.Save(vfs.Default, dir); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, FileName)
@@ -162,7 +164,7 @@ func TestCorruptFileIsRefused(t *testing.T) {
 	cases["version"] = v
 	for name, b := range cases {
 		write(b)
-		ix2, err := Open(dir)
+		ix2, err := Open(vfs.Default, dir)
 		if err == nil {
 			ix2.Close()
 			t.Errorf("%s: Open succeeded", name)
@@ -180,7 +182,7 @@ func TestCorruptFileIsRefused(t *testing.T) {
 	// Damage inside list data: Open succeeds (it does not read lists) but
 	// the first search touching the list and Verify refuse it.
 	write(flip(h.dataOff + 3))
-	ix2, err := Open(dir)
+	ix2, err := Open(vfs.Default, dir)
 	if err != nil {
 		t.Fatalf("Open with damaged list data: %v", err)
 	}
@@ -191,7 +193,7 @@ func TestCorruptFileIsRefused(t *testing.T) {
 	if err := ix2.Verify(); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("Verify: %v, want ErrCorrupt", err)
 	}
-	if err := ix2.Save(t.TempDir()); !errors.Is(err, ErrCorrupt) {
+	if err := ix2.Save(vfs.Default, t.TempDir()); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("Save of damaged index: %v, want ErrCorrupt", err)
 	}
 }
@@ -206,10 +208,10 @@ func TestTrainedForIsStoredAndVersion1Opens(t *testing.T) {
 	dir := t.TempDir()
 	ix := buildIndex(t, Params{Dim: d, NList: 8, M: 4, Bits: 8}, base, n)
 	ix.SetTrainedFor(123456789012)
-	if err := ix.Save(dir); err != nil {
+	if err := ix.Save(vfs.Default, dir); err != nil {
 		t.Fatal(err)
 	}
-	ix2, err := Open(dir)
+	ix2, err := Open(vfs.Default, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +237,7 @@ func TestTrainedForIsStoredAndVersion1Opens(t *testing.T) {
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		return Open(dir)
+		return Open(vfs.Default, dir)
 	}
 
 	// A version 1 file, as the previous Save wrote it.

@@ -2,12 +2,11 @@ package ivfpq
 
 import (
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 
-	"github.com/edsrzf/mmap-go"
 	"github.com/memrl/memrl/simd"
+	"github.com/memrl/memrl/vfs"
 )
 
 // segment is a run of one inverted list's vectors stored contiguously: the
@@ -47,8 +46,8 @@ type Index struct {
 	// trainedFor is the caller's record of the collection size the index
 	// was trained for (SetTrainedFor); ivfpq only stores it.
 	trainedFor uint64
-	mm         mmap.MMap // the opened file's mapping, nil when built in memory
-	file       *os.File
+	mm         *vfs.Mapping // the opened file's mapping, nil when built in memory
+	file       vfs.File
 
 	// baseBytes[l] holds list l's base segment as stored, baseSum[l] is the checksum the file recorded for list l's base segment;
 	// baseState[l] is listUnchecked, listGood or listBad. Checksums are

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/memrl/memrl/vfs"
 )
 
 func TestRecallClustered20k(t *testing.T) {
@@ -223,7 +225,7 @@ func TestConcurrentSearchesAndAdds(t *testing.T) {
 			defer wg.Done()
 			dir := t.TempDir()
 			for i := 0; i < 3; i++ {
-				if err := ix.Save(dir); err != nil {
+				if err := ix.Save(vfs.Default, dir); err != nil {
 					t.Error(err)
 					return
 				}
@@ -295,10 +297,10 @@ func TestOddMFastScan(t *testing.T) {
 	base := clustered(n, d, 20, 17)
 	ix := buildIndex(t, Params{Dim: d, NList: 8, M: m, Bits: 4}, base, n)
 	dir := t.TempDir()
-	if err := ix.Save(dir); err != nil {
+	if err := ix.Save(vfs.Default, dir); err != nil {
 		t.Fatal(err)
 	}
-	ix2, err := Open(dir)
+	ix2, err := Open(vfs.Default, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

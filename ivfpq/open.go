@@ -2,22 +2,22 @@ package ivfpq
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/cespare/xxhash/v2"
-	"github.com/edsrzf/mmap-go"
+
+	"github.com/memrl/memrl/vfs"
 )
 
-// Open maps dir/FileName read-only and returns the index it holds. It reads
+// Open maps dir/FileName of fs read-only (vfs.Map) and returns the index it holds. It reads
 // and checks the header, the centroids and codebooks and the list directory
 // (each against its checksum) but not the lists themselves: a list's
 // checksum is verified the first time a search or Save reads it, and Verify
 // checks all of them. A file that fails a check is refused with an error
 // wrapping ErrCorrupt (or ErrVersion); nothing is returned from it.
-func Open(dir string) (*Index, error) {
+func Open(fs vfs.FS, dir string) (*Index, error) {
 	path := filepath.Join(dir, FileName)
-	f, err := os.Open(path)
+	f, err := fs.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("ivfpq: open: %w", err)
 	}
@@ -29,7 +29,7 @@ func Open(dir string) (*Index, error) {
 	return ix, nil
 }
 
-func openFile(f *os.File) (*Index, error) {
+func openFile(f vfs.File) (*Index, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
@@ -38,11 +38,14 @@ func openFile(f *os.File) (*Index, error) {
 	if size < headerSize {
 		return nil, fmt.Errorf("%w: file is %d bytes, shorter than the %d-byte header", ErrCorrupt, size, headerSize)
 	}
-	mm, err := mmap.Map(f, mmap.RDONLY, 0)
+	if size != int64(int(size)) {
+		return nil, fmt.Errorf("%w: file of %d bytes cannot be mapped", ErrCorrupt, size)
+	}
+	mm, err := vfs.Map(f, int(size))
 	if err != nil {
 		return nil, fmt.Errorf("mmap: %w", err)
 	}
-	ix, err := indexFromMapping(mm, uint64(size))
+	ix, err := indexFromMapping(mm.Bytes(), uint64(size))
 	if err != nil {
 		mm.Unmap()
 		return nil, err

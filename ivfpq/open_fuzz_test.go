@@ -13,6 +13,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/memrl/memrl/fuzz/corpus"
+	"github.com/memrl/memrl/vfs"
 )
 
 // indexFileSeeds saves small real indexes of each kind the format holds
@@ -25,7 +26,7 @@ func indexFileSeeds(t *testing.T) map[string]corpus.Seed {
 	// saved returns the bytes of ix's file.
 	saved := func(ix *Index) []byte {
 		dir := t.TempDir()
-		if err := ix.Save(dir); err != nil {
+		if err := ix.Save(vfs.Default, dir); err != nil {
 			t.Fatal(err)
 		}
 		b, err := os.ReadFile(filepath.Join(dir, FileName))

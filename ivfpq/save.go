@@ -4,18 +4,21 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/memrl/memrl/vfs"
 )
 
-// Save writes the index to dir/FileName atomically: it writes a temporary
-// file, fsyncs it, renames it over FileName and fsyncs dir, so a crash leaves
-// either the old file or the new one. Save holds the index lock shared:
-// searches continue, adds wait. Lists read from a previous file are
-// checksum-verified first, so corruption is never copied forward.
-func (ix *Index) Save(dir string) (err error) {
+// Save writes the index to dir/FileName on fs atomically (vfs.AtomicFile):
+// it writes a temporary file, fsyncs it, renames it over FileName and
+// fsyncs dir, so a crash leaves either the old file or the new one. The old
+// file is not shrunk (vfs.CreateAtomicMapped): an index opened from it may
+// still map it. Save holds the index lock shared: searches continue, adds
+// wait. Lists read from a previous file are checksum-verified first, so
+// corruption is never copied forward. REQUIRES: dir exists on fs.
+func (ix *Index) Save(fs vfs.FS, dir string) (err error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if ix.closed {
@@ -28,15 +31,14 @@ func (ix *Index) Save(dir string) (err error) {
 	}
 
 	p := ix.p
-	tmp := filepath.Join(dir, FileName+".tmp")
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	af, err := vfs.CreateAtomicMapped(fs, filepath.Join(dir, FileName))
 	if err != nil {
 		return fmt.Errorf("ivfpq: save: %w", err)
 	}
+	committing := false
 	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
+		if err != nil && !committing {
+			af.Abort()
 		}
 	}()
 
@@ -44,12 +46,13 @@ func (ix *Index) Save(dir string) (err error) {
 	h.dirOff = pad8(h.metaOff + h.metaLen)
 	h.dataOff = h.dirOff + uint64(p.NList)*dirEntrySize
 
-	// Data section first, hashing each list as it goes, then the directory,
-	// meta and header at the front.
-	if _, err = f.Seek(int64(h.dataOff), 0); err != nil {
+	// The header, meta and directory at the front are known only once the
+	// lists are written: reserve their bytes, write the data section,
+	// hashing each list as it goes, then fill the front in.
+	w := bufio.NewWriterSize(af, 1<<20)
+	if _, err = w.Write(make([]byte, h.dataOff)); err != nil {
 		return fmt.Errorf("ivfpq: save: %w", err)
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
 	dirBuf := make([]byte, p.NList*dirEntrySize)
 	var off uint64
 	var buf []byte
@@ -87,19 +90,16 @@ func (ix *Index) Save(dir string) (err error) {
 	front = append(front, meta...)
 	front = appendZeros(front, int(h.dirOff)-len(front))
 	front = append(front, dirBuf...)
-	if _, err = f.WriteAt(front, 0); err != nil {
+	if _, err = af.WriteAt(front, 0); err != nil {
 		return fmt.Errorf("ivfpq: save: %w", err)
 	}
-	if err = f.Sync(); err != nil {
+	// Commit syncs, renames and syncs dir; on failure it has discarded the
+	// temporary file itself, so the deferred Abort must not run.
+	committing = true
+	if err = af.Commit(); err != nil {
 		return fmt.Errorf("ivfpq: save: %w", err)
 	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("ivfpq: save: %w", err)
-	}
-	if err = os.Rename(tmp, filepath.Join(dir, FileName)); err != nil {
-		return fmt.Errorf("ivfpq: save: %w", err)
-	}
-	return syncDir(dir)
+	return nil
 }
 
 func appendZeros(b []byte, n int) []byte {
@@ -107,19 +107,6 @@ func appendZeros(b []byte, n int) []byte {
 		b = append(b, 0)
 	}
 	return b
-}
-
-// syncDir fsyncs a directory so a rename inside it is durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("ivfpq: save: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("ivfpq: save: sync dir: %w", err)
-	}
-	return nil
 }
 
 // mergedListLocked returns list l's ids, codes and terms as one segment

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/memrl/memrl/engine"
+	"github.com/memrl/memrl/vfs"
 	"github.com/memrl/memrl/wal"
 )
 
@@ -12,7 +13,7 @@ import (
 // BenchmarkExecPing, the figure to watch for the cost of what every command
 // pays on its way to its handler (the transaction lock, tx.go, included).
 func BenchmarkExecMemGet(b *testing.B) {
-	db, err := engine.Open("/db", engine.Options{FS: wal.NewMemFS(), Sync: wal.SyncNone,
+	db, err := engine.Open("/db", engine.Options{FS: vfs.NewMemFS(), Sync: wal.SyncNone,
 		CheckpointInterval: -1, CheckpointBytes: -1, Logf: func(string, ...any) {}})
 	if err != nil {
 		b.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/memrl/memrl/engine"
 	"github.com/memrl/memrl/fuzz/corpus"
+	"github.com/memrl/memrl/vfs"
 	"github.com/memrl/memrl/wal"
 )
 
@@ -77,7 +78,7 @@ func fuzzColls(t *testing.T) []*engine.Collection {
 		fuzzDB = nil
 	}
 	if fuzzDB == nil {
-		db, err := engine.Open("/db", engine.Options{FS: wal.NewMemFS(), Sync: wal.SyncNone,
+		db, err := engine.Open("/db", engine.Options{FS: vfs.NewMemFS(), Sync: wal.SyncNone,
 			CheckpointInterval: -1, Logf: func(string, ...any) {}})
 		if err != nil {
 			t.Fatal(err)

@@ -11,14 +11,15 @@ import (
 	"time"
 
 	"github.com/memrl/memrl/engine"
+	"github.com/memrl/memrl/vfs"
 	"github.com/memrl/memrl/wal"
 )
 
 // startMemFS serves a SyncAlways database on a MemFS whose fsyncs take
 // syncDelay.
-func startMemFS(t *testing.T, syncDelay time.Duration) (*testServer, *engine.DB, *wal.MemFS) {
+func startMemFS(t *testing.T, syncDelay time.Duration) (*testServer, *engine.DB, *vfs.MemFS) {
 	t.Helper()
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	db, err := engine.Open("/db", engine.Options{FS: fs, Sync: wal.SyncAlways,
 		CheckpointInterval: -1, CheckpointBytes: -1, Logf: t.Logf})
 	if err != nil {
@@ -72,7 +73,7 @@ func TestPipelinedRepliesWaitForDurability(t *testing.T) {
 			if got%50 != 1 {
 				continue
 			}
-			crashed := fs.Crash(wal.DropUnsynced, rand.New(rand.NewSource(int64(acked))))
+			crashed := fs.Crash(vfs.DropUnsynced, rand.New(rand.NewSource(int64(acked))))
 			db2, err := engine.Open("/db", engine.Options{FS: crashed, CheckpointInterval: -1, CheckpointBytes: -1, Logf: func(string, ...any) {}})
 			if err != nil {
 				t.Fatal(err)
@@ -164,7 +165,7 @@ func TestPipelinedAddsAndDeletesWaitForDurability(t *testing.T) {
 	// check crashes a copy of the disk and checks ids [100, 100+added) are
 	// there except the first deleted even ones.
 	check := func(added, deleted int) {
-		crashed := fs.Crash(wal.DropUnsynced, rand.New(rand.NewSource(int64(added+deleted))))
+		crashed := fs.Crash(vfs.DropUnsynced, rand.New(rand.NewSource(int64(added+deleted))))
 		db2, err := engine.Open("/db", engine.Options{FS: crashed, CheckpointInterval: -1, CheckpointBytes: -1, Logf: func(string, ...any) {}})
 		if err != nil {
 			t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/memrl/memrl/engine"
-	"github.com/memrl/memrl/wal"
+	"github.com/memrl/memrl/vfs"
 )
 
 // TestTxWritesShareOneFsync: a transaction's writes do not wait for an
@@ -43,7 +43,7 @@ func TestTxWritesShareOneFsync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	crashed := fs.Crash(wal.DropUnsynced, rand.New(rand.NewSource(1)))
+	crashed := fs.Crash(vfs.DropUnsynced, rand.New(rand.NewSource(1)))
 	if a, ok := r.([]any); !ok || len(a) != n {
 		t.Fatalf("EXEC: %v", r)
 	}

@@ -6,10 +6,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memrl/memrl/vfs"
 )
 
 func TestGroupCommitBatchesFsyncs(t *testing.T) {
-	fs := NewMemFS()
+	fs := vfs.NewMemFS()
 	fs.SetSyncDelay(500 * time.Microsecond) // fsyncs take time, as on a disk
 	l, _ := mustOpen(t, Options{FS: fs, Dir: "/log"})
 	defer mustClose(t, l)
@@ -53,7 +55,7 @@ func TestGroupCommitBatchesFsyncs(t *testing.T) {
 }
 
 func TestSyncAlwaysEachAppendIsFsynced(t *testing.T) {
-	fs := NewMemFS()
+	fs := vfs.NewMemFS()
 	l, _ := mustOpen(t, Options{FS: fs, Dir: "/log"})
 	for i := 0; i < 5; i++ {
 		if _, err := l.Append(payload(i)); err != nil {
@@ -61,7 +63,7 @@ func TestSyncAlwaysEachAppendIsFsynced(t *testing.T) {
 		}
 		// Every acknowledged record survives a crash that drops all
 		// unsynced state.
-		c := fs.Crash(DropUnsynced, nil)
+		c := fs.Crash(vfs.DropUnsynced, nil)
 		l2, rep := mustOpen(t, Options{FS: c, Dir: "/log"})
 		if rep.NextLSN != LSN(i+2) {
 			t.Fatalf("after %d acknowledged appends the crashed log has NextLSN %d", i+1, rep.NextLSN)
@@ -72,14 +74,14 @@ func TestSyncAlwaysEachAppendIsFsynced(t *testing.T) {
 }
 
 func TestFailedFsyncIsSticky(t *testing.T) {
-	fs := NewMemFS()
+	fs := vfs.NewMemFS()
 	l, _ := mustOpen(t, Options{FS: fs, Dir: "/log"})
 	if _, err := l.Append([]byte("ok")); err != nil {
 		t.Fatal(err)
 	}
 	fs.FailNextSync(".wal")
 	_, err := l.Append([]byte("fails"))
-	if !errors.Is(err, ErrFailed) || !errors.Is(err, ErrInjected) {
+	if !errors.Is(err, ErrFailed) || !errors.Is(err, vfs.ErrInjected) {
 		t.Fatalf("failing Append returned %v", err)
 	}
 	// The fault was one-shot: the FS would now succeed, but the log must
@@ -105,7 +107,7 @@ func TestFailedFsyncIsSticky(t *testing.T) {
 		t.Fatalf("Close after failure: %v", err)
 	}
 	// What was acknowledged is durable.
-	c := fs.Crash(DropUnsynced, nil)
+	c := fs.Crash(vfs.DropUnsynced, nil)
 	l2, _ := mustOpen(t, Options{FS: c, Dir: "/log"})
 	defer mustClose(t, l2)
 	got := replayAll(t, l2, 0)
@@ -122,7 +124,7 @@ func TestFailedFsyncIsSticky(t *testing.T) {
 func TestFailedWriteIsSticky(t *testing.T) {
 	for _, pol := range []SyncPolicy{SyncAlways, SyncInterval} {
 		t.Run(pol.String(), func(t *testing.T) {
-			fs := NewMemFS()
+			fs := vfs.NewMemFS()
 			l, _ := mustOpen(t, Options{FS: fs, Dir: "/log", Sync: pol})
 			fs.FailNextWrite(".wal")
 			if _, err := l.Append([]byte("x")); !errors.Is(err, ErrFailed) {
@@ -137,7 +139,7 @@ func TestFailedWriteIsSticky(t *testing.T) {
 }
 
 func TestFailedFsyncFailsAllWaiters(t *testing.T) {
-	fs := NewMemFS()
+	fs := vfs.NewMemFS()
 	fs.SetSyncDelay(200 * time.Microsecond)
 	l, _ := mustOpen(t, Options{FS: fs, Dir: "/log"})
 	var mu sync.Mutex
@@ -172,7 +174,7 @@ func TestFailedFsyncFailsAllWaiters(t *testing.T) {
 		t.Fatal("log did not fail")
 	}
 	l.Close()
-	c := fs.Crash(DropUnsynced, nil)
+	c := fs.Crash(vfs.DropUnsynced, nil)
 	l2, _ := mustOpen(t, Options{FS: c, Dir: "/log"})
 	defer mustClose(t, l2)
 	present := map[string]LSN{}
@@ -187,7 +189,7 @@ func TestFailedFsyncFailsAllWaiters(t *testing.T) {
 }
 
 func TestSyncIntervalTimerFsyncs(t *testing.T) {
-	fs := NewMemFS()
+	fs := vfs.NewMemFS()
 	l, _ := mustOpen(t, Options{FS: fs, Dir: "/log", Sync: SyncInterval, SyncInterval: time.Millisecond})
 	defer mustClose(t, l)
 	if _, err := l.Append([]byte("x")); err != nil {
@@ -200,7 +202,7 @@ func TestSyncIntervalTimerFsyncs(t *testing.T) {
 	// Without any Sync call, the timer makes it durable.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		c := fs.Crash(DropUnsynced, nil)
+		c := fs.Crash(vfs.DropUnsynced, nil)
 		l2, rep := mustOpen(t, Options{FS: c, Dir: "/log"})
 		mustClose(t, l2)
 		if rep.NextLSN == 2 {
@@ -220,7 +222,7 @@ func TestSyncIntervalTimerFsyncs(t *testing.T) {
 // written-but-unsynced state, which survives the process but not the
 // machine), without any fsync.
 func TestSyncNoneSurvivesProcessCrash(t *testing.T) {
-	fs := NewMemFS()
+	fs := vfs.NewMemFS()
 	l, _ := mustOpen(t, Options{FS: fs, Dir: "/log", Sync: SyncNone})
 	syncs := l.Stats().Syncs
 	var wg sync.WaitGroup
@@ -258,7 +260,7 @@ func TestSyncNoneSurvivesProcessCrash(t *testing.T) {
 }
 
 func TestConcurrentAppendRotateRemoveReplay(t *testing.T) {
-	fs := NewMemFS()
+	fs := vfs.NewMemFS()
 	l, _ := mustOpen(t, Options{FS: fs, Dir: "/log", Sync: SyncInterval, SegmentSize: 4096})
 	var wg sync.WaitGroup
 	for g := 0; g < 4; g++ {

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/memrl/memrl/vfs"
 )
 
 // crashRecord is "g<goroutine>:<seq>:" plus filler, so that a replayed
@@ -36,7 +38,7 @@ func TestCrashKeepsAcknowledgedRecords(t *testing.T) {
 	if testing.Short() {
 		seeds = 4
 	}
-	for _, mode := range []CrashMode{DropUnsynced, KeepRandomPrefix, TearLastSector} {
+	for _, mode := range []vfs.CrashMode{vfs.DropUnsynced, vfs.KeepRandomPrefix, vfs.TearLastSector} {
 		for seed := 0; seed < seeds; seed++ {
 			t.Run(fmt.Sprintf("%v/%d", mode, seed), func(t *testing.T) {
 				crashOnce(t, mode, int64(seed))
@@ -50,9 +52,9 @@ type ack struct {
 	rec []byte
 }
 
-func crashOnce(t *testing.T, mode CrashMode, seed int64) {
+func crashOnce(t *testing.T, mode vfs.CrashMode, seed int64) {
 	rng := rand.New(rand.NewSource(seed))
-	fs := NewMemFS()
+	fs := vfs.NewMemFS()
 	fs.SetSyncDelay(50 * time.Microsecond)
 	opts := Options{FS: fs, Dir: "/log", SegmentSize: int64(2048 + rng.Intn(8192))}
 	l, _ := mustOpen(t, opts)
@@ -173,7 +175,7 @@ func crashOnce(t *testing.T, mode CrashMode, seed int64) {
 		}
 	}
 	mustClose(t, l2)
-	l3, rep3 := mustOpen(t, Options{FS: crashed.Crash(DropUnsynced, nil), Dir: "/log"})
+	l3, rep3 := mustOpen(t, Options{FS: crashed.Crash(vfs.DropUnsynced, nil), Dir: "/log"})
 	defer mustClose(t, l3)
 	if rep3.Torn != nil || rep3.NextLSN != rep.NextLSN+10 {
 		t.Fatalf("after recovery and 10 appends: %+v torn %+v", rep3, rep3.Torn)
@@ -192,7 +194,7 @@ func TestCrashNeverInventsUnderLazyPolicies(t *testing.T) {
 		for seed := int64(0); seed < 6; seed++ {
 			t.Run(fmt.Sprintf("%v/%d", pol, seed), func(t *testing.T) {
 				rng := rand.New(rand.NewSource(seed))
-				fs := NewMemFS()
+				fs := vfs.NewMemFS()
 				opts := Options{FS: fs, Dir: "/log", Sync: pol, SegmentSize: 4096, SyncInterval: time.Millisecond}
 				l, _ := mustOpen(t, opts)
 				var recs [][]byte
@@ -210,7 +212,7 @@ func TestCrashNeverInventsUnderLazyPolicies(t *testing.T) {
 						synced = i + 1
 					}
 				}
-				mode := CrashMode(rng.Intn(3))
+				mode := vfs.CrashMode(rng.Intn(3))
 				opts.FS = fs.Crash(mode, rng)
 				l.Close()
 				l2, _ := mustOpen(t, opts)

@@ -1,23 +1,11 @@
-// Package wal is memrl's write-ahead log and its file-system seam.
+// Package wal is memrl's write-ahead log.
 //
-// # File-system seam
-//
-// Every write, fsync, rename and removal of the log and of the engine's
-// other files goes through the FS interface (Pebble-vfs style). OSFS is
-// the operating system; MemFS is an in-memory FS for crash tests that
-// keeps durable and non-durable state apart and can Crash (DropUnsynced,
-// KeepRandomPrefix, TearLastSector) and inject faults (FailNextSync,
-// FailNextWrite, FailNextSyncDir), and can lose power at the k-th
-// mutating operation (PowerOffAt): crash tests crash a workload at every
-// file operation that way. AtomicFile (CreateAtomic, WriteFileAtomic) and
-// ReadFile are the helpers for the engine's checkpoint files, and SyncPaced
-// syncs a large file without holding up the log's fsyncs: files that are
-// WriteBackers (OS files on Linux, through sync_file_range) are written
-// back a megabyte at a time, paced, before the one fsync that makes them
-// durable. Large files are removed the same gentle way: ReleasePaced,
-// RemoveFilesPaced and RemoveAllPaced hold a file open across the removal
-// of its name and then shrink it a megabyte per synced step, so its blocks
-// are not freed in one journal transaction that every fsync would wait for.
+// Every file operation of the log goes through a vfs.FS (package vfs), so
+// the log runs on the operating system and, in crash tests, on vfs.MemFS,
+// which can drop unsynced writes, tear the last sector and cut the power
+// at any file operation. Old segments are removed with
+// vfs.RemoveFilesPaced, so their space is freed without holding up the
+// log's own fsyncs.
 //
 // # Records and LSNs
 //
@@ -82,7 +70,7 @@
 // appends, so a crash leaves at most an incomplete last write (whatever
 // bytes of it reached the disk, possibly garbage in the last sector),
 // never a stale region; zeros are handled but not relied on. The price
-// is that each fsync also updates the file size; the FS seam has no
+// is that each fsync also updates the file size; the vfs.FS seam has no
 // fdatasync/fallocate to avoid it.
 //
 // # Torn tail versus corruption
@@ -139,7 +127,7 @@
 // # Checkpoints and compaction
 //
 // At a checkpoint the engine takes NextLSN (every record enqueued so far
-// is below it), stores it in its checkpoint (written with an AtomicFile),
+// is below it), stores it in its checkpoint (written with a vfs.AtomicFile),
 // calls RemoveBefore(lsn) to delete segments wholly below it, and after a
 // restart calls Replay(lsn, ...), which may start in the middle of a
 // segment. (Rotate also exists, to start a new segment on demand.)

@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/memrl/memrl/vfs"
 )
 
 // TestEnqueueBatchOneFsync: a batch of records larger than the flush
 // threshold, enqueued at once, is written with one fsync, gets consecutive
 // LSNs, and replays in order after a reopen.
 func TestEnqueueBatchOneFsync(t *testing.T) {
-	fs := NewMemFS()
+	fs := vfs.NewMemFS()
 	l, _ := mustOpen(t, Options{FS: fs, Dir: "wal"})
 	var recs [][]byte
 	for i := 0; i < 1000; i++ {
@@ -48,7 +50,7 @@ func TestEnqueueBatchOneFsync(t *testing.T) {
 // TestEnqueueBatchAllOrNothing: one record over MaxRecordSize refuses the
 // whole batch; an empty batch appends nothing.
 func TestEnqueueBatchAllOrNothing(t *testing.T) {
-	l, _ := mustOpen(t, Options{FS: NewMemFS(), Dir: "wal"})
+	l, _ := mustOpen(t, Options{FS: vfs.NewMemFS(), Dir: "wal"})
 	defer mustClose(t, l)
 	next := l.NextLSN()
 	_, err := l.EnqueueBatch([][]byte{payload(1), make([]byte, MaxRecordSize+1)})

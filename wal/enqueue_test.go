@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memrl/memrl/vfs"
 )
 
 // TestEnqueueWaitDurable: records enqueued under a caller's lock by many
@@ -13,9 +15,9 @@ import (
 // enqueued order, after a crash that drops every unsynced byte; and
 // concurrent waiters share fsyncs.
 func TestEnqueueWaitDurable(t *testing.T) {
-	for _, mode := range []CrashMode{DropUnsynced, KeepRandomPrefix, TearLastSector} {
+	for _, mode := range []vfs.CrashMode{vfs.DropUnsynced, vfs.KeepRandomPrefix, vfs.TearLastSector} {
 		t.Run(mode.String(), func(t *testing.T) {
-			fs := NewMemFS()
+			fs := vfs.NewMemFS()
 			// An fsync takes time on a real disk, and group commit is
 			// what writers arriving meanwhile share. With instant syncs
 			// the flusher may keep up with 32 writers one record at a
@@ -79,7 +81,7 @@ func TestEnqueueWaitDurable(t *testing.T) {
 }
 
 func TestWaitDurableAfterFailure(t *testing.T) {
-	fs := NewMemFS()
+	fs := vfs.NewMemFS()
 	l, _ := mustOpen(t, Options{FS: fs, Dir: "wal"})
 	defer l.Close()
 	lsn, err := l.Enqueue([]byte("ok"))

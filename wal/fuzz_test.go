@@ -3,6 +3,8 @@ package wal
 import (
 	"errors"
 	"testing"
+
+	"github.com/memrl/memrl/vfs"
 )
 
 // FuzzOpenDamagedSegment damages a valid two-segment log at a fuzzed
@@ -21,7 +23,7 @@ func FuzzOpenDamagedSegment(f *testing.F) {
 
 func fuzzBody(t *testing.T, off uint16, op uint16, data []byte) {
 	{
-		fs := NewMemFS()
+		fs := vfs.NewMemFS()
 		opts := Options{FS: fs, Dir: "/log", SegmentSize: 1024}
 		l, _, err := Open(opts)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/memrl/memrl/internal/histo"
+	"github.com/memrl/memrl/vfs"
 )
 
 // LSN is a log sequence number: the position of a record in the log.
@@ -35,7 +36,7 @@ const maxSpareBuf = 16 << 20
 // next batch, which is what makes group commit cost one fsync per batch.
 type Log struct {
 	opts Options
-	fs   FS
+	fs   vfs.FS
 	dir  string
 
 	// kick wakes the flusher (capacity 1: kicks coalesce).
@@ -92,7 +93,7 @@ type Log struct {
 
 // activeSegment is the segment file the flusher appends to.
 type activeSegment struct {
-	f       File // nil only before the first segment is created
+	f       vfs.File // nil only before the first segment is created
 	num     uint64
 	base    LSN
 	size    int64 // bytes written (header included)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/memrl/memrl/vfs"
 )
 
 func TestRoundTripSegmentsReopenReplay(t *testing.T) {
@@ -11,10 +13,10 @@ func TestRoundTripSegmentsReopenReplay(t *testing.T) {
 		t.Run(pol.String(), func(t *testing.T) {
 			for _, fsName := range []string{"mem", "os"} {
 				t.Run(fsName, func(t *testing.T) {
-					var fs FS = NewMemFS()
+					var fs vfs.FS = vfs.NewMemFS()
 					dir := "/log"
 					if fsName == "os" {
-						fs, dir = Default, t.TempDir()
+						fs, dir = vfs.Default, t.TempDir()
 					}
 					opts := Options{FS: fs, Dir: dir, Sync: pol, SegmentSize: 4096}
 					l, rep := mustOpen(t, opts)
@@ -72,7 +74,7 @@ func TestRoundTripSegmentsReopenReplay(t *testing.T) {
 }
 
 func TestEmptyAndLargeRecords(t *testing.T) {
-	fs := NewMemFS()
+	fs := vfs.NewMemFS()
 	opts := Options{FS: fs, Dir: "/log", SegmentSize: 1 << 16}
 	l, _ := mustOpen(t, opts)
 	big := bytes.Repeat([]byte("x"), 3<<20) // larger than a segment
@@ -103,7 +105,7 @@ func TestEmptyAndLargeRecords(t *testing.T) {
 }
 
 func TestAppendBatchAndRotate(t *testing.T) {
-	fs := NewMemFS()
+	fs := vfs.NewMemFS()
 	opts := Options{FS: fs, Dir: "/log"}
 	l, _ := mustOpen(t, opts)
 	first, err := l.AppendBatch([][]byte{[]byte("a"), []byte("b"), []byte("c")})
@@ -139,7 +141,7 @@ func TestAppendBatchAndRotate(t *testing.T) {
 }
 
 func TestRemoveBefore(t *testing.T) {
-	fs := NewMemFS()
+	fs := vfs.NewMemFS()
 	opts := Options{FS: fs, Dir: "/log"}
 	l, _ := mustOpen(t, opts)
 	var cuts []LSN
@@ -179,7 +181,7 @@ func TestRemoveBefore(t *testing.T) {
 	}
 	mustClose(t, l)
 	// Durable: a crash keeps the removal, and the log reopens from 41.
-	crashed := fs.Crash(DropUnsynced, nil)
+	crashed := fs.Crash(vfs.DropUnsynced, nil)
 	l, rep := mustOpen(t, Options{FS: crashed, Dir: "/log"})
 	defer mustClose(t, l)
 	if rep.FirstLSN != cuts[3] || rep.NextLSN != cuts[3] {
@@ -191,7 +193,7 @@ func TestRemoveBefore(t *testing.T) {
 }
 
 func TestReplayStopsOnCallbackError(t *testing.T) {
-	l, _ := mustOpen(t, Options{FS: NewMemFS(), Dir: "/log"})
+	l, _ := mustOpen(t, Options{FS: vfs.NewMemFS(), Dir: "/log"})
 	defer mustClose(t, l)
 	for i := 0; i < 5; i++ {
 		l.Append(payload(i))

@@ -3,6 +3,8 @@ package wal
 import (
 	"fmt"
 	"time"
+
+	"github.com/memrl/memrl/vfs"
 )
 
 // SyncPolicy says when Append returns relative to durability, and so what
@@ -77,8 +79,8 @@ const (
 
 // Options configure Open.
 type Options struct {
-	// FS is the file system; nil means Default.
-	FS FS
+	// FS is the file system; nil means vfs.Default.
+	FS vfs.FS
 	// Dir is the directory holding the segment files. It is created if
 	// missing. Files in it not named like segments are ignored.
 	Dir string
@@ -97,7 +99,7 @@ type Options struct {
 // invalid fields.
 func (o Options) withDefaults() (Options, error) {
 	if o.FS == nil {
-		o.FS = Default
+		o.FS = vfs.Default
 	}
 	if o.Dir == "" {
 		return o, fmt.Errorf("wal: Options.Dir is empty")

@@ -6,6 +6,8 @@ import (
 	"io"
 	"path/filepath"
 	"sort"
+
+	"github.com/memrl/memrl/vfs"
 )
 
 // RecoveryReport describes what Open found.
@@ -61,7 +63,7 @@ type recovery struct {
 // scanLog reads every segment in dir, verifying all records. It returns
 // a *CorruptionError for damage that is not a torn tail of the last
 // segment. It does not modify anything.
-func scanLog(fs FS, dir string) (*recovery, error) {
+func scanLog(fs vfs.FS, dir string) (*recovery, error) {
 	names, err := fs.List(dir)
 	if err != nil {
 		return nil, err

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+
+	"github.com/memrl/memrl/vfs"
 )
 
 // buildLog writes n records with payload(i) to a MemFS log and closes it.
-func buildLog(t *testing.T, n int, segSize int64) (*MemFS, Options) {
+func buildLog(t *testing.T, n int, segSize int64) (*vfs.MemFS, Options) {
 	t.Helper()
-	fs := NewMemFS()
+	fs := vfs.NewMemFS()
 	opts := Options{FS: fs, Dir: "/log", SegmentSize: segSize}
 	l, _ := mustOpen(t, opts)
 	for i := 1; i <= n; i++ {
@@ -34,9 +36,9 @@ func frameOffset(first, k int) int64 {
 	return off
 }
 
-func fileBytes(t *testing.T, fs FS, path string) []byte {
+func fileBytes(t *testing.T, fs vfs.FS, path string) []byte {
 	t.Helper()
-	b, err := ReadFile(fs, path)
+	b, err := vfs.ReadFile(fs, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +46,7 @@ func fileBytes(t *testing.T, fs FS, path string) []byte {
 }
 
 // patch overwrites bytes of a file durably.
-func patch(t *testing.T, fs FS, path string, off int64, b []byte) {
+func patch(t *testing.T, fs vfs.FS, path string, off int64, b []byte) {
 	t.Helper()
 	f, err := fs.OpenReadWrite(path)
 	if err != nil {
@@ -59,7 +61,7 @@ func patch(t *testing.T, fs FS, path string, off int64, b []byte) {
 	f.Close()
 }
 
-func truncateFile(t *testing.T, fs FS, path string, size int64) {
+func truncateFile(t *testing.T, fs vfs.FS, path string, size int64) {
 	t.Helper()
 	f, err := fs.OpenReadWrite(path)
 	if err != nil {
@@ -72,7 +74,7 @@ func truncateFile(t *testing.T, fs FS, path string, size int64) {
 	f.Close()
 }
 
-func snapshot(t *testing.T, fs *MemFS) map[string][]byte {
+func snapshot(t *testing.T, fs *vfs.MemFS) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
 	names, _ := fs.List("/log")
@@ -82,7 +84,7 @@ func snapshot(t *testing.T, fs *MemFS) map[string][]byte {
 	return out
 }
 
-func expectCorruption(t *testing.T, fs *MemFS, opts Options, file string, off int64) *CorruptionError {
+func expectCorruption(t *testing.T, fs *vfs.MemFS, opts Options, file string, off int64) *CorruptionError {
 	t.Helper()
 	before := snapshot(t, fs)
 	_, _, err := Open(opts)
@@ -149,16 +151,16 @@ func TestTornTailCutAndReported(t *testing.T) {
 func TestTornTailVariants(t *testing.T) {
 	const n = 10
 	lastOff := frameOffset(1, n-1)
-	cases := map[string]func(t *testing.T, fs *MemFS){
-		"partial header": func(t *testing.T, fs *MemFS) { truncateFile(t, fs, segPath(1), lastOff+10) },
-		"garbage last frame": func(t *testing.T, fs *MemFS) {
+	cases := map[string]func(t *testing.T, fs *vfs.MemFS){
+		"partial header": func(t *testing.T, fs *vfs.MemFS) { truncateFile(t, fs, segPath(1), lastOff+10) },
+		"garbage last frame": func(t *testing.T, fs *vfs.MemFS) {
 			patch(t, fs, segPath(1), lastOff+recordHeaderSize+2, []byte{0xde, 0xad})
 		},
-		"zero tail": func(t *testing.T, fs *MemFS) {
+		"zero tail": func(t *testing.T, fs *vfs.MemFS) {
 			size := int64(len(fileBytes(t, fs, segPath(1))))
 			patch(t, fs, segPath(1), size, make([]byte, 4096))
 		},
-		"garbage tail": func(t *testing.T, fs *MemFS) {
+		"garbage tail": func(t *testing.T, fs *vfs.MemFS) {
 			size := int64(len(fileBytes(t, fs, segPath(1))))
 			patch(t, fs, segPath(1), size, bytes.Repeat([]byte{0xa5, 0x17, 0x33}, 700))
 		},

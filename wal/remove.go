@@ -1,5 +1,7 @@
 package wal
 
+import "github.com/memrl/memrl/vfs"
+
 // RemoveBefore deletes the segment files that hold only records with
 // LSN < lsn. The active segment is never deleted. Records >= lsn are
 // always kept, and so may be some below it (those sharing a segment with
@@ -39,5 +41,5 @@ func (l *Log) RemoveBefore(lsn LSN) error {
 	for i, s := range victims {
 		paths[i] = s.path
 	}
-	return RemoveFilesPaced(l.fs, l.dir, paths)
+	return vfs.RemoveFilesPaced(l.fs, l.dir, paths)
 }

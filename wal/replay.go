@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/memrl/memrl/vfs"
 )
 
 // Replay calls fn for every record with LSN >= from, in LSN order, and
@@ -57,7 +59,7 @@ func (l *Log) Replay(from LSN, fn func(lsn LSN, rec []byte) error) error {
 
 // replaySegment calls fn for the records of s with from <= LSN < limit.
 // It reports done when it reached limit.
-func replaySegment(fs FS, s segmentInfo, from, limit LSN, fn func(LSN, []byte) error) (bool, error) {
+func replaySegment(fs vfs.FS, s segmentInfo, from, limit LSN, fn func(LSN, []byte) error) (bool, error) {
 	sr, state, reason, err := openSegmentReader(fs, s.path)
 	if err != nil {
 		return false, err

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memrl/memrl/fuzz/corpus"
+	"github.com/memrl/memrl/vfs"
 )
 
 // segmentSeeds returns real segment files: a log of a few records of
@@ -14,7 +15,7 @@ import (
 // (TestFuzzSeedsSegment keeps it current).
 func segmentSeeds(t *testing.T) map[string]corpus.Seed {
 	t.Helper()
-	fs := NewMemFS()
+	fs := vfs.NewMemFS()
 	l, _, err := Open(Options{FS: fs, Dir: "/log"})
 	if err != nil {
 		t.Fatal(err)
@@ -72,12 +73,12 @@ func FuzzOpenSegmentBytes(f *testing.F) {
 		if withHeader {
 			data = append(segmentHeader{num: 1, base: 1}.encode(), data...)
 		}
-		fs := NewMemFS()
+		fs := vfs.NewMemFS()
 		if err := fs.MkdirAll("/log", 0o755); err != nil {
 			t.Fatal(err)
 		}
 		path := "/log/" + segmentName(1)
-		if err := WriteFileAtomic(fs, path, data); err != nil {
+		if err := vfs.WriteFileAtomic(fs, path, data); err != nil {
 			t.Fatal(err)
 		}
 		opts := Options{FS: fs, Dir: "/log", Sync: SyncAlways}

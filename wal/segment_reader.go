@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+
+	"github.com/memrl/memrl/vfs"
 )
 
 // segmentReader reads the records of one segment file in order,
 // verifying each. It is used by Open (recovery) and by Replay.
 type segmentReader struct {
-	f    File
+	f    vfs.File
 	path string
 	size int64 // file size when opened; reading stops there
 	hdr  segmentHeader
@@ -44,7 +46,7 @@ const (
 
 // openSegmentReader opens path and reads its header. On a bad header it
 // returns the state and a reason, with a nil reader.
-func openSegmentReader(fs FS, path string) (*segmentReader, headerState, string, error) {
+func openSegmentReader(fs vfs.FS, path string) (*segmentReader, headerState, string, error) {
 	f, err := fs.Open(path)
 	if err != nil {
 		return nil, 0, "", err
@@ -140,7 +142,7 @@ func (r *segmentReader) close() error { return r.f.Close() }
 // Frames are 8-byte aligned, so only aligned offsets need checking. The
 // LSN window bounds the work on garbage: hashing is attempted only for
 // headers whose length and LSN are plausible.
-func classifyTail(f File, off, size int64, next LSN) (string, error) {
+func classifyTail(f vfs.File, off, size int64, next LSN) (string, error) {
 	tail := make([]byte, size-off)
 	if _, err := f.ReadAt(tail, off); err != nil && err != io.EOF {
 		return "", err

@@ -5,10 +5,11 @@ import (
 	"testing"
 
 	"github.com/memrl/memrl/internal/histo"
+	"github.com/memrl/memrl/vfs"
 )
 
 // diskBytes sums the sizes of the segment files in dir.
-func diskBytes(t *testing.T, fs FS, dir string) int64 {
+func diskBytes(t *testing.T, fs vfs.FS, dir string) int64 {
 	t.Helper()
 	names, err := fs.List(dir)
 	if err != nil {
@@ -29,7 +30,7 @@ func diskBytes(t *testing.T, fs FS, dir string) int64 {
 // files' sizes through appends, segment rolls, rotations, removals and a
 // reopen, and that every fsync is timed.
 func TestStatsDiskBytesAndSyncLatency(t *testing.T) {
-	fs := NewMemFS()
+	fs := vfs.NewMemFS()
 	opts := Options{FS: fs, Dir: "/log", SegmentSize: 4096}
 	l, _ := mustOpen(t, opts)
 	check := func(what string) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memrl/memrl/ivfpq"
+	"github.com/memrl/memrl/vfs"
 )
 
 // dataset is what one run measures against.
@@ -179,13 +180,13 @@ func run(cfg *config, w io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := ix.Save(dir); err != nil {
+	if err := ix.Save(vfs.Default, dir); err != nil {
 		return err
 	}
 	ix.Close()
 	src := source{ds.base, ds.dim}
 	start = time.Now()
-	ix, err = ivfpq.Open(dir)
+	ix, err = ivfpq.Open(vfs.Default, dir)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package wal
+package vfs
 
 import (
 	"errors"
@@ -37,6 +37,8 @@ type MemFS struct {
 	dirs map[string]*memDir
 	// faults are pending one-shot injected faults. Guarded by mu.
 	faults []memFault
+	// locks holds the cleaned names locked with Lock. Guarded by mu.
+	locks map[string]bool
 	// ops counts mutating operations; powerOff, when > 0, is the
 	// operation number from which they fail (PowerOffAt). Guarded by mu.
 	ops, powerOff int64
@@ -49,7 +51,7 @@ var _ FS = (*MemFS)(nil)
 
 // ErrInjected is returned by MemFS operations that fail because a fault
 // was injected with FailNextSync, FailNextWrite or FailNextSyncDir.
-var ErrInjected = errors.New("wal: injected fault")
+var ErrInjected = errors.New("vfs: injected fault")
 
 // memDir is one directory. All fields are guarded by MemFS.mu.
 type memDir struct {
@@ -604,9 +606,6 @@ func (f *memFile) Stat() (os.FileInfo, error) {
 	}
 	return memFileInfo{name: filepath.Base(f.name), size: int64(len(f.node.data)), modTime: f.node.modTime}, nil
 }
-
-// Fd returns ^uintptr(0): a MemFS file has no descriptor to mmap.
-func (f *memFile) Fd() uintptr { return ^uintptr(0) }
 
 func (f *memFile) Close() error {
 	f.fs.mu.Lock()

@@ -1,6 +1,7 @@
-package wal
+package vfs
 
 import (
+	"fmt"
 	"io"
 	"path/filepath"
 )
@@ -31,6 +32,7 @@ type AtomicFile struct {
 	written  int64 // bytes written so far
 	backedTo int64 // bytes [0, backedTo) have been written back
 	err      error // the first failure; Commit returns it
+	keepOld  bool  // the replaced version may be mapped: never shrink it
 }
 
 // CreateAtomic starts writing a new version of the file at path.
@@ -40,6 +42,20 @@ func CreateAtomic(fs FS, path string) (*AtomicFile, error) {
 		return nil, err
 	}
 	return &AtomicFile{fs: fs, path: path, f: f}, nil
+}
+
+// CreateAtomicMapped is CreateAtomic for a file that readers map: Commit
+// leaves the replaced version's space to the file system (freed when its
+// last handle and mapping go) instead of shrinking it in paced steps, since
+// a reader touching a page of a mapped file that was truncated away faults
+// (SIGBUS). The IVF-PQ index file is written this way.
+func CreateAtomicMapped(fs FS, path string) (*AtomicFile, error) {
+	a, err := CreateAtomic(fs, path)
+	if err != nil {
+		return nil, err
+	}
+	a.keepOld = true
+	return a, nil
 }
 
 // Write appends p to the new version. After a failure every later Write
@@ -68,6 +84,25 @@ func (a *AtomicFile) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// WriteAt overwrites bytes of the new version already written: REQUIRES
+// off >= 0 and off+len(p) <= the bytes written so far. It lets a writer
+// reserve a header, stream the body, and fill the header in last. After a
+// failure every later call and Commit returns the same error.
+func (a *AtomicFile) WriteAt(p []byte, off int64) (int, error) {
+	if a.err != nil {
+		return 0, a.err
+	}
+	if off < 0 || off+int64(len(p)) > a.written {
+		a.err = fmt.Errorf("vfs: AtomicFile.WriteAt [%d, %d) past the %d bytes written", off, off+int64(len(p)), a.written)
+		return 0, a.err
+	}
+	n, err := a.f.WriteAt(p, off)
+	if err != nil {
+		a.err = err
+	}
+	return n, err
+}
+
 // Commit makes the new version durable and puts it in place of the old
 // one. Once it returns nil the new contents survive a crash; if it fails,
 // the path holds the old contents or (only if the final directory sync
@@ -90,10 +125,13 @@ func (a *AtomicFile) Commit() error {
 		a.fs.Remove(tmp)
 		return err
 	}
-	old, err := openToRelease(a.fs, a.path)
-	if err != nil {
-		a.fs.Remove(tmp)
-		return err
+	var old File
+	if !a.keepOld {
+		var err error
+		if old, err = openToRelease(a.fs, a.path); err != nil {
+			a.fs.Remove(tmp)
+			return err
+		}
 	}
 	if err := a.fs.Rename(tmp, a.path); err != nil {
 		closeIfOpen(old)

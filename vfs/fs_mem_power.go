@@ -1,4 +1,4 @@
-package wal
+package vfs
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 // ErrPoweredOff is returned by every mutating MemFS operation from the one
 // chosen with PowerOffAt on: the machine has lost power, so nothing more
 // reaches the disk.
-var ErrPoweredOff = errors.New("wal: MemFS powered off (simulated crash)")
+var ErrPoweredOff = errors.New("vfs: MemFS powered off (simulated crash)")
 
 // PowerOffAt arms a simulated power loss: counting from this call, the k-th
 // mutating operation (k >= 1) and every one after it fail with

@@ -1,4 +1,4 @@
-package wal
+package vfs
 
 import (
 	"io"
@@ -27,11 +27,11 @@ type File interface {
 	// Stat describes the file; Size() is its current (not necessarily
 	// durable) length.
 	Stat() (os.FileInfo, error)
-	// Fd returns the operating-system file descriptor, for callers that
-	// mmap a file. Files that have no descriptor (MemFS) return
-	// ^uintptr(0); callers must then fall back to ReadAt.
-	Fd() uintptr
 }
+
+// A File is mapped with Map (mmap.go), the one way to reach the bytes of
+// an OS file without reading them; the FS gives no other access to the
+// operating system's file.
 
 // FS is the file-system seam. Every write, sync, rename and removal of the
 // WAL and of the engine's other files goes through it.
@@ -66,6 +66,11 @@ type FS interface {
 	Stat(name string) (os.FileInfo, error)
 	// SyncDir makes the creates, renames and removes done in dir durable.
 	SyncDir(dir string) error
+	// Lock takes an exclusive lock on the named file, or fails with an
+	// error wrapping ErrLocked when another holder has it. Closing the
+	// returned Closer releases it. It guards against two processes opening
+	// one database, not against threads of one process.
+	Lock(name string) (io.Closer, error)
 }
 
 // Default is the FS used when Options.FS is nil: the operating system's.

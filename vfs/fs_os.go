@@ -1,4 +1,4 @@
-package wal
+package vfs
 
 import (
 	"os"
@@ -16,11 +16,6 @@ var _ FS = OSFS{}
 type osFile struct{ *os.File }
 
 var _ File = osFile{}
-
-// OSFile returns the underlying *os.File, for callers that need more than
-// File offers (the engine maps vector files with mmap-go, which takes an
-// *os.File). Files of other FS implementations have no such method.
-func (f osFile) OSFile() *os.File { return f.File }
 
 // Create implements FS.
 func (OSFS) Create(name string) (File, error) {
