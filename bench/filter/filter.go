@@ -41,6 +41,10 @@ type config struct {
 	seed      int64
 	dir       string
 	crossover bool
+	attrs     bool   // real attributes, INDEXED tenant,kind, and FILTER (attrs.go)
+	server    bool   // MEM.RETRIEVE … FILTER over the protocol (server.go)
+	nqUnidx   int    // queries per band without the indexed fields
+	clients   string // client counts of the protocol run
 }
 
 // Main runs the benchmark with command-line args, writing the report to w.
@@ -56,6 +60,10 @@ func Main(args []string, w io.Writer) error {
 	fs.Int64Var(&cfg.seed, "seed", 1, "seed of the tenant and kind assignment and query choice")
 	fs.StringVar(&cfg.dir, "dir", "", "database folder (empty: a temporary one, removed at the end)")
 	fs.BoolVar(&cfg.crossover, "crossover", false, "time the exact path against the index path by selectivity instead")
+	fs.BoolVar(&cfg.attrs, "attrs", false, "store real attributes in a collection with INDEXED tenant,kind and filter with FILTER expressions, then without the indexed fields")
+	fs.BoolVar(&cfg.server, "server", false, "measure MEM.RETRIEVE … FILTER over the protocol on an in-process server (the attribute collection)")
+	fs.IntVar(&cfg.nqUnidx, "nq-unindexed", 20, "queries per tenant-size band once the indexed fields are dropped (--attrs)")
+	fs.StringVar(&cfg.clients, "clients", "1,4", "concurrent clients of the protocol run (--server), comma-separated")
 	if err := cliflag.Parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -70,10 +78,22 @@ type bench struct {
 	base    []float32 // by row
 	queries []float32
 	c       *engine.Collection
+	name    string      // the collection's: "sift" (bitmaps) or "sift_attrs"
+	asg     *assignment // tenants and kinds (attribute mode: what was stored)
 }
 
 func run(cfg *config, w io.Writer) error {
-	b := &bench{cfg: cfg, w: w}
+	b := &bench{cfg: cfg, w: w, name: "sift"}
+	attrMode := cfg.attrs || cfg.server
+	if attrMode {
+		if cfg.crossover {
+			return fmt.Errorf("--crossover measures the bitmap mode; leave out --attrs and --server")
+		}
+		if cfg.tenants > 1<<16 || cfg.kinds > 1<<8 {
+			return fmt.Errorf("at most %d tenants and %d kinds", 1<<16, 1<<8)
+		}
+		b.name = "sift_attrs"
+	}
 	var err error
 	var n int
 	if b.base, n, b.dim, err = readBvecs(filepath.Join(cfg.data, "base.bvecs"), cfg.nbase); err != nil {
@@ -95,7 +115,10 @@ func run(cfg *config, w io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	if b.c, err = db.Collection("sift"); err == nil {
+	if attrMode {
+		b.asg = assign(b.seeded(3), n, cfg.tenants, cfg.kinds)
+	}
+	if b.c, err = db.Collection(b.name); err == nil {
 		// A --dir of an earlier run: reuse its memories (and saved index).
 		info, err := b.c.Info()
 		if err != nil {
@@ -105,6 +128,15 @@ func run(cfg *config, w io.Writer) error {
 			return fmt.Errorf("%s holds %d memories in %d rows, not the %d loaded; use another --dir", dir, info.Count, info.Rows, n)
 		}
 		fmt.Fprintf(w, "reusing the %d memories in %s\n", n, dir)
+		if attrMode {
+			if err := b.checkReused(); err != nil {
+				return err
+			}
+		}
+	} else if attrMode {
+		if err := b.fillAttrs(db, n); err != nil {
+			return err
+		}
 	} else if err := b.fill(db, n); err != nil {
 		return err
 	}
@@ -123,6 +155,17 @@ func run(cfg *config, w io.Writer) error {
 	if cfg.crossover {
 		return b.crossover(w)
 	}
+	if attrMode {
+		if cfg.attrs {
+			if err := b.attrsTable(w); err != nil {
+				return err
+			}
+		}
+		if cfg.server {
+			return b.serverTable(w, db)
+		}
+		return nil
+	}
 	return b.tenantsTable(w)
 }
 
@@ -131,11 +174,11 @@ func (b *bench) fill(db *engine.DB, n int) error {
 	ecfg := engine.NewConfig(b.dim)
 	ecfg.Metric = engine.L2
 	ecfg.Index.TrainThreshold = n
-	if err := db.Create("sift", ecfg); err != nil {
+	if err := db.Create(b.name, ecfg); err != nil {
 		return err
 	}
 	var err error
-	if b.c, err = db.Collection("sift"); err != nil {
+	if b.c, err = db.Collection(b.name); err != nil {
 		return err
 	}
 	start := time.Now()
