@@ -1,13 +1,24 @@
-// Package filter measures filtered phase-1 search (engine.SearchOptions'
-// Allow and Match) on a real engine collection: on the SIFT set it assigns
-// each memory a synthetic tenant (1,000 tenants, Zipf–Mandelbrot sized from
-// about 5% down to 0.01% of the rows) and a kind (5 values), builds one row
-// bitmap per value, and prints per tenant-size band the filtered recall@10
-// against exact filtered ground truth and QPS, beside unfiltered search and
-// post-filtering (global top K1, then the filter); plus the bitmaps' memory.
-// With --crossover it instead times the exact path against the index path
-// for uniformly random allowed sets of growing size, which is how the
-// engine's path rule was set. Run it as `memrl bench filter`.
+// Package filter measures filtered phase-1 search on a real engine
+// collection of the SIFT set, with a synthetic tenant per memory (1,000
+// tenants, Zipf–Mandelbrot sized from about 5% down to 0.01% of the rows)
+// and a kind (5 values). It prints per tenant-size band the filtered
+// recall@10 against exact filtered ground truth and QPS, beside unfiltered
+// search and post-filtering (global top K1, then the filter), and the
+// filter's memory. Run it as `memrl bench filter`; its modes:
+//
+//   - default (bitmap mode): the benchmark builds one row bitmap per tenant
+//     and kind itself and passes them as engine.SearchOptions' Allow and
+//     Match, the phase-1 search alone;
+//   - --attrs (attrs.go): the same assignment stored as real attributes
+//     {"tenant":"t17","kind":"k2"} in a collection with INDEXED tenant,kind,
+//     queried through Collection.Retrieve with RetrieveOptions.Filter (the
+//     path of MEM.RETRIEVE … FILTER), then with the indexed fields dropped
+//     (the filter evaluated on each candidate: widening);
+//   - --server (server.go): MEM.RETRIEVE … FILTER over the protocol on an
+//     in-process server, with 1 and 4 clients, for three bands;
+//   - --crossover (crossover.go): the exact path against the index path for
+//     uniformly random allowed sets of growing size, which is how the
+//     engine's path rule was set.
 package filter
 
 import (
