@@ -167,6 +167,9 @@ func run(cfg *config, w io.Writer) error {
 		return b.crossover(w)
 	}
 	if attrMode {
+		if err := b.warm(w); err != nil {
+			return err
+		}
 		if cfg.attrs {
 			if err := b.attrsTable(w); err != nil {
 				return err
