@@ -78,7 +78,7 @@
 //     rows spread over the collection (estimateShareLocked, about a
 //     millisecond) and probes the filtered NPROBE for that share, as for an
 //     allowed set: unscaled, recall@10 of a tenant filter on an unindexed
-//     field was 0.84-0.93 for tenants of 0.1-5% at 1M (bench filter
+//     field was 0.84-0.94 for tenants of 0.1-5% at 1M (bench filter
 //     --attrs), and 0.925 at 20% on 20k SIFT
 //     (TestUnindexedFilterRecallOnSIFT).
 //

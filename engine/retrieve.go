@@ -103,7 +103,7 @@ func (c *Collection) phase1OptionsLocked(opt RetrieveOptions, now int64) SearchO
 		// No indexed field narrows the rows: the index would probe its
 		// unscaled NPROBE and widen only by count, so a filter matching
 		// a share s of the memories would look for its top K1 in the
-		// lists of the unfiltered top K1 (recall@10 0.84-0.93 for
+		// lists of the unfiltered top K1 (recall@10 0.84-0.94 for
 		// tenants of 0.1-5% at 1M, bench filter --attrs). Scale the
 		// lists as an allowed set of the estimated share would be
 		// (filteredNProbe). Not with a caller's Allow: the index scales
