@@ -303,7 +303,7 @@ func (b *bench) unindexedTable(w io.Writer, nextQuery func() []float32) error {
 // through mmap, and the first read of a page faults) and no band pays for
 // what an earlier one did not touch. Measured at 1M on a reused folder it
 // made no visible difference (first scan 75 and 107 ms, second 71 and 102
-// ms: opening had already read every row); it was added when the first
+// ms; the fresh-load case was not measured with it); it was added when the first
 // run's tenant column looked slow, which turned out to be load and the
 // tenant+kind query reading a fifth of the same rows from cache.
 func (b *bench) warm(w io.Writer) error {
