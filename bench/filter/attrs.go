@@ -304,8 +304,9 @@ func (b *bench) unindexedTable(w io.Writer, nextQuery func() []float32) error {
 // what an earlier one did not touch. Measured at 1M on a reused folder it
 // made no visible difference (first scan 75 and 107 ms, second 71 and 102
 // ms; the fresh-load case was not measured with it); it was added when the first
-// run's tenant column looked slow, which turned out to be load and the
-// tenant+kind query reading a fifth of the same rows from cache.
+// run's tenant column looked slow, most likely load plus the
+// tenant+kind query reading a fifth of the same rows from cache (runs 2
+// and 3 were in line with the bitmap mode at their load).
 func (b *bench) warm(w io.Writer) error {
 	q := b.queries[:b.dim]
 	t0 := time.Now()
