@@ -77,7 +77,14 @@
 //     Allow, the tombstones and Match checked per list entry entering the
 //     heap (ivfpq.SearchFiltered).
 //   - IVF-PQ without Allow (with or without Match, or no filter at all):
-//     the index.
+//     the index. A FILTER that no indexed field narrows (phase1OptionsLocked)
+//     first estimates the share s of memories it matches on up to 1,024
+//     rows spread over the collection (estimateShareLocked, about a
+//     millisecond) and probes the filtered NPROBE for that share, as for an
+//     allowed set: unscaled, recall@10 of a tenant filter on an unindexed
+//     field was 0.84-0.94 for tenants of 0.1-5% at 1M (bench filter
+//     --attrs), and 0.925 at 20% on 20k SIFT
+//     (TestUnindexedFilterRecallOnSIFT).
 //
 // SearchOptions.Path forces the exact or the index path (benchmarks and
 // tests compare them on one collection); an IVF-PQ collection without a

@@ -1,13 +1,24 @@
-// Package filter measures filtered phase-1 search (engine.SearchOptions'
-// Allow and Match) on a real engine collection: on the SIFT set it assigns
-// each memory a synthetic tenant (1,000 tenants, Zipf–Mandelbrot sized from
-// about 5% down to 0.01% of the rows) and a kind (5 values), builds one row
-// bitmap per value, and prints per tenant-size band the filtered recall@10
-// against exact filtered ground truth and QPS, beside unfiltered search and
-// post-filtering (global top K1, then the filter); plus the bitmaps' memory.
-// With --crossover it instead times the exact path against the index path
-// for uniformly random allowed sets of growing size, which is how the
-// engine's path rule was set. Run it as `memrl bench filter`.
+// Package filter measures filtered phase-1 search on a real engine
+// collection of the SIFT set, with a synthetic tenant per memory (1,000
+// tenants, Zipf–Mandelbrot sized from about 5% down to 0.01% of the rows)
+// and a kind (5 values). It prints per tenant-size band the filtered
+// recall@10 against exact filtered ground truth and QPS, beside unfiltered
+// search and post-filtering (global top K1, then the filter), and the
+// filter's memory. Run it as `memrl bench filter`; its modes:
+//
+//   - default (bitmap mode): the benchmark builds one row bitmap per tenant
+//     and kind itself and passes them as engine.SearchOptions' Allow and
+//     Match, the phase-1 search alone;
+//   - --attrs (attrs.go): the same assignment stored as real attributes
+//     {"tenant":"t17","kind":"k2"} in a collection with INDEXED tenant,kind,
+//     queried through Collection.Retrieve with RetrieveOptions.Filter (the
+//     path of MEM.RETRIEVE … FILTER), then with the indexed fields dropped
+//     (the filter evaluated on each candidate: widening);
+//   - --server (server.go): MEM.RETRIEVE … FILTER over the protocol on an
+//     in-process server, with 1 and 4 clients, for three bands;
+//   - --crossover (crossover.go): the exact path against the index path for
+//     uniformly random allowed sets of growing size, which is how the
+//     engine's path rule was set.
 package filter
 
 import (
@@ -41,6 +52,10 @@ type config struct {
 	seed      int64
 	dir       string
 	crossover bool
+	attrs     bool   // real attributes, INDEXED tenant,kind, and FILTER (attrs.go)
+	server    bool   // MEM.RETRIEVE … FILTER over the protocol (server.go)
+	nqUnidx   int    // queries per band without the indexed fields
+	clients   string // client counts of the protocol run
 }
 
 // Main runs the benchmark with command-line args, writing the report to w.
@@ -56,6 +71,10 @@ func Main(args []string, w io.Writer) error {
 	fs.Int64Var(&cfg.seed, "seed", 1, "seed of the tenant and kind assignment and query choice")
 	fs.StringVar(&cfg.dir, "dir", "", "database folder (empty: a temporary one, removed at the end)")
 	fs.BoolVar(&cfg.crossover, "crossover", false, "time the exact path against the index path by selectivity instead")
+	fs.BoolVar(&cfg.attrs, "attrs", false, "store real attributes in a collection with INDEXED tenant,kind and filter with FILTER expressions, then without the indexed fields")
+	fs.BoolVar(&cfg.server, "server", false, "measure MEM.RETRIEVE … FILTER over the protocol on an in-process server (the attribute collection)")
+	fs.IntVar(&cfg.nqUnidx, "nq-unindexed", 20, "queries per tenant-size band once the indexed fields are dropped (--attrs)")
+	fs.StringVar(&cfg.clients, "clients", "1,4", "concurrent clients of the protocol run (--server), comma-separated")
 	if err := cliflag.Parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -70,10 +89,22 @@ type bench struct {
 	base    []float32 // by row
 	queries []float32
 	c       *engine.Collection
+	name    string      // the collection's: "sift" (bitmaps) or "sift_attrs"
+	asg     *assignment // tenants and kinds (attribute mode: what was stored)
 }
 
 func run(cfg *config, w io.Writer) error {
-	b := &bench{cfg: cfg, w: w}
+	b := &bench{cfg: cfg, w: w, name: "sift"}
+	attrMode := cfg.attrs || cfg.server
+	if attrMode {
+		if cfg.crossover {
+			return fmt.Errorf("--crossover measures the bitmap mode; leave out --attrs and --server")
+		}
+		if cfg.tenants > 1<<16 || cfg.kinds > 1<<8 {
+			return fmt.Errorf("at most %d tenants and %d kinds", 1<<16, 1<<8)
+		}
+		b.name = "sift_attrs"
+	}
 	var err error
 	var n int
 	if b.base, n, b.dim, err = readBvecs(filepath.Join(cfg.data, "base.bvecs"), cfg.nbase); err != nil {
@@ -95,7 +126,10 @@ func run(cfg *config, w io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	if b.c, err = db.Collection("sift"); err == nil {
+	if attrMode {
+		b.asg = assign(b.seeded(3), n, cfg.tenants, cfg.kinds)
+	}
+	if b.c, err = db.Collection(b.name); err == nil {
 		// A --dir of an earlier run: reuse its memories (and saved index).
 		info, err := b.c.Info()
 		if err != nil {
@@ -105,6 +139,15 @@ func run(cfg *config, w io.Writer) error {
 			return fmt.Errorf("%s holds %d memories in %d rows, not the %d loaded; use another --dir", dir, info.Count, info.Rows, n)
 		}
 		fmt.Fprintf(w, "reusing the %d memories in %s\n", n, dir)
+		if attrMode {
+			if err := b.checkReused(); err != nil {
+				return err
+			}
+		}
+	} else if attrMode {
+		if err := b.fillAttrs(db, n); err != nil {
+			return err
+		}
 	} else if err := b.fill(db, n); err != nil {
 		return err
 	}
@@ -123,6 +166,20 @@ func run(cfg *config, w io.Writer) error {
 	if cfg.crossover {
 		return b.crossover(w)
 	}
+	if attrMode {
+		if err := b.warm(w); err != nil {
+			return err
+		}
+		if cfg.attrs {
+			if err := b.attrsTable(w); err != nil {
+				return err
+			}
+		}
+		if cfg.server {
+			return b.serverTable(w, db)
+		}
+		return nil
+	}
 	return b.tenantsTable(w)
 }
 
@@ -131,11 +188,11 @@ func (b *bench) fill(db *engine.DB, n int) error {
 	ecfg := engine.NewConfig(b.dim)
 	ecfg.Metric = engine.L2
 	ecfg.Index.TrainThreshold = n
-	if err := db.Create("sift", ecfg); err != nil {
+	if err := db.Create(b.name, ecfg); err != nil {
 		return err
 	}
 	var err error
-	if b.c, err = db.Collection("sift"); err != nil {
+	if b.c, err = db.Collection(b.name); err != nil {
 		return err
 	}
 	start := time.Now()

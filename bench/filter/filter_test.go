@@ -73,3 +73,38 @@ func TestMainSmall(t *testing.T) {
 	}
 	t.Log(rep)
 }
+
+// TestAttrsSmall runs the attribute mode and the protocol run end to end on
+// a small generated set, then again reusing the folder (which checks the
+// stored attributes against the assignment), and checks the report's shape
+// and that every tenant band's FILTER recall is reported.
+func TestAttrsSmall(t *testing.T) {
+	data := t.TempDir()
+	rng := rand.New(rand.NewSource(2))
+	writeBvecs(t, filepath.Join(data, "base.bvecs"), 12000, 16, rng)
+	writeBvecs(t, filepath.Join(data, "query.bvecs"), 50, 16, rng)
+	dir := filepath.Join(t.TempDir(), "db")
+	args := []string{"--data", data, "--nq", "5", "--nq-unindexed", "3", "--tenants", "50", "--dir", dir, "--attrs", "--server", "--clients", "1,2"}
+	for i, want := range []string{"added 12000 memories with attributes", "reusing the 12000 memories"} {
+		var out bytes.Buffer
+		if err := Main(args, &out); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		rep := out.String()
+		for _, w := range []string{want, "attributes: 12000 memories carry them", "attribute index (INDEXED [tenant kind])",
+			"no indexed fields", "indexed tenant and kind again", "protocol: MEM.RETRIEVE sift_attrs", "unfiltered       2 |"} {
+			if !strings.Contains(rep, w) {
+				t.Fatalf("run %d: report lacks %q:\n%s", i, w, rep)
+			}
+		}
+		t.Log(rep)
+	}
+}
+
+// TestCrossoverRefusesAttrs: the crossover is a bitmap-mode measurement.
+func TestCrossoverRefusesAttrs(t *testing.T) {
+	var out bytes.Buffer
+	if err := Main([]string{"--attrs", "--crossover"}, &out); err == nil || !strings.Contains(err.Error(), "--crossover") {
+		t.Fatalf("got %v", err)
+	}
+}

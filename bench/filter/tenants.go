@@ -49,29 +49,17 @@ func (b *bench) tenantsTable(w io.Writer) error {
 	k := cfg.k
 	rng := b.seeded(3)
 	shares := tenantShares(cfg.tenants)
-	perm := rng.Perm(n)
-	tenant := make([]*roaring.Bitmap, cfg.tenants)
-	next := 0
-	for t, s := range shares {
-		size := max(int(s*float64(n)+0.5), 1)
-		tenant[t] = roaring.New()
-		for _, r := range perm[next:min(next+size, n)] {
-			tenant[t].Add(uint32(r))
-		}
-		next = min(next+size, n)
+	if cfg.tenants > 1<<16 || cfg.kinds > 1<<8 {
+		return fmt.Errorf("at most %d tenants and %d kinds", 1<<16, 1<<8)
 	}
-	// Rows left over by rounding go to the largest tenant.
-	for _, r := range perm[next:] {
-		tenant[0].Add(uint32(r))
-	}
-	kindOf := make([]uint8, n)
+	a := assign(rng, n, cfg.tenants, cfg.kinds)
+	tenant, kindOf := a.tenant, a.kindOf
 	kind := make([]*roaring.Bitmap, cfg.kinds)
 	for i := range kind {
 		kind[i] = roaring.New()
 	}
-	for r := range n {
-		kindOf[r] = uint8(rng.Intn(cfg.kinds))
-		kind[kindOf[r]].Add(uint32(r))
+	for r, kv := range kindOf {
+		kind[kv].Add(uint32(r))
 	}
 	var bitmapBytes uint64
 	for _, bm := range append(append([]*roaring.Bitmap{}, tenant...), kind...) {
