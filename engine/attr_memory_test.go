@@ -3,14 +3,14 @@ package engine
 import (
 	"testing"
 
-	"github.com/memrl/memrl/wal"
+	"github.com/memrl/memrl/vfs"
 )
 
 // TestAttrMemory: the accessor counts the live memories with attributes and
 // their bytes, and the index's size appears with an indexed field, goes
 // with its drop, and follows deletes.
 func TestAttrMemory(t *testing.T) {
-	fs := wal.NewMemFS()
+	fs := vfs.NewMemFS()
 	db, c := openAttrsDB(t, fs, Options{})
 	defer db.Close()
 	for i, a := range []string{`{"tenant":"t1","kind":"k0"}`, `{"tenant":"t2"}`, ""} {
