@@ -74,9 +74,13 @@ func (p ivfPhase1) search(q []float32, opt SearchOptions) ([]candidate, error) {
 	return out, nil
 }
 
+// describe names the index's shape, its rows and the collection size it
+// was trained on (trained=N: the next retrain is due at retrainFactor·N, so
+// a restart that kept the index shows the same N).
+// REQUIRES: p.c.mu held at least for reading.
 func (p ivfPhase1) describe() string {
 	pp := p.ix.Params()
-	return fmt.Sprintf("ivfpq nlist=%d pqm=%d pqbits=%d rows=%d", pp.NList, pp.M, pp.Bits, p.ix.Rows())
+	return fmt.Sprintf("ivfpq nlist=%d pqm=%d pqbits=%d rows=%d trained=%d", pp.NList, pp.M, pp.Bits, p.ix.Rows(), p.c.trainedOn)
 }
 
 func (c *Collection) ivfMetric() ivfpq.Metric {

@@ -428,3 +428,60 @@ func TestDefaultsRecallOnHeldOutQueries(t *testing.T) {
 		t.Fatalf("%s: recall@10 %.3f at the defaults, want >= 0.95", info.Index, recall)
 	}
 }
+
+// TestInfoShowsRetrainAndTrainingSize: while a retrain runs over a live
+// index, MEM.INFO's index and INFO's keyspace say so (a client measuring
+// retrieval during a retrain must be able to tell), and the description
+// names the size the index was trained on, which a restart keeps.
+func TestInfoShowsRetrainAndTrainingSize(t *testing.T) {
+	const n0 = 1000
+	dir := t.TempDir()
+	opts := Options{Sync: wal.SyncNone, CheckpointInterval: -1, Logf: t.Logf}
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Create("ix", Config{Dim: 16, Metric: L2, Index: IndexConfig{TrainThreshold: n0}}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := db.Collection("ix")
+	for _, v := range clustered(rand.New(rand.NewSource(9)), n0+10, 16) {
+		if _, err := c.Add(AddRequest{Vector: v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info := waitIndexed(t, c)
+	if !strings.HasSuffix(info.Index, " trained=1000") {
+		t.Fatalf("index %q: want the training size, trained=1000, at the end", info.Index)
+	}
+	if st := db.CollectionStats(); st[0].Index != "ivfpq" {
+		t.Fatalf("keyspace index %q, want ivfpq", st[0].Index)
+	}
+	// A retrain in progress, as maybeBuildLocked marks one.
+	c.mu.Lock()
+	c.building = true
+	c.mu.Unlock()
+	info, _ = c.Info()
+	if !strings.HasPrefix(info.Index, "ivfpq nlist=") || !strings.HasSuffix(info.Index, " (retraining)") {
+		t.Fatalf("index during a retrain %q, want the live index and (retraining)", info.Index)
+	}
+	if st := db.CollectionStats(); st[0].Index != "ivfpq+building" {
+		t.Fatalf("keyspace index during a retrain %q, want ivfpq+building", st[0].Index)
+	}
+	c.mu.Lock()
+	c.building = false
+	c.mu.Unlock()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err = Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c, _ = db.Collection("ix")
+	if info, _ := c.Info(); !strings.HasSuffix(info.Index, " trained=1000") {
+		t.Fatalf("after reopen: index %q, want trained=1000 kept", info.Index)
+	}
+}
