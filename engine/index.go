@@ -25,7 +25,8 @@ import (
 // in. From then on every add is also added to the index under the
 // collection's write lock. When the collection has grown to retrainFactor
 // times the size the index was trained on, the same build runs again and the
-// new index replaces the old. The training size is saved in the index file
+// new index replaces the old; that is checked at every add and when a build
+// ends (the collection may have outgrown the new index while it was built). The training size is saved in the index file
 // (ivfpq.Index.SetTrainedFor), so a restart does not move the next retrain
 // (see trainedOnAtOpen).
 //
@@ -170,6 +171,16 @@ func (c *Collection) dropIndexLocked() {
 func (c *Collection) build() {
 	start := time.Now()
 	ix, n, err := c.buildIndex()
+	c.finishBuild(start, ix, n, err)
+}
+
+// finishBuild swaps in the index a build made on n memories (or records
+// its failure), then starts the next build at once if the collection grew
+// past its retrain size while this one ran: adds are what start builds, and
+// a fill that outran the build may be over, so without this a collection
+// filled quickly would keep an index trained on a fraction of it until
+// its next add (or restart).
+func (c *Collection) finishBuild(start time.Time, ix *ivfpq.Index, n int, err error) {
 	c.mu.Lock()
 	c.building = false
 	if err != nil {
@@ -198,6 +209,7 @@ func (c *Collection) build() {
 	c.ivf, c.trainedOn, c.savedRows = ix, n, 0
 	c.index = ivfPhase1{c, ix}
 	c.saveIndexAsyncLocked()
+	c.maybeBuildLocked()
 	c.mu.Unlock()
 	c.closeRetired()
 	p := ix.Params()

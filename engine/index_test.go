@@ -485,3 +485,62 @@ func TestInfoShowsRetrainAndTrainingSize(t *testing.T) {
 		t.Fatalf("after reopen: index %q, want trained=1000 kept", info.Index)
 	}
 }
+
+// TestRetrainDueWhenBuildEndsStartsAtOnce: a fill that outruns a build (the
+// collection grows past retrainFactor times the build's training size
+// while it runs, and then stops growing) got its retrain only at the next
+// add or restart: a collection filled to 1M over the protocol kept an index
+// trained on 10,000 memories. The build's end now starts the retrain.
+func TestRetrainDueWhenBuildEndsStartsAtOnce(t *testing.T) {
+	const n0 = 1000
+	db, err := Open(t.TempDir(), Options{Sync: wal.SyncNone, CheckpointInterval: -1, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Create("ix", Config{Dim: 16, Metric: L2, Index: IndexConfig{TrainThreshold: n0}}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := db.Collection("ix")
+	vecs := clustered(rand.New(rand.NewSource(11)), (retrainFactor+1)*n0, 16)
+	// The first build, run by the test so that the adds below land
+	// while it runs: building stops the adds from starting one.
+	c.mu.Lock()
+	c.building = true
+	c.mu.Unlock()
+	for _, v := range vecs[:n0] {
+		if _, err := c.Add(AddRequest{Vector: v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	ix, n, err := c.buildIndex()
+	if err != nil || n != n0 {
+		t.Fatalf("buildIndex: %d memories, %v", n, err)
+	}
+	for _, v := range vecs[n0:] { // the fill goes on past retrainFactor·n0 and ends
+		if _, err := c.Add(AddRequest{Vector: v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.finishBuild(start, ix, n, err)
+	c.mu.RLock()
+	started := c.building
+	c.mu.RUnlock()
+	if !started {
+		t.Fatalf("the first build ended with %d memories, trained on %d: no retrain started", len(vecs), n0)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c.mu.RLock()
+		trained, building := c.trainedOn, c.building
+		c.mu.RUnlock()
+		if trained == len(vecs) && !building {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("retrain not done within 60s: trained on %d of %d", trained, len(vecs))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
