@@ -7,6 +7,7 @@ import (
 	"github.com/memrl/memrl/bench/durability"
 	"github.com/memrl/memrl/bench/hostile"
 	"github.com/memrl/memrl/bench/rewards"
+	"github.com/memrl/memrl/bench/serverann"
 	"github.com/memrl/memrl/internal/cliflag"
 )
 
@@ -15,6 +16,7 @@ const benchUsage = `usage:
   memrl bench rewards [flags]      acknowledged rewards per second over the protocol
   memrl bench durability [flags]   fsync latency, in-process rewards, recovery, checkpoint stalls
   memrl bench hostile [flags]      an honest client's answers and latency while hostile clients attack
+  memrl bench serverann [flags]    a collection filled over the protocol: MEM.RETRIEVE recall and latency during a retrain, idle, after a restart, against in process
 memrl bench NAME --help lists a benchmark's flags.
 `
 
@@ -34,6 +36,8 @@ func bench(args []string) error {
 		return benchANN(args[1:])
 	case "hostile":
 		return hostile.Main(args[1:], os.Stdout)
+	case "serverann":
+		return serverann.Main(args[1:], os.Stdout)
 	}
 	return cliflag.Usagef("unknown benchmark %q\n%s", args[0], benchUsage)
 }
