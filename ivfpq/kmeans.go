@@ -7,11 +7,11 @@ import (
 
 // kmeansConfig controls one k-means run.
 type kmeansConfig struct {
-	k              int   // number of centroids
-	niter          int   // Lloyd iterations
-	maxPerCentroid int   // the training set is subsampled to at most k*maxPerCentroid points
-	workers        int   // goroutines for assignment and update
-	seed           int64 // random start and subsample
+	k              int    // number of centroids
+	niter          int    // Lloyd iterations
+	maxPerCentroid int    // the training set is subsampled to at most k*maxPerCentroid points
+	workers        int    // goroutines for assignment and update
+	seed           int64  // random start and subsample
 	pace           func() // called between blocks of work on one worker (parallelForPaced); may be nil
 }
 
