@@ -503,7 +503,7 @@ type Info struct {
 	Count     int    // live memories
 	Rows      uint32 // rows of the vector file, live or dead
 	NextID    uint64 // the id an add without ID would get; 0 when none is left
-	Index     string // "flat" (exact scan) or the IVF-PQ index in use
+	Index     string // "flat" (exact scan) or the IVF-PQ index in use; "(building ivfpq)" or "(retraining)" is appended while a build runs
 	PayloadMB float64
 	Keys      int // memories with a key
 	Expiring  int // memories with an expiry (expired ones included until swept)
@@ -518,6 +518,9 @@ func (c *Collection) Info() (Info, error) {
 	index := "flat"
 	if p, ok := c.index.(ivfPhase1); ok {
 		index = p.describe()
+		if c.building {
+			index += " (retraining)"
+		}
 	} else if c.building {
 		index = "flat (building ivfpq)"
 	}

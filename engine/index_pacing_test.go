@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math/rand"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -131,4 +132,26 @@ func percentiles(d []time.Duration) (p50, p99 time.Duration) {
 	}
 	slices.Sort(d)
 	return d[len(d)/2], d[len(d)*99/100]
+}
+
+// TestBuildPacedOnlyOnOneProcessor: a build leaves a processor free when
+// there are several, and paces itself when there is only one.
+func TestBuildPacedOnlyOnOneProcessor(t *testing.T) {
+	prev := runtime.GOMAXPROCS(2)
+	defer runtime.GOMAXPROCS(prev)
+	if buildPace() != nil || buildWorkers() != 1 {
+		t.Fatalf("GOMAXPROCS 2: paced %v, %d workers; want unpaced, 1 worker", buildPace() != nil, buildWorkers())
+	}
+	runtime.GOMAXPROCS(1)
+	pace := buildPace()
+	if pace == nil || buildWorkers() != 1 {
+		t.Fatalf("GOMAXPROCS 1: paced %v, %d workers; want paced, 1 worker", pace != nil, buildWorkers())
+	}
+	// A step after more than a busy slice of work sleeps.
+	time.Sleep(2 * busySlice)
+	t0 := time.Now()
+	pace()
+	if d := time.Since(t0); d < busySlice/2 {
+		t.Fatalf("pace after %v of work slept %v, want at least %v", 2*busySlice, d, busySlice/2)
+	}
 }

@@ -432,3 +432,119 @@ func TestDefaultsRecallOnHeldOutQueries(t *testing.T) {
 		t.Fatalf("%s: recall@10 %.3f at the defaults, want >= 0.95", info.Index, recall)
 	}
 }
+
+// TestInfoShowsRetrainAndTrainingSize: while a retrain runs over a live
+// index, MEM.INFO's index and INFO's keyspace say so (a client measuring
+// retrieval during a retrain must be able to tell), and the description
+// names the size the index was trained on, which a restart keeps.
+func TestInfoShowsRetrainAndTrainingSize(t *testing.T) {
+	const n0 = 1000
+	dir := t.TempDir()
+	opts := Options{Sync: wal.SyncNone, CheckpointInterval: -1, Logf: t.Logf}
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Create("ix", Config{Dim: 16, Metric: L2, Index: IndexConfig{TrainThreshold: n0}}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := db.Collection("ix")
+	for _, v := range clustered(rand.New(rand.NewSource(9)), n0+10, 16) {
+		if _, err := c.Add(AddRequest{Vector: v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info := waitIndexed(t, c)
+	if !strings.HasSuffix(info.Index, " trained=1000") {
+		t.Fatalf("index %q: want the training size, trained=1000, at the end", info.Index)
+	}
+	if st := db.CollectionStats(); st[0].Index != "ivfpq" {
+		t.Fatalf("keyspace index %q, want ivfpq", st[0].Index)
+	}
+	// A retrain in progress, as maybeBuildLocked marks one.
+	c.mu.Lock()
+	c.building = true
+	c.mu.Unlock()
+	info, _ = c.Info()
+	if !strings.HasPrefix(info.Index, "ivfpq nlist=") || !strings.HasSuffix(info.Index, " (retraining)") {
+		t.Fatalf("index during a retrain %q, want the live index and (retraining)", info.Index)
+	}
+	if st := db.CollectionStats(); st[0].Index != "ivfpq+building" {
+		t.Fatalf("keyspace index during a retrain %q, want ivfpq+building", st[0].Index)
+	}
+	c.mu.Lock()
+	c.building = false
+	c.mu.Unlock()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err = Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c, _ = db.Collection("ix")
+	if info, _ := c.Info(); !strings.HasSuffix(info.Index, " trained=1000") {
+		t.Fatalf("after reopen: index %q, want trained=1000 kept", info.Index)
+	}
+}
+
+// TestRetrainDueWhenBuildEndsStartsAtOnce: a fill that outruns a build (the
+// collection grows past retrainFactor times the build's training size
+// while it runs, and then stops growing) got its retrain only at the next
+// add or restart: a collection filled to 1M over the protocol kept an index
+// trained on 10,000 memories. The build's end now starts the retrain.
+func TestRetrainDueWhenBuildEndsStartsAtOnce(t *testing.T) {
+	const n0 = 1000
+	db, err := Open(t.TempDir(), Options{Sync: wal.SyncNone, CheckpointInterval: -1, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Create("ix", Config{Dim: 16, Metric: L2, Index: IndexConfig{TrainThreshold: n0}}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := db.Collection("ix")
+	vecs := clustered(rand.New(rand.NewSource(11)), (retrainFactor+1)*n0, 16)
+	// The first build, run by the test so that the adds below land
+	// while it runs: building stops the adds from starting one.
+	c.mu.Lock()
+	c.building = true
+	c.mu.Unlock()
+	for _, v := range vecs[:n0] {
+		if _, err := c.Add(AddRequest{Vector: v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	ix, n, err := c.buildIndex()
+	if err != nil || n != n0 {
+		t.Fatalf("buildIndex: %d memories, %v", n, err)
+	}
+	for _, v := range vecs[n0:] { // the fill goes on past retrainFactor·n0 and ends
+		if _, err := c.Add(AddRequest{Vector: v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.finishBuild(start, ix, n, err)
+	c.mu.RLock()
+	started := c.building
+	c.mu.RUnlock()
+	if !started {
+		t.Fatalf("the first build ended with %d memories, trained on %d: no retrain started", len(vecs), n0)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c.mu.RLock()
+		trained, building := c.trainedOn, c.building
+		c.mu.RUnlock()
+		if trained == len(vecs) && !building {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("retrain not done within 60s: trained on %d of %d", trained, len(vecs))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

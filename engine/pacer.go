@@ -2,8 +2,8 @@ package engine
 
 import "time"
 
-// pacer keeps a long background task (a checkpoint's copy and encoding)
-// from holding a core: after every busySlice of work it sleeps half as
+// pacer keeps a long background task (a checkpoint's copy and encoding, an
+// index build on a single processor: buildPace) from holding a core: after every busySlice of work it sleeps half as
 // long (in practice a sleep is rarely shorter than a few hundred
 // microseconds). On a machine with few cores a task that never blocks
 // would otherwise delay the WAL's flusher, which every writer waits for, by

@@ -28,7 +28,7 @@ type CollectionStats struct {
 	Memories    int    // live memories
 	DeadRows    uint64 // vector rows holding no live memory (deleted or replaced)
 	Rows        uint32 // vector rows, live or dead
-	Index       string // "flat", "ivfpq", or "flat+building" while an index is built
+	Index       string // "flat", "ivfpq"; "flat+building" or "ivfpq+building" while an index is built (a retrain, for the latter)
 	QMean       float64
 	QStd        float64 // population standard deviation of Q
 	MappedBytes int64   // bytes of the vector file mapped into memory
@@ -65,6 +65,9 @@ func (c *Collection) Stats() (CollectionStats, error) {
 	}
 	if _, ok := c.index.(ivfPhase1); ok {
 		st.Index = "ivfpq"
+		if c.building {
+			st.Index = "ivfpq+building"
+		}
 	} else if c.building {
 		st.Index = "flat+building"
 	}

@@ -66,16 +66,17 @@ func assignRange(x []float32, d int, cent []float32, k int, lo, hi int, labels [
 
 // assignAll is assignRange over all n points of x, in parallel.
 func assignAll(x []float32, d int, cent []float32, k int, labels []int32, dists []float32, workers int) {
-	assignAllScratch(x, d, cent, k, labels, dists, make([]assignScratch, max(1, workers)))
+	assignAllScratch(x, d, cent, k, labels, dists, make([]assignScratch, max(1, workers)), nil)
 }
 
 // assignAllScratch is assignAll with one scratch per worker (len(scr)
 // workers), kept by the caller across calls: k-means assigns every
 // iteration, and fresh scratch each time would add up to many times the
-// training sample in allocations over a PQ training's M·25 runs.
-func assignAllScratch(x []float32, d int, cent []float32, k int, labels []int32, dists []float32, scr []assignScratch) {
+// training sample in allocations over a PQ training's M·25 runs. pace is
+// as for parallelForPaced.
+func assignAllScratch(x []float32, d int, cent []float32, k int, labels []int32, dists []float32, scr []assignScratch, pace func()) {
 	n := len(x) / d
-	parallelFor(n, len(scr), func(w, lo, hi int) {
+	parallelForPaced(n, len(scr), pace, func(w, lo, hi int) {
 		assignRange(x, d, cent, k, lo, hi, labels, dists, &scr[w])
 	})
 }

@@ -71,6 +71,7 @@
 //	ix, err := Train(p, sample, workers, seed)  // sample: flat n·Dim float32
 //	err = ix.Add(row, v)                        // row == ix.Rows()
 //	err = ix.AddBatch(first, vecs, workers)     // bulk add / rebuild, first == ix.Rows()
+//	TrainPaced(…, pace); ix.AddBatchPaced(…, pace) // on one worker, call pace between blocks of work
 //	res, err := ix.Search(q, k, SearchParams{}, deleted, src)
 //	res, st, err := ix.SearchFiltered(q, k, SearchParams{}, Filter{Deleted: d, Allow: a}, src)
 //	ix.SetTrainedFor(n); n = ix.TrainedFor()     // the caller's training size, saved in the file

@@ -87,6 +87,12 @@ func (ix *Index) Add(row uint32, v []float32) error {
 // first+1, …, encoding them on up to workers goroutines. first must equal
 // Rows(); on any error nothing is added.
 func (ix *Index) AddBatch(first uint32, vecs []float32, workers int) error {
+	return ix.AddBatchPaced(first, vecs, workers, nil)
+}
+
+// AddBatchPaced is AddBatch that, on one worker, calls pace between blocks
+// of encoding (see TrainPaced).
+func (ix *Index) AddBatchPaced(first uint32, vecs []float32, workers int, pace func()) error {
 	d := ix.p.Dim
 	if len(vecs)%d != 0 {
 		return fmt.Errorf("%w: batch length %d is not a multiple of Dim %d", ErrBadParams, len(vecs), d)
@@ -99,8 +105,15 @@ func (ix *Index) AddBatch(first uint32, vecs []float32, workers int) error {
 	codes := make([]byte, n*m)
 	lists := make([]int32, n)
 	terms := make([]float32, n)
-	parallelFor(n, workers, func(_, lo, hi int) {
-		s := ix.newEncodeScratch()
+	var s *encodeScratch // one worker's, reused across its paced blocks
+	if workers <= 1 {
+		s = ix.newEncodeScratch()
+	}
+	parallelForPaced(n, workers, pace, func(_, lo, hi int) {
+		s := s
+		if s == nil {
+			s = ix.newEncodeScratch()
+		}
 		for i := lo; i < hi; i++ {
 			lists[i], terms[i] = ix.encodeOne(vecs[i*d:(i+1)*d], codes[i*m:(i+1)*m], s)
 		}

@@ -89,6 +89,15 @@ func (ix *Index) Params() Params {
 // The sample needs at least max(NList, 2^Bits) vectors. For IP indexes the
 // vectors must already be normalised if cosine similarity is wanted.
 func Train(p Params, sample []float32, workers int, seed int64) (*Index, error) {
+	return TrainPaced(p, sample, workers, seed, nil)
+}
+
+// TrainPaced is Train that, on one worker, calls pace between blocks of
+// its work (a few hundred microseconds at most apart), so that a caller on
+// a single processor can sleep there and leave the processor to requests
+// (engine paces builds when GOMAXPROCS is 1). With more workers pace is
+// not called. The index is the same as Train's.
+func TrainPaced(p Params, sample []float32, workers int, seed int64, pace func()) (*Index, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -104,7 +113,7 @@ func Train(p Params, sample []float32, workers int, seed int64) (*Index, error) 
 		p.unitIP = unitNorm(sample, p.Dim)
 	}
 	coarse, err := kmeans(sample, p.Dim, kmeansConfig{
-		k: p.NList, niter: coarseIter, maxPerCentroid: coarseMaxPerCent, workers: workers, seed: seed,
+		k: p.NList, niter: coarseIter, maxPerCentroid: coarseMaxPerCent, workers: workers, seed: seed, pace: pace,
 	})
 	if err != nil {
 		return nil, err
@@ -120,7 +129,7 @@ func Train(p Params, sample []float32, workers int, seed int64) (*Index, error) 
 		npq = limit
 	}
 	labels := make([]int32, npq)
-	parallelFor(npq, workers, func(_, lo, hi int) {
+	parallelForPaced(npq, workers, pace, func(_, lo, hi int) {
 		dist := make([]float32, p.NList)
 		for i := lo; i < hi; i++ {
 			r := i
@@ -130,7 +139,7 @@ func Train(p Params, sample []float32, workers int, seed int64) (*Index, error) 
 			labels[i] = nearest(sample[r*p.Dim:(r+1)*p.Dim], coarse, dist)
 		}
 	})
-	book, err := trainPQ(sample, rows, labels, coarse, p.Dim, p.M, p.ksub(), workers, seed+2)
+	book, err := trainPQ(sample, rows, labels, coarse, p.Dim, p.M, p.ksub(), workers, seed+2, pace)
 	if err != nil {
 		return nil, err
 	}

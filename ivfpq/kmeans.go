@@ -7,11 +7,12 @@ import (
 
 // kmeansConfig controls one k-means run.
 type kmeansConfig struct {
-	k              int   // number of centroids
-	niter          int   // Lloyd iterations
-	maxPerCentroid int   // the training set is subsampled to at most k*maxPerCentroid points
-	workers        int   // goroutines for assignment and update
-	seed           int64 // random start and subsample
+	k              int    // number of centroids
+	niter          int    // Lloyd iterations
+	maxPerCentroid int    // the training set is subsampled to at most k*maxPerCentroid points
+	workers        int    // goroutines for assignment and update
+	seed           int64  // random start and subsample
+	pace           func() // called between blocks of work on one worker (parallelForPaced); may be nil
 }
 
 // kmeansScratch is k-means working memory, reusable across runs: PQ
@@ -112,7 +113,7 @@ func kmeansInto(x []float32, d int, cfg kmeansConfig, cent []float32, ks *kmeans
 	acc, scr := ks.acc, ks.assign[:workers]
 	start[0] = 0
 	for it := 0; it < cfg.niter; it++ {
-		assignAllScratch(x, d, cent, k, labels, nil, scr)
+		assignAllScratch(x, d, cent, k, labels, nil, scr, cfg.pace)
 		clear(size)
 		for _, l := range labels {
 			size[l]++
@@ -125,7 +126,7 @@ func kmeansInto(x []float32, d int, cfg kmeansConfig, cent []float32, ks *kmeans
 			order[fill[l]] = int32(i)
 			fill[l]++
 		}
-		parallelFor(k, workers, func(w, lo, hi int) {
+		parallelForPaced(k, workers, cfg.pace, func(w, lo, hi int) {
 			sum := acc[w]
 			for c := lo; c < hi; c++ {
 				if size[c] == 0 {

@@ -104,7 +104,7 @@ func TestPQReconstructionErrorFallsAsMGrows(t *testing.T) {
 	x := clustered(n, d, 50, 11)
 	prev := math.Inf(1)
 	for _, m := range []int{2, 4, 8, 16} {
-		book, err := trainPQ(x, nil, nil, nil, d, m, 16, 2, 5)
+		book, err := trainPQ(x, nil, nil, nil, d, m, 16, 2, 5, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,7 +32,10 @@ const (
 //
 // REQUIRES: len(rows) (or n) <= ksub·pqMaxPerCentroid; labels[i] is the
 // coarse list of rows[i] when coarse is not nil.
-func trainPQ(x []float32, rows []int, labels []int32, coarse []float32, dim, m, ksub, workers int, seed int64) ([]float32, error) {
+//
+// pace, if not nil, is called between blocks of work when workers is 1
+// (see parallelForPaced).
+func trainPQ(x []float32, rows []int, labels []int32, coarse []float32, dim, m, ksub, workers int, seed int64, pace func()) ([]float32, error) {
 	n := len(x) / dim
 	if rows != nil {
 		n = len(rows)
@@ -48,6 +51,9 @@ func trainPQ(x []float32, rows []int, labels []int32, coarse []float32, dim, m, 
 	// Up to workers goroutines take sub-spaces in turn, each reusing its
 	// own residual columns and k-means scratch.
 	workers = max(1, min(workers, m))
+	if workers > 1 {
+		pace = nil // the sub-spaces' k-means run on several goroutines
+	}
 	errs := make([]error, m)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -73,7 +79,7 @@ func trainPQ(x []float32, rows []int, labels []int32, coarse []float32, dim, m, 
 						}
 					}
 				}
-				cfg := kmeansConfig{k: ksub, niter: pqIter, workers: 1, seed: seed + int64(s)}
+				cfg := kmeansConfig{k: ksub, niter: pqIter, workers: 1, seed: seed + int64(s), pace: pace}
 				errs[s] = kmeansInto(sub, dsub, cfg, book[s*ksub*dsub:(s+1)*ksub*dsub], &ks)
 			}
 		}()

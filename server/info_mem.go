@@ -110,7 +110,7 @@ func keyspaceField(name string) string {
 
 // keyspaceInfo is INFO keyspace: a line per collection,
 //
-//	coll_<name>:memories=N,deleted=N,rows=N,dim=N,index=flat|ivfpq|flat+building,q_mean=F,q_std=F,mapped_bytes=N
+//	coll_<name>:memories=N,deleted=N,rows=N,dim=N,index=flat|ivfpq|flat+building|ivfpq+building,q_mean=F,q_std=F,mapped_bytes=N
 func (o memObserver) keyspaceInfo() [][2]string {
 	var out [][2]string
 	for _, c := range o.db.CollectionStats() {

@@ -107,3 +107,16 @@ func writeIvecs(path string, rows [][]int32) error {
 	}
 	return os.WriteFile(path, b, 0o644)
 }
+
+// ReadVectors reads a TEXMEX .fvecs or .bvecs file as n*dim float32s (the
+// first limit vectors if limit > 0), for other benchmarks on the same files.
+func ReadVectors(path string, limit int) (x []float32, n, dim int, err error) {
+	return readVectors(path, limit)
+}
+
+// ReadIvecs reads a TEXMEX .ivecs file (ground truth) as rows of int32s
+// (the first limit rows if limit > 0).
+func ReadIvecs(path string, limit int) ([][]int32, error) { return readIvecs(path, limit) }
+
+// WriteIvecs writes rows as a TEXMEX .ivecs file.
+func WriteIvecs(path string, rows [][]int32) error { return writeIvecs(path, rows) }

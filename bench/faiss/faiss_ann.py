@@ -72,6 +72,7 @@ def main():
     ap.add_argument("--query", required=True)
     ap.add_argument("--gt", required=True)
     ap.add_argument("--learn")
+    ap.add_argument("--nbase", type=int, default=0, help="use only the first N base vectors")
     ap.add_argument("--nlist", type=int, default=4096)
     ap.add_argument("--pqm", type=int, default=32)
     ap.add_argument("--pqbits", type=int, default=8)
@@ -87,7 +88,7 @@ def main():
                     "the run that built it, stored next to it as FILE.build_s)")
     a = ap.parse_args()
 
-    xb = read_vecs(a.base)
+    xb = read_vecs(a.base, a.nbase)
     xq = read_vecs(a.query, a.nq)
     gt = read_vecs(a.gt, a.nq)
     xt = read_vecs(a.learn, a.train_size) if a.learn else xb[: (a.train_size or 100 * a.nlist)]

@@ -10,6 +10,7 @@ import (
 	"github.com/memrl/memrl/bench/loop"
 	"github.com/memrl/memrl/bench/madd"
 	"github.com/memrl/memrl/bench/rewards"
+	"github.com/memrl/memrl/bench/serverann"
 	"github.com/memrl/memrl/internal/cliflag"
 )
 
@@ -21,6 +22,7 @@ const benchUsage = `usage:
   memrl bench madd [flags]         memories added per second over the protocol: MEM.MADD against pipelined MEM.ADD
   memrl bench filter [flags]       filtered phase-1 recall and QPS by tenant size, against post-filtering
   memrl bench loop [flags]         the learning loop: success per epoch by λ, Q calibration, forgetting, through the server
+  memrl bench serverann [flags]    a collection filled over the protocol: MEM.RETRIEVE recall and latency during a retrain, idle, after a restart, against in process
 memrl bench NAME --help lists a benchmark's flags.
 `
 
@@ -46,6 +48,8 @@ func bench(args []string) error {
 		return filter.Main(args[1:], os.Stdout)
 	case "loop":
 		return loop.Main(args[1:], os.Stdout)
+	case "serverann":
+		return serverann.Main(args[1:], os.Stdout)
 	}
 	return cliflag.Usagef("unknown benchmark %q\n%s", args[0], benchUsage)
 }

@@ -27,6 +27,8 @@ func TestCommandLine(t *testing.T) {
 		{"bench ann --help", 0, "-nprobe", ""},
 		{"bench rewards --help", 0, "-clients", ""},
 		{"bench durability -h", 0, "-duration", ""},
+		{"bench serverann --help", 0, "-server-gomaxprocs", ""},
+		{"bench serverann --nq 10", 2, "", "need --base, --query and --gt"},
 		{"version", 0, "memrl " + "0.", ""},
 		{"info", 0, "simd", ""},
 		{"nope", 2, "", `unknown command "nope"`},

@@ -1,0 +1,174 @@
+#!/usr/bin/python3
+"""hnswlib side of `memrl bench ann`: same files, same flags, same JSON.
+
+Builds an HNSW graph with Debian's python3-hnswlib (M=16, efConstruction=200
+by default: the settings users pick and the issue measured against) on
+--threads threads, then sweeps the search breadth ef on one thread, one
+query per call, as a server answers them. Writes the same JSON fields as
+memrl and bench/faiss (nprobe, refine, recall1, recall10, qps, mean_us,
+p50_us, p99_us, build_s, index_bytes, rss_bytes, engine, index); nprobe
+holds ef (the knob that trades recall for speed) and refine is 1.
+
+The IVF-PQ flags that compare.sh passes to every engine (--nlist, --pqm,
+--pqbits, --refine, --learn, --train-size) are accepted and ignored, so the
+same command line drives all three engines. --nprobe is ignored too: the
+sweep is --ef. --nbase N uses the first N base vectors (the ground truth
+must then be for that prefix: prefix_gt.py writes it).
+
+index_bytes is the graph alone (links: hnswlib's size_links_level0 per
+element plus the upper levels), not the float32 vectors hnswlib keeps inside
+its index, so that it compares with memrl's index_bytes, which leaves out
+the vector file.
+
+Run with Debian's Python (/usr/bin/python3), not the pyenv one first on PATH.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def ensure_hnswlib():
+    try:
+        import hnswlib  # noqa: F401
+        import numpy  # noqa: F401
+    except ImportError:
+        print("installing python3-hnswlib from Debian", file=sys.stderr)
+        subprocess.check_call(["apt-get", "install", "-y", "python3-hnswlib", "python3-numpy"])
+
+
+ensure_hnswlib()
+import hnswlib  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def read_vecs(path, limit=0):
+    ext = os.path.splitext(path)[1].lower()
+    raw = np.fromfile(path, dtype=np.uint8)
+    dim = int(raw[:4].view(np.int32)[0])
+    elem = {".bvecs": 1, ".fvecs": 4, ".ivecs": 4}[ext]
+    rec = 4 + dim * elem
+    n = raw.size // rec
+    if limit and n > limit:
+        n = limit
+    body = raw[: n * rec].reshape(n, rec)[:, 4:]
+    if ext == ".bvecs":
+        return np.ascontiguousarray(body.astype(np.float32))
+    if ext == ".fvecs":
+        return np.ascontiguousarray(body.copy().view(np.float32))
+    return np.ascontiguousarray(body.copy().view(np.int32))
+
+
+def rss_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def graph_bytes(index, n, m):
+    """Bytes of the graph's links: level 0 holds 2·M links (4 bytes each)
+    plus a 4-byte count per element; upper levels, reached by a share
+    1/M of elements per level, hold M links plus a count each."""
+    level0 = n * (4 + 2 * m * 4)
+    upper = 0.0
+    frac = 1.0 / m
+    while frac * n >= 1:
+        upper += frac * n * (4 + m * 4)
+        frac /= m
+    return int(level0 + upper)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--base", required=True)
+    ap.add_argument("--query", required=True)
+    ap.add_argument("--gt", required=True)
+    ap.add_argument("--nbase", type=int, default=0, help="use only the first N base vectors")
+    ap.add_argument("--M", type=int, default=16)
+    ap.add_argument("--ef-construction", type=int, default=200)
+    ap.add_argument("--ef", default="16,32,64,128,256,512")
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--nq", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--json")
+    ap.add_argument("--out-ids")
+    ap.add_argument("--index-cache", help="reuse the built graph in this file (build_s then comes from "
+                    "the run that built it, stored next to it as FILE.build_s)")
+    # Accepted for the same command line as memrl and FAISS; ignored.
+    for flag in ("--learn", "--nlist", "--pqm", "--pqbits", "--nprobe", "--refine", "--train-size"):
+        ap.add_argument(flag)
+    a = ap.parse_args()
+
+    xb = read_vecs(a.base, a.nbase)
+    xq = read_vecs(a.query, a.nq)
+    gt = read_vecs(a.gt, a.nq)
+    n, d = xb.shape
+    if gt.shape[0] < xq.shape[0]:
+        sys.exit(f"ground truth has {gt.shape[0]} rows for {xq.shape[0]} queries")
+    if int(gt[:, :10].max()) >= n:
+        sys.exit(f"ground truth names base row {int(gt[:, :10].max())} of {n} (does --nbase match the ground truth?)")
+    print(f"data: {a.base}, {n} base, {xq.shape[0]} queries, dim {d}")
+
+    name = f"HNSW{a.M},efC{a.ef_construction}"
+    index = hnswlib.Index(space="l2", dim=d)
+    if a.index_cache and os.path.exists(a.index_cache):
+        index.load_index(a.index_cache, max_elements=n)
+        with open(a.index_cache + ".build_s") as f:
+            build_s = float(f.read())
+        print(f"index: {name} (hnswlib) read from {a.index_cache}, built earlier in {build_s:.1f}s")
+    else:
+        t0 = time.time()
+        index.init_index(max_elements=n, ef_construction=a.ef_construction, M=a.M, random_seed=100)
+        index.set_num_threads(a.threads)
+        index.add_items(xb, np.arange(n))
+        build_s = time.time() - t0
+        print(f"index: {name} (hnswlib), built in {build_s:.1f}s ({a.threads} threads)", flush=True)
+        if a.index_cache:
+            index.save_index(a.index_cache)
+            with open(a.index_cache + ".build_s", "w") as f:
+                f.write(str(build_s))
+    nbytes = graph_bytes(index, n, a.M)
+
+    index.set_num_threads(1)
+    results = []
+    print(f"{'index':<22} {'ef':>6} {'refine':>6} {'R@1':>8} {'R@10':>8} {'QPS':>9} {'mean_us':>9} "
+          f"{'p99_us':>9} {'build_s':>8} {'index_MB':>12} {'rss_MB':>10}")
+    for ef in [int(x) for x in a.ef.split(",")]:
+        index.set_ef(max(ef, a.k))
+        nq = xq.shape[0]
+        lat = np.empty(nq)
+        ids = np.empty((nq, a.k), dtype=np.int64)
+        for i in range(nq):
+            q = xq[i:i + 1]
+            s = time.perf_counter()
+            labels, _ = index.knn_query(q, k=a.k)
+            lat[i] = time.perf_counter() - s
+            ids[i] = labels[0]
+        total = lat.sum()
+        r1 = float(np.mean(ids[:, 0] == gt[:, 0]))
+        r10 = float(np.mean([len(set(ids[i, :10].tolist()) & set(gt[i, :10].tolist())) / 10 for i in range(nq)]))
+        lat_sorted = np.sort(lat)
+        r = dict(nprobe=ef, refine=1, ef=ef, recall1=r1, recall10=r10, qps=nq / total,
+                 mean_us=total / nq * 1e6, p50_us=float(lat_sorted[nq // 2] * 1e6),
+                 p99_us=float(lat_sorted[min(nq - 1, nq * 99 // 100)] * 1e6),
+                 build_s=build_s, index_bytes=nbytes, rss_bytes=rss_bytes(),
+                 engine="hnswlib", index=name)
+        results.append(r)
+        print(f"{name:<22} {ef:>6} {1:>6} {r1:>8.4f} {r10:>8.4f} {r['qps']:>9.0f} {r['mean_us']:>9.1f} "
+              f"{r['p99_us']:>9.1f} {build_s:>8.1f} {nbytes / 1e6:>12.1f} {r['rss_bytes'] / 1e6:>10.1f}",
+              flush=True)
+        if a.out_ids:
+            with open(f"{a.out_ids}.ef{ef}.ivecs", "wb") as f:
+                rows = np.hstack([np.full((nq, 1), a.k, dtype=np.int32), ids.astype(np.int32)])
+                rows.tofile(f)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,25 @@
+#!/bin/sh
+# One command for the issue-13 report: phase 1 through the server on the
+# 1M SIFT set, then the same with the server on one processor.
+#
+#   bench/serverann/run.sh OUTDIR [extra `memrl bench serverann` flags]
+#
+# Builds memrl into OUTDIR, runs `memrl bench serverann` on
+# ../shared/data/sift1m-deb (DATA=… to change) with GOMAXPROCS left to Go
+# (all cores) and then, unless ONE_PROC=0, with --server-gomaxprocs 1.
+# Each run's table is in OUTDIR/serverann[-gomaxprocs1].log and its rows in
+# the .json beside it. A run takes about 10 minutes on 2 cores (fill, builds,
+# restart, in process). Run from the repository root, on a quiet machine.
+set -eu
+out=$1
+shift
+mkdir -p "$out"
+data=${DATA:-../shared/data/sift1m-deb}
+go build -o "$out/memrl" ./cmd/memrl
+set -- --base "$data/base.bvecs" --query "$data/query.bvecs" --gt "$data/groundtruth.ivecs" \
+	--nq 2000 --clients 8 --duration 10s "$@"
+"$out/memrl" bench serverann "$@" --json "$out/serverann.json" | tee "$out/serverann.log"
+if [ "${ONE_PROC:-1}" != 0 ]; then
+	"$out/memrl" bench serverann "$@" --server-gomaxprocs 1 --json "$out/serverann-gomaxprocs1.json" |
+		tee "$out/serverann-gomaxprocs1.log"
+fi
