@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"math"
-	"time"
 )
 
 // Batch adds.
@@ -113,7 +112,7 @@ func (c *Collection) addDeferred(reqs []AddRequest) (ids []uint64, t Ticket, bad
 	// The files are written before the records are logged so that a full
 	// disk fails the batch cleanly; they are derived data, and bytes past
 	// the checkpointed sizes are rewritten by replay.
-	created := time.Now().UnixNano()
+	created := now
 	c.placeLocked(recs)
 	if err := c.writeBatchFilesLocked(recs); err != nil { // batch_files.go
 		c.unwriteFilesLocked(recs[0])

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/memrl/memrl/qtable"
 	"github.com/memrl/memrl/wal"
@@ -107,7 +106,7 @@ func (c *Collection) rewardLocked(reward float64, ids []uint64, next float64) ([
 			return nil, 0, fmt.Errorf("%w: %d", ErrNoMemory, id)
 		}
 	}
-	now := time.Now().UnixNano()
+	now := c.db.nowNanos()
 	out := make([]float64, len(ids))
 	var last wal.LSN
 	var buf [qRecSize]byte
