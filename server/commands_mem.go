@@ -27,6 +27,7 @@ func (s *Server) RegisterMem(db *engine.DB) {
 	s.registerAttrs(m)  // commands_attrs.go
 	m.registerBatch(s)  // MEM.MADD, MEM.MGET, MEM.SCAN, MEM.COUNT: commands_batch.go
 	m.registerFilter(s) // MEM.INDEX: commands_filter.go
+	m.registerPrune(s)  // MEM.PRUNE: commands_prune.go
 	s.AddInfoSection("memrl", m.infoSection)
 	s.registerMemObservability(db) // info_mem.go
 }
