@@ -46,7 +46,10 @@
 // the rows that can match (filter.Index.Plan); Match evaluates it on the
 // attributes of the candidates the plan does not decide, and leaves out
 // expired memories not yet swept. CountFilter, DeleteFilter and Scan with
-// ScanOptions.Filter use the same plan (filter_ops.go).
+// ScanOptions.Filter use the same plan (filter_ops.go), as does Prune
+// (prune.go: deletes by Q and visits, age, disuse and a cap on the count,
+// logged as ordinary delete records; docs/PROTOCOL.md "Maintenance").
+// Creation and reward (Updated) times come from Options.Now, as expiry's do.
 //
 // SearchOptions.Allow (a bitmap of rows, from the caller's attribute
 // index) and SearchOptions.Match (a residual check on a row, for fields
