@@ -30,6 +30,7 @@
 //	MEM.SETPAYLOAD                     SetPayload
 //	MEM.EXPIRE, MEM.PERSIST, MEM.TTL   Expire, Persist, TTL
 //	MEM.INDEX coll ADD|DROP|LIST       IndexAdd, IndexDrop, IndexList
+//	MEM.PRUNE                          Prune
 //
 // Filters (RetrieveOptions.Filter, ScanOptions.Filter, DelFilter,
 // CountFilter) are expressions of the language of docs/PROTOCOL.md
