@@ -33,30 +33,8 @@ ensure_faiss()
 import faiss  # noqa: E402
 import numpy as np  # noqa: E402
 
-
-def read_vecs(path, limit=0):
-    ext = os.path.splitext(path)[1].lower()
-    raw = np.fromfile(path, dtype=np.uint8)
-    dim = int(raw[:4].view(np.int32)[0])
-    elem = {".bvecs": 1, ".fvecs": 4, ".ivecs": 4}[ext]
-    rec = 4 + dim * elem
-    n = raw.size // rec
-    if limit and n > limit:
-        n = limit
-    body = raw[: n * rec].reshape(n, rec)[:, 4:]
-    if ext == ".bvecs":
-        return np.ascontiguousarray(body.astype(np.float32))
-    if ext == ".fvecs":
-        return np.ascontiguousarray(body.copy().view(np.float32))
-    return np.ascontiguousarray(body.copy().view(np.int32))
-
-
-def rss_bytes():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pyshared"))
+from texmex import read_vecs, rss_bytes  # noqa: E402
 
 
 def index_bytes(index):
