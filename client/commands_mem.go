@@ -24,6 +24,13 @@ type AddOptions struct {
 	Key string
 	// TTL is the time to live in whole seconds; 0 is no expiry.
 	TTL time.Duration
+	// Dedup, when set, makes the add return the id of a live memory at
+	// least this similar (the similarity of DELTA) instead of adding a
+	// near-copy (DEDUP); single adds only, not MAdd.
+	Dedup *float64
+	// Merge says what a deduplicated add does to the existing memory's
+	// Q: "KEEP" (or "", the default), "MAX" or "AVG" (MERGE).
+	Merge string
 }
 
 // appendAddArgs appends a memory as MEM.ADD takes it after the collection
@@ -58,6 +65,12 @@ func appendAddArgs(args []any, vec []float32, o *AddOptions) ([]any, error) {
 			return nil, err
 		}
 		args = append(args, "TTL", s)
+	}
+	if o.Dedup != nil {
+		args = append(args, "DEDUP", *o.Dedup)
+		if o.Merge != "" {
+			args = append(args, "MERGE", o.Merge)
+		}
 	}
 	return args, nil
 }

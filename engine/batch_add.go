@@ -58,6 +58,12 @@ func (c *Collection) AddBatchDeferred(reqs []AddRequest) ([]uint64, Ticket, erro
 	if len(reqs) == 0 {
 		return nil, 0, fmt.Errorf("%w: a batch holds at least one memory", ErrBadParam)
 	}
+	for i := range reqs {
+		if reqs[i].HasDedup && len(reqs) > 1 {
+			return nil, 0, &BatchError{Index: i, Count: len(reqs),
+				Err: fmt.Errorf("%w: DEDUP is for single adds (MEM.ADD), not batches", ErrBadParam)}
+		}
+	}
 	ids, t, bad, err := c.addDeferred(reqs)
 	if err != nil && bad >= 0 {
 		err = &BatchError{Index: bad, Count: len(reqs), Err: err}
@@ -80,6 +86,14 @@ func (c *Collection) addDeferred(reqs []AddRequest) (ids []uint64, t Ticket, bad
 	}
 	defer c.mu.Unlock()
 	now := c.db.nowNanos()
+	if len(reqs) == 1 && reqs[0].HasDedup {
+		if id, t, found, err := c.dedupLocked(&reqs[0], recs[0], now); err != nil || found {
+			if err != nil {
+				return nil, 0, -1, err
+			}
+			return []uint64{id}, t, -1, nil
+		}
+	}
 	if bad, err := c.assignIDsLocked(reqs, recs, now); err != nil {
 		return nil, 0, bad, err
 	}
@@ -148,6 +162,9 @@ func (c *Collection) checkAdd(req *AddRequest) (addRec, error) {
 	}
 	if req.HasID && req.ID > MaxID {
 		return addRec{}, fmt.Errorf("%w: ID must be at most %d", ErrBadParam, uint64(MaxID))
+	}
+	if req.HasDedup && !finite(req.Dedup) {
+		return addRec{}, fmt.Errorf("%w: DEDUP", ErrBadNumber)
 	}
 	attrs, err := checkAddExt(req) // keys.go
 	if err != nil {

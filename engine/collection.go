@@ -220,6 +220,12 @@ type AddRequest struct {
 	Attrs   []byte        // JSON object of attributes, or empty for none (attrs.go)
 	Key     string        // external key (1..MaxKeyLen bytes), or empty for none (keys.go)
 	TTL     time.Duration // expires this long after the add (1ns..MaxTTL), or 0 for never (expiry.go)
+	// Dedup, when HasDedup, makes the add return the id of a live memory
+	// at least this similar instead of adding a near-copy (dedup.go);
+	// DedupMerge says what becomes of that memory's Q. Single adds only.
+	Dedup      float64
+	HasDedup   bool
+	DedupMerge DedupMerge
 }
 
 // Add stores a memory and returns its id once the change is durable (as the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/memrl/memrl/engine"
 	"github.com/memrl/memrl/engine/filter"
@@ -61,6 +62,14 @@ func parseMemory(a *argList, cmd string, batch bool) (engine.AddRequest, error) 
 			var p []byte
 			p, err = a.next("PAYLOAD")
 			req.Payload = bytes.Clone(p)
+		case "DEDUP":
+			req.Dedup, err = a.float("DEDUP")
+			req.HasDedup = true
+		case "MERGE":
+			var b []byte
+			if b, err = a.next("MERGE"); err == nil {
+				req.DedupMerge, err = engine.ParseDedupMerge(strings.ToUpper(string(b)))
+			}
 		default:
 			var ok bool
 			if ok, err = a.parseAddExt(k, &req); !ok { // ATTRS, KEY, TTL: commands_attrs.go
@@ -70,6 +79,9 @@ func parseMemory(a *argList, cmd string, batch bool) (engine.AddRequest, error) 
 		if err != nil {
 			return req, err
 		}
+	}
+	if req.DedupMerge != engine.DedupKeep && !req.HasDedup {
+		return req, fmt.Errorf("syntax error: MERGE needs DEDUP")
 	}
 	return req, nil
 }

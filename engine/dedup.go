@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/memrl/memrl/qtable"
+)
+
+// Dedup on add (MEM.ADD … DEDUP s [MERGE KEEP|MAX|AVG]).
+//
+// An add with AddRequest.HasDedup first looks for the live memory most
+// similar to the new vector; if its similarity is at least Dedup (the
+// similarity of DELTA: cosine, dot product, or minus squared L2), nothing
+// is added and the add returns that memory's id, after merging the Q the
+// new memory would have had into it as DedupMerge says. The search and the
+// add run under one hold of the collection's write lock, so two concurrent
+// adds of near-copies never both get in. The search is phase 1's (exact,
+// or the IVF-PQ index with its recall): a near-copy the index misses is
+// added.
+//
+// Only single adds dedup: a batch (MEM.MADD) with Dedup is refused
+// (ErrBadParam), since each memory would have to be checked against the
+// earlier ones of the batch too.
+
+// DedupMerge says what a deduplicated add does to the existing memory's Q.
+type DedupMerge uint8
+
+const (
+	DedupKeep DedupMerge = iota // leave the existing memory's Q (the default)
+	DedupMax                    // Q ← max(Q, the new memory's Q)
+	DedupAvg                    // Q ← (Q + the new memory's Q) / 2
+)
+
+// ParseDedupMerge parses KEEP, MAX or AVG (any case).
+func ParseDedupMerge(s string) (DedupMerge, error) {
+	switch s {
+	case "KEEP", "keep", "Keep":
+		return DedupKeep, nil
+	case "MAX", "max", "Max":
+		return DedupMax, nil
+	case "AVG", "avg", "Avg":
+		return DedupAvg, nil
+	}
+	return 0, fmt.Errorf("%w: MERGE must be KEEP, MAX or AVG, got %q", ErrBadParam, s)
+}
+
+// dedupLocked looks for the memory rec would duplicate. It returns its id
+// and true, having merged rec's Q into it (logged as a recQ, whose ticket
+// it returns), or false when rec is no near-copy of any live memory.
+// REQUIRES: c.mu held for writing; rec.vec checked (checkAdd).
+func (c *Collection) dedupLocked(req *AddRequest, rec addRec, now int64) (uint64, Ticket, bool, error) {
+	so := SearchOptions{K1: 1, Delta: req.Dedup, HasDelta: true}
+	if len(c.expiring) > 0 {
+		so.Match = func(row uint32) bool { return !c.mems[c.rowIDs[row]].expiredAt(now) }
+	}
+	cands, err := c.index.search(rec.vec, so)
+	if err != nil || len(cands) == 0 || float64(cands[0].sim) < req.Dedup {
+		return 0, 0, false, err
+	}
+	id := c.rowIDs[cands[0].row]
+	if req.DedupMerge == DedupKeep {
+		return id, 0, true, nil
+	}
+	var lsn Ticket
+	_, err = c.q.Update(id, func(e *qtable.Entry) error {
+		nq := max(e.Q, rec.q)
+		if req.DedupMerge == DedupAvg {
+			nq = (e.Q + rec.q) / 2
+		}
+		r := qRec{uid: c.uid, id: id, q: nq, visits: e.Visits, lastReward: e.LastReward,
+			rewardSum: e.RewardSum, updated: now}
+		l, err := c.db.log.Enqueue(encodeQ(r))
+		if err != nil {
+			return err
+		}
+		lsn = Ticket(l)
+		applyQ(e, r)
+		return nil
+	})
+	if err != nil {
+		return 0, 0, false, err
+	}
+	return id, lsn, true, nil
+}
