@@ -147,15 +147,27 @@ class _Commands:
         attrs: Optional[dict[str, Any]] = None,
         key: Optional[str | bytes] = None,
         ttl: Optional[int] = None,
+        dedup: Optional[float] = None,
+        merge: Optional[str] = None,
     ) -> Any:
         """MEM.ADD: store one memory; returns its id.
 
         ``payload`` is opaque bytes (a str is sent as UTF-8), ``attrs`` a dict
         stored as JSON, ``key`` a unique external name, ``ttl`` seconds to
-        live. Raises MemoryExists if ``id`` or ``key`` is live.
+        live. Raises MemoryExists if ``id`` or ``key`` is live. With
+        ``dedup`` (a similarity, as DELTA), a live memory at least that
+        similar is returned instead of adding a near-copy, its Q merged as
+        ``merge`` says ("KEEP", the default, "MAX" or "AVG").
         """
         m = NewMemory(vector=vector, id=id, q=q, payload=payload, attrs=attrs, key=key, ttl=ttl)
-        return self._call(["MEM.ADD", coll] + _memory_args(m), int)
+        args = ["MEM.ADD", coll] + _memory_args(m)
+        if dedup is not None:
+            args += [b"DEDUP", c.fmt_float(dedup)]
+            if merge is not None:
+                args += [b"MERGE", merge]
+        elif merge is not None:
+            raise ValueError("merge needs dedup")
+        return self._call(args, int)
 
     def madd(self, coll: str, memories: Iterable[NewMemory | dict]) -> Any:
         """MEM.MADD: store many memories, all or nothing, with one fsync; returns their ids in order.
@@ -264,6 +276,43 @@ class _Commands:
         if expr is None:
             raise ValueError("delete_where needs a filter")
         return self._call(["MEM.DEL", coll, "FILTER", expr], int)
+
+    def prune(
+        self,
+        coll: str,
+        *,
+        q_below: Optional[float] = None,
+        min_visits: Optional[int] = None,
+        older: Optional[int] = None,
+        idle: Optional[int] = None,
+        max_count: Optional[int] = None,
+        filter: Any = None,
+        dry_run: bool = False,
+    ) -> Any:
+        """MEM.PRUNE: delete (``dry_run``: count) the memories the criteria select; returns the count.
+
+        A memory is pruned when it meets every criterion given among
+        ``q_below`` (with ``min_visits``), ``older`` and ``idle`` (seconds);
+        ``max_count`` then keeps the highest-Q ones. At least one criterion
+        is required (the server refuses a prune without one).
+        """
+        args: list[Any] = ["MEM.PRUNE", coll]
+        if q_below is not None:
+            args += [b"QBELOW", c.fmt_float(q_below)]
+        if min_visits is not None:
+            args += [b"MINVISITS", int(min_visits)]
+        if older is not None:
+            args += [b"OLDER", int(older)]
+        if idle is not None:
+            args += [b"IDLE", int(idle)]
+        if max_count is not None:
+            args += [b"MAXCOUNT", int(max_count)]
+        expr = to_filter(filter)
+        if expr is not None:
+            args += [b"FILTER", expr]
+        if dry_run:
+            args.append(b"DRYRUN")
+        return self._call(args, int)
 
     def count(self, coll: str, filter: Any = None) -> Any:
         """MEM.COUNT [FILTER expr]: how many memories (match)."""
