@@ -212,13 +212,12 @@ func decodeDrop(b []byte) (uint64, error) {
 	return uid, d.done("drop")
 }
 
-// decodeAdd decodes a recAdd body whose vector has dim components. The
-// payload aliases b.
+// decodeAdd decodes a recAdd or recAddExt body (record_ext.go) whose
+// vector has dim components. The payload and attributes alias b.
+// REQUIRES: b[0] is recAdd or recAddExt.
 func decodeAdd(b []byte, dim int) (addRec, error) {
-	if len(b) > 0 && b[0] == recAddExt {
-		return decodeAddExt(b, dim)
-	}
 	d := decoder{b: b[1:]}
+	ext := b[0] == recAddExt // else recAdd
 	var r addRec
 	r.uid = d.u64()
 	r.id = d.u64()
@@ -226,7 +225,21 @@ func decodeAdd(b []byte, dim int) (addRec, error) {
 	r.payOff = d.u64()
 	r.created = int64(d.u64())
 	r.q = d.f64()
+	if ext {
+		r.expires = int64(d.u64())
+		r.key = string(d.take(int(d.u16())))
+		if n := d.u32(); n > 0 {
+			r.attrs = d.take(int(n))
+		}
+	}
 	r.payload = d.take(int(d.u32()))
+	if d.err {
+		return r, fmt.Errorf("%w: bad add record", errBadRecord)
+	}
+	if ext && !r.hasExt() {
+		// Canonical encoding: such an add is logged as recAdd.
+		return r, fmt.Errorf("%w: extended add record without attributes, key or expiry", errBadRecord)
+	}
 	if len(d.b) != 4*dim {
 		return r, fmt.Errorf("%w: add record has %d vector bytes, want %d", errBadRecord, len(d.b), 4*dim)
 	}

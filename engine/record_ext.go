@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"fmt"
-	"math"
-)
+import "math"
 
 // Log records of the data model's additions: attributes, keys, expiry and
 // in-place payload updates. Like every record they log results (the row,
@@ -71,40 +68,6 @@ func encodeAddExt(r addRec) []byte {
 		b = le.AppendUint32(b, math.Float32bits(f))
 	}
 	return b
-}
-
-// decodeAddExt decodes a recAddExt body whose vector has dim components.
-// The payload and attributes alias b.
-func decodeAddExt(b []byte, dim int) (addRec, error) {
-	d := decoder{b: b[1:]}
-	var r addRec
-	r.uid = d.u64()
-	r.id = d.u64()
-	r.row = d.u32()
-	r.payOff = d.u64()
-	r.created = int64(d.u64())
-	r.q = d.f64()
-	r.expires = int64(d.u64())
-	r.key = string(d.take(int(d.u16())))
-	if n := d.u32(); n > 0 {
-		r.attrs = d.take(int(n))
-	}
-	r.payload = d.take(int(d.u32()))
-	if d.err {
-		return r, fmt.Errorf("%w: bad add record", errBadRecord)
-	}
-	if !r.hasExt() {
-		// Canonical encoding: such an add is logged as recAdd.
-		return r, fmt.Errorf("%w: extended add record without attributes, key or expiry", errBadRecord)
-	}
-	if len(d.b) != 4*dim {
-		return r, fmt.Errorf("%w: add record has %d vector bytes, want %d", errBadRecord, len(d.b), 4*dim)
-	}
-	r.vec = make([]float32, dim)
-	for i := range r.vec {
-		r.vec[i] = math.Float32frombits(d.u32())
-	}
-	return r, d.done("add")
 }
 
 func encodeSetAttrs(r setAttrsRec) []byte {
