@@ -173,13 +173,7 @@ func (b *bench) attrsTable(w io.Writer) error {
 	fmt.Fprintf(w, "attribute index (INDEXED %v): %.2f MB (%.2f bytes per memory), Collection.AttrMemory\n",
 		indexedFields, float64(am.IndexBytes)/1e6, float64(am.IndexBytes)/float64(n))
 
-	nqAll := len(b.queries) / b.dim
-	qi := 0
-	nextQuery := func() []float32 {
-		q := b.queries[(qi%nqAll)*b.dim : (qi%nqAll+1)*b.dim]
-		qi++
-		return q
-	}
+	nextQuery := b.queryCycle() // tenants.go
 	fmt.Fprintf(w, "\nINDEXED tenant,kind; FILTER through Collection.Retrieve; recall@%d against exact filtered ground truth; QPS one query at a time on one goroutine\n", k)
 	fmt.Fprintf(w, "%-10s %7s %15s | %14s | %14s | %14s | %14s | %14s\n", "band", "tenants", "rows/tenant",
 		"tenant", "tenant+kind", "post K1=10", "post K1=100", "unfiltered")

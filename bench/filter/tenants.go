@@ -72,25 +72,14 @@ func (b *bench) tenantsTable(w io.Writer) error {
 	fmt.Fprintf(w, "bitmaps: %d tenant + %d kind bitmaps, %.2f MB serialized (%.2f bytes per row)\n",
 		cfg.tenants, cfg.kinds, float64(bitmapBytes)/1e6, float64(bitmapBytes)/float64(n))
 
-	nqAll := len(b.queries) / b.dim
-	qi := 0
-	nextQuery := func() []float32 {
-		q := b.queries[(qi%nqAll)*b.dim : (qi%nqAll+1)*b.dim]
-		qi++
-		return q
-	}
+	nextQuery := b.queryCycle()
 	fmt.Fprintf(w, "\nrecall@%d against exact filtered ground truth; QPS one query at a time on one goroutine\n", k)
 	fmt.Fprintf(w, "%-10s %7s %15s | %14s | %14s | %14s | %14s | %14s\n", "band", "tenants", "rows/tenant",
 		"filtered", "tenant+kind", "post K1=10", "post K1=100", "unfiltered")
 	fmt.Fprintf(w, "%-10s %7s %15s | %6s %7s | %6s %7s | %6s %7s | %6s %7s | %6s %7s\n", "", "", "",
 		"R", "QPS", "R", "QPS", "R", "QPS", "R", "QPS", "R", "QPS")
 	for _, bd := range bands {
-		var members []int
-		for t, s := range shares {
-			if s >= bd.lo && s < bd.hi {
-				members = append(members, t)
-			}
-		}
+		members := bandMembers(shares, bd) // attrs.go
 		if len(members) == 0 {
 			continue
 		}
@@ -184,4 +173,15 @@ func (b *bench) widening(w io.Writer) error {
 			float64(d.Microseconds())/1000/float64(nq), nq)
 	}
 	return nil
+}
+
+// queryCycle returns a function giving the benchmark's queries one after
+// another, starting again after the last.
+func (b *bench) queryCycle() func() []float32 {
+	nq, i := len(b.queries)/b.dim, 0
+	return func() []float32 {
+		q := b.queries[(i%nq)*b.dim : (i%nq+1)*b.dim]
+		i++
+		return q
+	}
 }
