@@ -44,7 +44,7 @@ import hnswlib  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pyshared"))
-from texmex import read_vecs, rss_bytes  # noqa: E402
+from texmex import read_vecs, row_line, summarize  # noqa: E402
 
 
 def graph_bytes(index, n, m):
@@ -126,19 +126,10 @@ def main():
             labels, _ = index.knn_query(q, k=a.k)
             lat[i] = time.perf_counter() - s
             ids[i] = labels[0]
-        total = lat.sum()
-        r1 = float(np.mean(ids[:, 0] == gt[:, 0]))
-        r10 = float(np.mean([len(set(ids[i, :10].tolist()) & set(gt[i, :10].tolist())) / 10 for i in range(nq)]))
-        lat_sorted = np.sort(lat)
-        r = dict(nprobe=ef, refine=1, ef=ef, recall1=r1, recall10=r10, qps=nq / total,
-                 mean_us=total / nq * 1e6, p50_us=float(lat_sorted[nq // 2] * 1e6),
-                 p99_us=float(lat_sorted[min(nq - 1, nq * 99 // 100)] * 1e6),
-                 build_s=build_s, index_bytes=nbytes, rss_bytes=rss_bytes(),
-                 engine="hnswlib", index=name)
+        r = summarize(ids, gt, lat, nprobe=ef, refine=1, ef=ef, build_s=build_s, index_bytes=nbytes,
+                      engine="hnswlib", index=name)
         results.append(r)
-        print(f"{name:<22} {ef:>6} {1:>6} {r1:>8.4f} {r10:>8.4f} {r['qps']:>9.0f} {r['mean_us']:>9.1f} "
-              f"{r['p99_us']:>9.1f} {build_s:>8.1f} {nbytes / 1e6:>12.1f} {r['rss_bytes'] / 1e6:>10.1f}",
-              flush=True)
+        print(row_line(name, ef, 1, r), flush=True)
         if a.out_ids:
             with open(f"{a.out_ids}.ef{ef}.ivecs", "wb") as f:
                 rows = np.hstack([np.full((nq, 1), a.k, dtype=np.int32), ids.astype(np.int32)])
