@@ -162,7 +162,7 @@ func (db *DB) checkpoint(forceFull bool) (err error) {
 			sizes[i], n = c.deltaTo(cw)
 		}
 		written += n
-		cw.endCollection(sizes[i].nrows, sizes[i].paySize, sizes[i].nextID)
+		cw.endCollection(sizes[i].nrows, sizes[i].paySize, sizes[i].nextID, sizes[i].sections)
 	}
 	if err := cw.finish(); err != nil {
 		return fmt.Errorf("engine: write checkpoint: %w", err)
@@ -239,6 +239,9 @@ type ckptSizes struct {
 	nrows   uint32
 	paySize uint64
 	nextID  uint64
+	// sections are the collection's checkpoint sections, read with the
+	// sizes (checkpoint_sections.go).
+	sections []ckptSection
 }
 
 // snapshotTo copies the collection's checkpointed state onto cw,
@@ -276,7 +279,7 @@ func (c *Collection) snapshotTo(cw *ckptWriter) (ckptSizes, int) {
 		done := row >= c.vecs.nrows
 		var sz ckptSizes
 		if done {
-			sz = ckptSizes{nrows: c.vecs.nrows, paySize: c.pays.size, nextID: c.nextID}
+			sz = ckptSizes{nrows: c.vecs.nrows, paySize: c.pays.size, nextID: c.nextID, sections: c.ckptSectionsLocked()}
 		}
 		c.mu.RUnlock()
 		cw.memories(chunk)
@@ -326,7 +329,8 @@ func (c *Collection) deltaTo(cw *ckptWriter) (ckptSizes, int) {
 			// be, as deletes hold the lock for writing.
 			if m, ok := c.mems[t.ID]; ok {
 				chunk = append(chunk, ckptMemory{id: t.ID, m: m, q: t.Q, visits: t.Visits,
-					lastReward: t.LastReward, rewardSum: t.RewardSum, updated: t.Updated})
+					lastReward: t.LastReward, rewardSum: t.RewardSum, updated: t.Updated,
+					sections: c.memSectionsLocked(t.ID)})
 			}
 		}
 		c.mu.RUnlock()
@@ -334,7 +338,7 @@ func (c *Collection) deltaTo(cw *ckptWriter) (ckptSizes, int) {
 		n += len(chunk)
 	}
 	c.mu.RLock()
-	sz := ckptSizes{nrows: c.vecs.nrows, paySize: c.pays.size, nextID: c.nextID}
+	sz := ckptSizes{nrows: c.vecs.nrows, paySize: c.pays.size, nextID: c.nextID, sections: c.ckptSectionsLocked()}
 	c.mu.RUnlock()
 	return sz, n
 }
@@ -353,7 +357,8 @@ func (c *Collection) snapshotRowsLocked(dst []ckptMemory, from, to uint32) []ckp
 		}
 		e, _ := c.q.Get(id)
 		dst = append(dst, ckptMemory{id: id, m: m, q: e.Q, visits: e.Visits,
-			lastReward: e.LastReward, rewardSum: e.RewardSum, updated: e.Updated})
+			lastReward: e.LastReward, rewardSum: e.RewardSum, updated: e.Updated,
+			sections: c.memSectionsLocked(id)})
 	}
 	return dst
 }

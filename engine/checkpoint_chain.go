@@ -245,6 +245,7 @@ func (m *ckptMerger) apply(d checkpoint) {
 			mc.upsert(mem, false)
 		}
 		mc.cc.nrows, mc.cc.paySize, mc.cc.nextID = dc.nrows, dc.paySize, dc.nextID
+		mc.cc.sections = dc.sections // a delta carries them whole
 		live[dc.uid] = mc
 	}
 	m.colls = live

@@ -17,12 +17,12 @@ import (
 // collection as of some moment during the last checkpoint, and the WAL
 // position from which replay must start to reach the present.
 //
-// Version 5, written as the collections are copied (a streaming encoder
+// Version 6, written as the collections are copied (a streaming encoder
 // needs no buffer the size of the file):
 //
 //	+-----------+---------+------+---------+-----+---------+---------+-----------+----------------+-------+
 //	| "MEMRLCKP"| version | kind | chainID | seq | walLSN  | nextUID | ncoll u32 | collections... | xxh64 |
-//	| 8 bytes   | u32 = 5 | u8   | u64     | u32 | u64     | u64     |           |                | u64   |
+//	| 8 bytes   | u32 = 6 | u8   | u64     | u32 | u64     | u64     |           |                | u64   |
 //	+-----------+---------+------+---------+-----+---------+---------+-----------+----------------+-------+
 //
 //	kind:       0 full (seq 0), 1 delta (seq 1, 2, ... within the chain of the full
@@ -30,12 +30,13 @@ import (
 //	collection: uid u64 | name u16-len bytes | config (engine/config.go encodeConfig) |
 //	            indexed fields (n u8 | n × name u8-len bytes; filter_index.go) |
 //	            tombstone batches... | u32 0 | memory batches... | u32 0 |
-//	            nrows u32 | paySize u64 | nextID u64
+//	            nrows u32 | paySize u64 | nextID u64 | collection sections
 //	tombstone batch: count u32 (1..ckptMaxBatch) | count × id u64    (deltas only)
 //	memory batch:    count u32 (1..ckptMaxBatch) | count × memory
 //	memory:     id u64 | row u32 | payOff u64 | payLen u32 | created i64 | q f64 | visits u64 |
 //	            lastReward f64 | rewardSum f64 | updated i64 |                   (72 bytes, then)
-//	            expires i64 | key u16-len bytes | attrs u32-len bytes          (14 bytes and up)
+//	            expires i64 | key u16-len bytes | attrs u32-len bytes |         (15 bytes and up)
+//	            memory sections
 //
 // expires is the absolute expiry (unix nanoseconds; 0: never), key the
 // external key ("" for none), attrs the compact JSON attributes (empty for
@@ -46,7 +47,11 @@ import (
 // takes its sizes and next id. The file sizes and next id follow the
 // memories because they are read with the last chunk of the copy.
 //
-// Versions 1 to 4 are still read. Version 4 is version 5 without the
+// Sections (checkpoint_sections.go) carry the state of later features:
+// ghosts, compaction, history and so on, each under its own tag.
+//
+// Versions 1 to 5 are still read. Version 5 is version 6 without the
+// collection and memory sections. Version 4 is version 5 without the
 // indexed fields. Version 3 is version 4 with the memory
 // record's first 72 bytes only (no expiry, key or attributes). Versions 1
 // and 2 (full checkpoints only) are version 3 without kind, chainID, seq
@@ -61,7 +66,7 @@ import (
 // written; recovery trusts nothing past them.
 const (
 	ckptMagic     = "MEMRLCKP"
-	ckptVersion   = 5
+	ckptVersion   = 6
 	ckptName      = "CHECKPOINT"
 	ckptMemSize   = 72      // a memory of versions 1 to 3; the least a version-4 memory takes too
 	ckptMaxBatch  = 1 << 16 // memories per batch, at most
@@ -74,6 +79,7 @@ const (
 var ErrCorruptCheckpoint = errors.New("engine: corrupt checkpoint")
 
 type ckptMemory struct {
+	sections   []ckptSection // version 6 on (checkpoint_sections.go)
 	id         uint64
 	m          memory
 	q          float64
@@ -92,6 +98,9 @@ type ckptCollection struct {
 	nextID  uint64
 	tombs   []uint64 // deltas: ids deleted since the previous file
 	mems    []ckptMemory
+	// sections: version 6 on (checkpoint_sections.go); a delta's replace
+	// those before it.
+	sections []ckptSection
 }
 
 // Checkpoint kinds.
@@ -169,7 +178,10 @@ func (cw *ckptWriter) memories(mems []ckptMemory) {
 		n := min(len(mems), ckptMaxBatch)
 		cw.buf = le.AppendUint32(cw.buf, uint32(n))
 		for _, m := range mems[:n] {
-			if cw.version >= 4 {
+			if cw.version >= 6 {
+				cw.buf = appendCkptMemory(cw.buf, m)
+				cw.buf = appendMemSections(cw.buf, m.sections)
+			} else if cw.version >= 4 {
 				cw.buf = appendCkptMemory(cw.buf, m)
 			} else {
 				cw.buf = appendCkptMemoryV3(cw.buf, m)
@@ -182,11 +194,14 @@ func (cw *ckptWriter) memories(mems []ckptMemory) {
 	}
 }
 
-func (cw *ckptWriter) endCollection(nrows uint32, paySize, nextID uint64) {
+func (cw *ckptWriter) endCollection(nrows uint32, paySize, nextID uint64, sections []ckptSection) {
 	cw.buf = le.AppendUint32(cw.buf, 0)
 	cw.buf = le.AppendUint32(cw.buf, nrows)
 	cw.buf = le.AppendUint64(cw.buf, paySize)
 	cw.buf = le.AppendUint64(cw.buf, nextID)
+	if cw.version >= 6 {
+		cw.buf = appendCollSections(cw.buf, sections)
+	}
 	if len(cw.buf) >= ckptFlushSize {
 		cw.flush()
 	}
@@ -245,7 +260,7 @@ func (m ckptMemory) inBounds(nrows uint32, paySize uint64) bool {
 	return m.m.row < nrows && uint64(m.m.payLen) <= paySize && m.m.payOff <= paySize-uint64(m.m.payLen)
 }
 
-func decodeCkptMemory(d *decoder, version uint32) ckptMemory {
+func decodeCkptMemory(d *decoder, version uint32) (ckptMemory, error) {
 	var m ckptMemory
 	m.id = d.u64()
 	m.m.row = d.u32()
@@ -266,7 +281,14 @@ func decodeCkptMemory(d *decoder, version uint32) ckptMemory {
 		}
 		m.m.ext = makeExt(attrs, key, expires)
 	}
-	return m
+	if version >= 6 {
+		var err error
+		m.sections, err = decodeSections(d, int(d.u8()), func() uint16 { return uint16(d.u8()) }, knownMemSection)
+		if err != nil {
+			return m, fmt.Errorf("memory %d: %v", m.id, err)
+		}
+	}
+	return m, nil
 }
 
 func decodeCheckpoint(b []byte) (checkpoint, error) {
@@ -319,7 +341,8 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 				return cp, fmt.Errorf("%w: collection %q claims %d memories", ErrCorruptCheckpoint, c.name, nmem)
 			}
 			for range nmem {
-				c.mems = append(c.mems, decodeCkptMemory(&d, version))
+				m, _ := decodeCkptMemory(&d, version) // no sections before version 6
+				c.mems = append(c.mems, m)
 			}
 		} else {
 			for version >= 3 && !d.err {
@@ -346,12 +369,23 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 					return cp, fmt.Errorf("%w: collection %q: batch of %d memories", ErrCorruptCheckpoint, c.name, n)
 				}
 				for range n {
-					c.mems = append(c.mems, decodeCkptMemory(&d, version))
+					m, err := decodeCkptMemory(&d, version)
+					if err != nil {
+						return cp, fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, c.name, err)
+					}
+					c.mems = append(c.mems, m)
 				}
 			}
 			c.nrows = d.u32()
 			c.paySize = d.u64()
 			c.nextID = d.u64()
+			if version >= 6 {
+				var err error
+				c.sections, err = decodeSections(&d, int(d.u16()), d.u16, knownCollSection)
+				if err != nil {
+					return cp, fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, c.name, err)
+				}
+			}
 		}
 		// Loading trusts rows and payload ranges, so a checkpoint whose
 		// checksum verifies but that points past its own file sizes (a

@@ -85,7 +85,7 @@ func encodeCheckpointVersion(cp checkpoint, version uint32) []byte {
 			cw.memories(rest[:n])
 			rest = rest[n:]
 		}
-		cw.endCollection(c.nrows, c.paySize, c.nextID)
+		cw.endCollection(c.nrows, c.paySize, c.nextID, c.sections)
 	}
 	if err := cw.finish(); err != nil {
 		panic(err)
@@ -217,7 +217,7 @@ func TestCheckpointCorruption(t *testing.T) {
 	// A batch count larger than the limit (or than the file) is refused
 	// before anything is allocated for it.
 	one := encodeCheckpoint(randomCheckpoint(rng, 1))
-	at := bytes.Index(one, []byte("c")) + 1 // the batches follow name and config
+	at := bytes.Index(one, []byte{1, 0, 'c'}) + 3 // the batches follow name and config
 	at += len(encodeConfig(nil, NewConfig(4)))
 	if one[at] != 0 {
 		t.Fatalf("empty list of indexed fields not found at %d", at)
@@ -254,7 +254,7 @@ func TestCheckpointCorruption(t *testing.T) {
 	// A version-5 list of indexed fields that Create could not have made:
 	// unsorted, repeated, an invalid name, or running past the file.
 	idx := encodeCheckpoint(withIndexed(randomCheckpoint(rng, 1)))
-	listAt := bytes.Index(idx, []byte("c")) + 1 + len(encodeConfig(nil, NewConfig(4)))
+	listAt := bytes.Index(idx, []byte{1, 0, 'c'}) + 3 + len(encodeConfig(nil, NewConfig(4)))
 	if idx[listAt] != 2 || string(idx[listAt+2:listAt+6]) != "kind" {
 		t.Fatalf("indexed fields not found at %d", listAt)
 	}

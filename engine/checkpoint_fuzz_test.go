@@ -25,8 +25,10 @@ func checkpointSeeds() map[string]corpus.Seed {
 	delta.colls[0].tombs = []uint64{9, 1 << 40}
 	delta.colls[1].tombs = []uint64{3}
 	return map[string]corpus.Seed{
-		"v5-full":     {encodeCheckpoint(withIndexed(withExt(full))), false},
-		"v5-delta":    {encodeCheckpoint(withIndexed(withExt(delta))), true},
+		"v6-full":     {encodeCheckpoint(withIndexed(withExt(full))), false},
+		"v6-delta":    {encodeCheckpoint(withIndexed(withExt(delta))), true},
+		"v5-full":     {encodeCheckpointVersion(withIndexed(withExt(full)), 5), false},
+		"v5-delta":    {encodeCheckpointVersion(withIndexed(withExt(delta)), 5), true},
 		"v4-full":     {encodeCheckpointVersion(withExt(full), 4), false},
 		"v4-delta":    {encodeCheckpointVersion(withExt(delta), 4), true},
 		"v3-empty":    {encodeCheckpointVersion(empty, 3), false},

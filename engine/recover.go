@@ -31,6 +31,7 @@ func (db *DB) recover() error {
 			return fmt.Errorf("engine: open collection %q: %w", cc.name, err)
 		}
 		c.loadCheckpointLocked(cc)
+		c.loadSectionsLocked(cc)
 		db.addCollectionLocked(c)
 	}
 

@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Sections are how a checkpoint carries state that is neither a memory's
+// core record nor a file size, without a new format version for every
+// feature. From version 6 each collection ends with its sections, and each
+// memory record with its own:
+//
+//	collection sections: n u16 | n × (tag u16 | len u32 | bytes)
+//	memory sections:     n u8  | n × (tag u8  | len u32 | bytes)
+//
+// Tags are listed below, each owned by the file named beside it, which
+// defines the bytes. A collection's sections are read with its sizes
+// (the last chunk of a copy, under the collection's read lock), and a delta
+// carries them whole: applying a delta replaces the sections before it. A
+// memory's sections travel with the memory (a delta that holds the memory
+// holds all of them).
+//
+// An unknown tag is refused as damage (ErrCorruptCheckpoint): a section is
+// state, and a build that does not know it would silently drop it at its
+// next checkpoint. A tag appears at most once per collection or memory.
+type ckptSection struct {
+	tag  uint16
+	data []byte
+}
+
+// Collection section tags.
+const (
+	// sectTest is written by tests only.
+	sectTest uint16 = 0xFFFF
+)
+
+// Memory section tags (they fit a byte).
+const (
+	// memSectTest is written by tests only.
+	memSectTest uint16 = 0xFF
+)
+
+// knownCollSection reports whether this build understands a collection
+// section tag.
+func knownCollSection(tag uint16) bool {
+	switch tag {
+	case sectTest:
+		return testSections
+	}
+	return false
+}
+
+// knownMemSection reports whether this build understands a memory section
+// tag.
+func knownMemSection(tag uint16) bool {
+	switch tag {
+	case memSectTest:
+		return testSections
+	}
+	return false
+}
+
+// Test hooks: tests that set testSections write and read the test tags
+// through these.
+var (
+	testSections     bool
+	testCollSections func(c *Collection) []ckptSection
+	testMemSections  func(c *Collection, id uint64) []ckptSection
+	testLoadSections func(c *Collection, cc ckptCollection)
+)
+
+// ckptSectionsLocked returns the collection's sections for a checkpoint.
+// The slices it returns must not be changed afterwards (they are encoded
+// after the lock is released).
+// REQUIRES: c.mu held for reading.
+func (c *Collection) ckptSectionsLocked() []ckptSection {
+	var s []ckptSection
+	if testCollSections != nil {
+		s = append(s, testCollSections(c)...)
+	}
+	return s
+}
+
+// memSectionsLocked returns memory id's sections for a checkpoint, under
+// the same rule as ckptSectionsLocked.
+// REQUIRES: c.mu held for reading.
+func (c *Collection) memSectionsLocked(id uint64) []ckptSection {
+	var s []ckptSection
+	if testMemSections != nil {
+		s = append(s, testMemSections(c, id)...)
+	}
+	return s
+}
+
+// loadSectionsLocked takes the collection's sections and its memories'
+// from a checkpoint (after loadCheckpointLocked has loaded the memories).
+// REQUIRES: c not yet shared.
+func (c *Collection) loadSectionsLocked(cc ckptCollection) {
+	if testLoadSections != nil {
+		testLoadSections(c, cc)
+	}
+}
+
+func appendCollSections(b []byte, s []ckptSection) []byte {
+	b = le.AppendUint16(b, uint16(len(s)))
+	for _, x := range s {
+		b = le.AppendUint16(b, x.tag)
+		b = le.AppendUint32(b, uint32(len(x.data)))
+		b = append(b, x.data...)
+	}
+	return b
+}
+
+func appendMemSections(b []byte, s []ckptSection) []byte {
+	b = append(b, byte(len(s)))
+	for _, x := range s {
+		b = append(b, byte(x.tag))
+		b = le.AppendUint32(b, uint32(len(x.data)))
+		b = append(b, x.data...)
+	}
+	return b
+}
+
+// decodeSections reads n sections whose tags are read by tag and checked
+// by known; the data is copied (the file's buffer is not kept).
+func decodeSections(d *decoder, n int, tag func() uint16, known func(uint16) bool) ([]ckptSection, error) {
+	var s []ckptSection
+	for range n {
+		if d.err {
+			return nil, nil // d.done reports it
+		}
+		t := tag()
+		data := d.take(int(d.u32()))
+		if d.err {
+			return nil, nil
+		}
+		if !known(t) {
+			return nil, fmt.Errorf("unknown section tag %d (written by a newer build?)", t)
+		}
+		if slices.ContainsFunc(s, func(x ckptSection) bool { return x.tag == t }) {
+			return nil, fmt.Errorf("section tag %d twice", t)
+		}
+		s = append(s, ckptSection{tag: t, data: slices.Clone(data)})
+	}
+	return s, nil
+}
