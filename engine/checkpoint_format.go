@@ -284,6 +284,9 @@ func decodeCkptMemory(d *decoder, version uint32) (ckptMemory, error) {
 	if version >= 6 {
 		var err error
 		m.sections, err = decodeSections(d, int(d.u8()), func() uint16 { return uint16(d.u8()) }, knownMemSection)
+		if err == nil {
+			err = checkMemSections(m.sections)
+		}
 		if err != nil {
 			return m, fmt.Errorf("memory %d: %v", m.id, err)
 		}
