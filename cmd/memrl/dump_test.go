@@ -104,4 +104,3 @@ func TestDump(t *testing.T) {
 		t.Fatalf("dump --help: exit %d %s", status, out)
 	}
 }
-
