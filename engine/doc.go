@@ -145,7 +145,8 @@
 //
 // A collection's folder is named by its uid (a counter never reused), so a
 // collection dropped and created again under the same name never meets its
-// predecessor's files.
+// predecessor's files. DumpWAL, DumpCheckpoint and DumpVectors (inspect.go)
+// print these files read-only, with the decoders recovery uses (memrl dump).
 //
 // # Checksums
 //

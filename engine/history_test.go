@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand"
 	"reflect"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -469,5 +470,47 @@ func BenchmarkReward(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkRecordHistory measures one entry appended to a full history
+// (the reward path's added cost), over 100k memories.
+func BenchmarkRecordHistory(b *testing.B) {
+	c := &Collection{db: &DB{}}
+	const n = 100_000
+	for id := uint64(1); id <= n; id++ {
+		for v := uint64(1); v <= DefaultHistoryLen; v++ {
+			c.recordHistory(v, qRec{id: id, q: float64(v) / 3, visits: v, lastReward: 1, updated: 1_800_000_000_000_000_000 + int64(v)*1e9})
+		}
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		id := 1 + uint64(i)%n
+		v := DefaultHistoryLen + 1 + uint64(i)/n
+		c.recordHistory(v, qRec{id: id, q: float64(v) / 3, visits: v, lastReward: float64(i & 1), updated: 1_800_000_000_000_000_000 + int64(v)*1e9})
+	}
+}
+
+// BenchmarkHistoryHeap reports the heap a full history (32 entries of
+// integer rewards a second or so apart) takes per memory, everything
+// included (map, slice headers, arrays), over 100k memories.
+func BenchmarkHistoryHeap(b *testing.B) {
+	for range b.N {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		c := &Collection{db: &DB{}}
+		const n = 100_000
+		for id := uint64(1); id <= n; id++ {
+			for v := uint64(1); v <= DefaultHistoryLen; v++ {
+				c.recordHistory(v+id<<6, qRec{id: id, q: float64(v) / 3, visits: v, lastReward: float64(v & 1), updated: 1_800_000_000_000_000_000 + int64(v)*1_234_000_000})
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		hm := c.HistoryMemory()
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heapB/memory")
+		b.ReportMetric(float64(hm.Bytes)/n, "logB/memory")
+		runtime.KeepAlive(c)
 	}
 }
