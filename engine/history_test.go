@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand"
 	"reflect"
@@ -476,8 +477,13 @@ func BenchmarkReward(b *testing.B) {
 // BenchmarkRecordHistory measures one entry appended to a full history
 // (the reward path's added cost), over 100k memories.
 func BenchmarkRecordHistory(b *testing.B) {
+	for _, n := range []uint64{1000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) { benchRecordHistory(b, n) })
+	}
+}
+
+func benchRecordHistory(b *testing.B, n uint64) {
 	c := &Collection{db: &DB{}}
-	const n = 100_000
 	for id := uint64(1); id <= n; id++ {
 		for v := uint64(1); v <= DefaultHistoryLen; v++ {
 			c.recordHistory(v, qRec{id: id, q: float64(v) / 3, visits: v, lastReward: 1, updated: 1_800_000_000_000_000_000 + int64(v)*1e9})

@@ -8,6 +8,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/memrl/memrl/engine"
+	"github.com/memrl/memrl/wal"
 )
 
 // TestMemHistoryCommand: MEM.HISTORY over the protocol on a fake clock:
@@ -82,4 +87,28 @@ func TestMemHistoryCommand(t *testing.T) {
 	// In a transaction it is queued and answered at EXEC.
 	c := newTxConn(t, ts)
 	c.do("MULTI\r\nMEM.HISTORY h 2\r\nEXEC\r\n", "+OK\r\n+QUEUED\r\n*1\r\n*0\r\n")
+}
+
+// TestMemHistoryReadOnlyUser: a read-only user may run MEM.HISTORY (but
+// not MEM.REWARD).
+func TestMemHistoryReadOnlyUser(t *testing.T) {
+	db, err := engine.Open(t.TempDir(), engine.Options{Sync: wal.SyncNone, CheckpointInterval: -1, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	cfg := Config{Users: []User{{Name: DefaultUser, Password: "s3cret"}, {Name: "reader", Password: "r3ad", ReadOnly: true}}}
+	ts := startServer(t, cfg, func(s *Server) { s.RegisterMem(db) })
+	rw := redis.NewClient(&redis.Options{Addr: ts.addr, Password: "s3cret", MaxRetries: -1})
+	ro := redis.NewClient(&redis.Options{Addr: ts.addr, Username: "reader", Password: "r3ad", MaxRetries: -1})
+	t.Cleanup(func() { rw.Close(); ro.Close() })
+	mustDo(t, rw, "MEM.CREATE", "h", "DIM", 2)
+	mustDo(t, rw, "MEM.ADD", "h", "VALUES", 2, 1, 0)
+	mustDo(t, rw, "MEM.REWARD", "h", 1, 1)
+	if got := mustDo(t, ro, "MEM.HISTORY", "h", 1).([]any); len(got) != 1 {
+		t.Fatalf("reader's MEM.HISTORY = %v", got)
+	}
+	if err := ro.Do(context.Background(), "MEM.REWARD", "h", 1, 1).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+		t.Fatalf("reader's MEM.REWARD: %v", err)
+	}
 }
