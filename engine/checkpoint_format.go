@@ -284,6 +284,9 @@ func decodeCkptMemory(d *decoder, version uint32) (ckptMemory, error) {
 	if version >= 6 {
 		var err error
 		m.sections, err = decodeSections(d, int(d.u8()), func() uint16 { return uint16(d.u8()) }, knownMemSection)
+		if err == nil {
+			err = checkMemSections(m.sections)
+		}
 		if err != nil {
 			return m, fmt.Errorf("memory %d: %v", m.id, err)
 		}
@@ -300,7 +303,22 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 	if xxhash.Sum64(body) != sum {
 		return cp, fmt.Errorf("%w: checksum mismatch", ErrCorruptCheckpoint)
 	}
-	d := decoder{b: body[len(ckptMagic):]}
+	cp, _, err := decodeCheckpointBody(body)
+	return cp, err
+}
+
+// decodeCheckpointBody decodes a checkpoint's bytes after the magic and
+// before the checksum, and returns the offset (from the start of the file)
+// where it stopped: on an error, the collections decoded before it, for
+// inspection (memrl dump checkpoint).
+func decodeCheckpointBody(body []byte) (checkpoint, int, error) {
+	d := &decoder{b: body[len(ckptMagic):]}
+	cp, err := decodeCheckpointFrom(d)
+	return cp, len(body) - len(d.b), err
+}
+
+func decodeCheckpointFrom(d *decoder) (checkpoint, error) {
+	var cp checkpoint
 	version := d.u32()
 	if version < 1 || version > ckptVersion {
 		return cp, fmt.Errorf("%w: version %d, this build reads 1 to %d", ErrCorruptCheckpoint, version, ckptVersion)
@@ -320,9 +338,9 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 		var c ckptCollection
 		c.uid = d.u64()
 		c.name = string(d.take(int(d.u16())))
-		c.cfg = decodeConfig(&d)
+		c.cfg = decodeConfig(d)
 		if version >= 5 {
-			c.cfg.Indexed = decodeFieldList(&d)
+			c.cfg.Indexed = decodeFieldList(d)
 			if err := checkFieldList(c.cfg.Indexed); !d.err && err != nil {
 				return cp, fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, c.name, err)
 			}
@@ -341,7 +359,7 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 				return cp, fmt.Errorf("%w: collection %q claims %d memories", ErrCorruptCheckpoint, c.name, nmem)
 			}
 			for range nmem {
-				m, _ := decodeCkptMemory(&d, version) // no sections before version 6
+				m, _ := decodeCkptMemory(d, version) // no sections before version 6
 				c.mems = append(c.mems, m)
 			}
 		} else {
@@ -369,7 +387,7 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 					return cp, fmt.Errorf("%w: collection %q: batch of %d memories", ErrCorruptCheckpoint, c.name, n)
 				}
 				for range n {
-					m, err := decodeCkptMemory(&d, version)
+					m, err := decodeCkptMemory(d, version)
 					if err != nil {
 						return cp, fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, c.name, err)
 					}
@@ -381,7 +399,7 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 			c.nextID = d.u64()
 			if version >= 6 {
 				var err error
-				c.sections, err = decodeSections(&d, int(d.u16()), d.u16, knownCollSection)
+				c.sections, err = decodeSections(d, int(d.u16()), d.u16, knownCollSection)
 				if err != nil {
 					return cp, fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, c.name, err)
 				}

@@ -36,6 +36,8 @@ const (
 
 // Memory section tags (they fit a byte).
 const (
+	// memSectHistory is the memory's recent updates (history.go).
+	memSectHistory uint16 = 1
 	// memSectTest is written by tests only.
 	memSectTest uint16 = 0xFF
 )
@@ -56,8 +58,23 @@ func knownMemSection(tag uint16) bool {
 	switch tag {
 	case memSectTest:
 		return testSections
+	case memSectHistory:
+		return true
 	}
 	return false
+}
+
+// checkMemSections validates the bytes of the memory sections that have
+// a format of their own (decodeCkptMemory refuses the checkpoint if not).
+func checkMemSections(s []ckptSection) error {
+	for _, x := range s {
+		if x.tag == memSectHistory {
+			if err := checkHistorySection(x.data); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Test hooks: tests that set testSections write and read the test tags
@@ -86,6 +103,9 @@ func (c *Collection) ckptSectionsLocked() []ckptSection {
 // REQUIRES: c.mu held for reading.
 func (c *Collection) memSectionsLocked(id uint64) []ckptSection {
 	var s []ckptSection
+	if h, ok := c.historySection(id); ok {
+		s = append(s, h)
+	}
 	if testMemSections != nil {
 		s = append(s, testMemSections(c, id)...)
 	}
@@ -96,6 +116,7 @@ func (c *Collection) memSectionsLocked(id uint64) []ckptSection {
 // from a checkpoint (after loadCheckpointLocked has loaded the memories).
 // REQUIRES: c not yet shared.
 func (c *Collection) loadSectionsLocked(cc ckptCollection) {
+	c.loadHistoryLocked(cc)
 	if testLoadSections != nil {
 		testLoadSections(c, cc)
 	}

@@ -91,6 +91,10 @@ type Collection struct {
 	bg            sync.WaitGroup // background saves (not builds); not guarded
 
 	q *qtable.Table // Q, visits, rewards: safe for concurrent use on its own
+
+	// hist holds the memories' recent updates (history.go); it has locks
+	// of its own, taken under the memory's qtable stripe.
+	hist history
 }
 
 func (c *Collection) dim() int { return c.cfg.Dim }
@@ -312,6 +316,9 @@ func (c *Collection) applyAddLocked(r addRec) {
 		}
 		c.unindexKeyLocked(r.id, old.key())
 		c.filterIndexRemoveLocked(old.row, old.attrs())
+		// Replay only (a live add never reuses a live id): the log holds
+		// every update after this add, and rebuilds the history from them.
+		c.removeHistory(r.id)
 	}
 	// A re-added id cancels its pending tombstone: the add marks it dirty,
 	// and the delta that takes the mark replaces the memory whole. Left in
@@ -420,6 +427,7 @@ func (c *Collection) applyDeleteLocked(r deleteRec) {
 			delete(c.mems, id)
 			c.liveIDs.remove(id)
 			c.q.Delete(id)
+			c.removeHistory(id) // history.go; a ghost's would be kept
 			c.deleted[id] = struct{}{}
 			if id+1 == c.aboveLive {
 				c.aboveLive = 0 // the highest live id is gone: rescan when needed

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"slices"
 	"sort"
 	"time"
 
@@ -31,6 +32,15 @@ type mMem struct {
 	attrs   string    // compact JSON, or ""
 	key     string    // or ""
 	expires time.Time // zero for never (the workload's clock, crashNow, stands still)
+	// hist is the memory's rewards since its add, newest last, at most
+	// DefaultHistoryLen (history.go). Shared by clones: append to a clip.
+	hist []mHist
+}
+
+// mHist is the model of one history entry (the time is crashNow's).
+type mHist struct {
+	reward, q float64
+	visits    uint64
 }
 
 // mColl is the model of one collection.
@@ -129,6 +139,10 @@ func (m model) apply(o op) {
 			mm := c.mems[id]
 			mm.q = qtable.TD(mm.q, o.q, c.cfg.Alpha, c.cfg.Gamma, 0)
 			mm.visits++
+			mm.hist = append(slices.Clip(mm.hist), mHist{reward: o.q, q: mm.q, visits: mm.visits})
+			if len(mm.hist) > DefaultHistoryLen {
+				mm.hist = mm.hist[1:]
+			}
 			c.mems[id] = mm
 		}
 	case opDelete:
@@ -296,6 +310,24 @@ func checkMem(got MemoryInfo, present bool, want mMem, wantPresent bool) bool {
 	return true
 }
 
+// checkHist reports whether the history of memory id of c is want's.
+func checkHist(c *Collection, id uint64, present bool, want mMem) bool {
+	if !present {
+		return true
+	}
+	h, err := c.History(ByID(id), 0)
+	if err != nil || len(h) != len(want.hist) {
+		return false
+	}
+	for i, e := range h {
+		w := want.hist[len(want.hist)-1-i]
+		if e.Reward != w.reward || e.Q != w.q || e.Visits != w.visits || e.Time.UnixMilli() != crashNow().UnixMilli() {
+			return false
+		}
+	}
+	return true
+}
+
 // checkRecovered checks db against the acknowledged model acked and, if an
 // operation was in flight, the model with it applied (inflight, else nil).
 // Every collection and every memory must match one of the two; nothing
@@ -354,7 +386,7 @@ func checkRecovered(db *DB, acked, inflight model) error {
 			for _, m := range cands {
 				if mc := m[name]; mc != nil {
 					want, wantPresent := mc.mems[id]
-					ok = ok || checkMem(got, present, want, wantPresent)
+					ok = ok || checkMem(got, present, want, wantPresent) && checkHist(c, id, present, want)
 				}
 			}
 			if !ok {
@@ -365,8 +397,9 @@ func checkRecovered(db *DB, acked, inflight model) error {
 				if inflight != nil && inflight[name] != nil {
 					wi = inflight[name].mems[id]
 				}
-				return fmt.Errorf("collection %q memory %d: present=%v Q=%v visits=%d payload=%q attrs=%s key=%q expires=%v; acknowledged %+v, in flight %+v",
-					name, id, present, got.Q, got.Visits, got.Payload, got.Attrs, got.Key, got.Expires, wa, wi)
+				h, _ := c.History(ByID(id), 0)
+				return fmt.Errorf("collection %q memory %d: present=%v Q=%v visits=%d payload=%q attrs=%s key=%q expires=%v history=%v; acknowledged %+v, in flight %+v",
+					name, id, present, got.Q, got.Visits, got.Payload, got.Attrs, got.Key, got.Expires, h, wa, wi)
 			}
 			// The key index agrees with the memories.
 			if present && got.Key != "" {

@@ -55,6 +55,11 @@ type Options struct {
 	// means DefaultSweepInterval, < 0 disables it (expired memories are
 	// still never returned).
 	SweepInterval time.Duration
+	// HistoryLen is how many recent updates each memory keeps for
+	// Collection.History (history.go); 0 means DefaultHistoryLen, < 0
+	// keeps none. At most MaxHistoryLen (ErrBadHistoryLen). A database
+	// reopened with a smaller value drops the oldest entries beyond it.
+	HistoryLen int
 }
 
 // DefaultMaxCollections is the default of Options.MaxCollections. Each
@@ -143,6 +148,9 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	if opts.SweepInterval == 0 {
 		opts.SweepInterval = DefaultSweepInterval
+	}
+	if opts.HistoryLen > MaxHistoryLen {
+		return nil, fmt.Errorf("%w: %d", ErrBadHistoryLen, opts.HistoryLen)
 	}
 	fs := opts.FS
 	if err := fs.MkdirAll(filepath.Join(dir, "collections"), 0o755); err != nil {

@@ -75,6 +75,7 @@ func (c *Collection) dedupLocked(req *AddRequest, rec addRec, now int64) (uint64
 		}
 		lsn = Ticket(l)
 		applyQ(e, r)
+		c.recordHistory(uint64(l), r) // history.go
 		return nil
 	})
 	if err != nil {

@@ -34,7 +34,10 @@
 //     ablation of z-normalisation that bench/loop measures.
 //
 // A reward r applied to memories sets Q ← Q + α(r + γ·nextQ − Q) for each,
-// atomically per memory.
+// atomically per memory. Each memory keeps its latest Options.HistoryLen
+// updates (time, reward, Q after, visits) for Collection.History
+// (history.go): derived from the logged rewards, persisted in checkpoints,
+// removed with the memory, nothing kept for a memory never rewarded.
 //
 // # Filtered search
 //
@@ -142,7 +145,8 @@
 //
 // A collection's folder is named by its uid (a counter never reused), so a
 // collection dropped and created again under the same name never meets its
-// predecessor's files.
+// predecessor's files. DumpWAL, DumpCheckpoint and DumpVectors (inspect.go)
+// print these files read-only, with the decoders recovery uses (memrl dump).
 //
 // # Checksums
 //
@@ -204,7 +208,7 @@
 // # Concurrency
 //
 // Lock order: DB.ckptMu, then DB.mu, then Collection.mu, then a qtable
-// stripe, then the WAL's own lock. Rewards take Collection.mu for reading
+// stripe, then a history stripe (history.go), then the WAL's own lock. Rewards take Collection.mu for reading
 // and one stripe at a time, so rewards on different memories run in
 // parallel; adds, deletes and in-place updates (attributes, payload,
 // expiry) take Collection.mu for writing, and so does the expiry sweeper

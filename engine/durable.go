@@ -144,6 +144,7 @@ func (c *Collection) rewardLocked(reward float64, ids []uint64, next float64) ([
 			}
 			last = max(last, lsn)
 			applyQ(e, r)
+			c.recordHistory(uint64(lsn), r) // history.go
 			return nil
 		})
 		if err != nil {

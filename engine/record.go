@@ -213,7 +213,9 @@ func decodeDrop(b []byte) (uint64, error) {
 }
 
 // decodeAdd decodes a recAdd or recAddExt body (record_ext.go) whose
-// vector has dim components. The payload and attributes alias b.
+// vector has dim components (dim < 0: whatever the body holds, for
+// inspection without the collection's config). The payload and attributes
+// alias b.
 // REQUIRES: b[0] is recAdd or recAddExt.
 func decodeAdd(b []byte, dim int) (addRec, error) {
 	d := decoder{b: b[1:]}
@@ -239,6 +241,9 @@ func decodeAdd(b []byte, dim int) (addRec, error) {
 	if ext && !r.hasExt() {
 		// Canonical encoding: such an add is logged as recAdd.
 		return r, fmt.Errorf("%w: extended add record without attributes, key or expiry", errBadRecord)
+	}
+	if dim < 0 && len(d.b)%4 == 0 {
+		dim = len(d.b) / 4
 	}
 	if len(d.b) != 4*dim {
 		return r, fmt.Errorf("%w: add record has %d vector bytes, want %d", errBadRecord, len(d.b), 4*dim)

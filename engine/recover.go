@@ -49,7 +49,7 @@ func (db *DB) recover() error {
 	}
 	err = l.Replay(wal.LSN(cp.walLSN), func(lsn wal.LSN, rec []byte) error {
 		db.Recovery.RecordsReplayed++
-		if err := db.replayRecord(rec); err != nil {
+		if err := db.replayRecord(uint64(lsn), rec); err != nil {
 			return fmt.Errorf("engine: replay record %d: %w", lsn, err)
 		}
 		return nil
@@ -69,9 +69,9 @@ func (db *DB) recover() error {
 	return nil
 }
 
-// replayRecord applies one logged change. REQUIRES: no concurrent use of db
+// replayRecord applies one logged change, the record at lsn. REQUIRES: no concurrent use of db
 // (Open has not returned yet).
-func (db *DB) replayRecord(rec []byte) error {
+func (db *DB) replayRecord(lsn uint64, rec []byte) error {
 	if len(rec) == 0 {
 		return fmt.Errorf("%w: empty", errBadRecord)
 	}
@@ -132,6 +132,7 @@ func (db *DB) replayRecord(rec []byte) error {
 			if e, ok := c.q.Get(r.id); ok {
 				applyQ(&e, r)
 				c.q.Put(r.id, e)
+				c.recordHistory(lsn, r) // history.go
 			}
 		}
 	case recSetAttrs:

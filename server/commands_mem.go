@@ -24,10 +24,11 @@ func (s *Server) RegisterMem(db *engine.DB) {
 	s.Register("MEM.INFO", 1, m.info, ReadOnly)
 	s.Register("MEM.CHECKPOINT", 0, m.checkpoint)
 	s.Register("MEM.VERIFY", 1, m.verify)
-	s.registerAttrs(m)  // commands_attrs.go
-	m.registerBatch(s)  // MEM.MADD, MEM.MGET, MEM.SCAN, MEM.COUNT: commands_batch.go
-	m.registerFilter(s) // MEM.INDEX: commands_filter.go
-	m.registerPrune(s)  // MEM.PRUNE: commands_prune.go
+	s.registerAttrs(m)   // commands_attrs.go
+	m.registerBatch(s)   // MEM.MADD, MEM.MGET, MEM.SCAN, MEM.COUNT: commands_batch.go
+	m.registerFilter(s)  // MEM.INDEX: commands_filter.go
+	m.registerPrune(s)   // MEM.PRUNE: commands_prune.go
+	m.registerHistory(s) // MEM.HISTORY: commands_history.go
 	s.AddInfoSection("memrl", m.infoSection)
 	s.registerMemObservability(db) // info_mem.go
 }

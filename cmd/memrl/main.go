@@ -2,6 +2,7 @@
 //
 //	memrl serve [flags]           run the server (see `memrl serve --help`)
 //	memrl bench ann|rewards|durability|hostile|madd [flags]
+//	memrl dump wal|checkpoint|index|vectors PATH   a file's records or header, readable
 //	memrl info                    build and CPU facts (SIMD kernels in use)
 //	memrl version                 version, Go version and SIMD level
 //	memrl help [command]          usage
@@ -28,6 +29,7 @@ usage:
   memrl bench durability [flags]   fsync latency, in-process rewards, recovery, checkpoint stalls
   memrl bench hostile [flags]      an honest client's answers and latency while hostile clients attack
   memrl bench madd [flags]         memories added per second over the protocol: MEM.MADD against pipelined MEM.ADD
+  memrl dump wal|checkpoint|index|vectors PATH   a file's records or header, readable (memrl dump --help)
   memrl info                       build and CPU facts (SIMD kernels in use)
   memrl version                    version, Go version and SIMD level
   memrl help [command]             this text, or a command's flags
@@ -38,6 +40,7 @@ usage:
 var commands = map[string]func(args []string) error{
 	"serve":   serve,
 	"bench":   bench,
+	"dump":    dump,
 	"info":    info,
 	"version": version,
 }

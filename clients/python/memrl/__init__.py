@@ -41,7 +41,7 @@ from .errors import (
     WrongArity,
 )
 from .filters import to_filter
-from .types import CollectionInfo, Hit, Memory, NewMemory, ScanPage
+from .types import CollectionInfo, HistoryEntry, Hit, Memory, NewMemory, ScanPage
 
 __version__ = "0.1.0"
 
@@ -53,6 +53,7 @@ __all__ = [
     "NewMemory",
     "CollectionInfo",
     "ScanPage",
+    "HistoryEntry",
     "to_filter",
     "MemrlError",
     "ConnectionFailed",

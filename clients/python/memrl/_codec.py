@@ -16,7 +16,7 @@ try:  # numpy is optional: vectors are lists without it.
 except ImportError:  # pragma: no cover - exercised only without numpy
     _np = None
 
-from .types import CollectionInfo, Hit, Memory
+from .types import CollectionInfo, HistoryEntry, Hit, Memory
 
 HAVE_NUMPY = _np is not None
 
@@ -119,6 +119,11 @@ def pairs(reply: Iterable[Any]) -> dict[str, Any]:
     """A field/value array as a dict with str field names."""
     items = list(reply)
     return {items[i].decode("ascii"): items[i + 1] for i in range(0, len(items) - 1, 2)}
+
+
+def parse_history(reply: Any) -> list[HistoryEntry]:
+    """MEM.HISTORY's array of [time, reward, q, visits] as HistoryEntry values."""
+    return [HistoryEntry(int(t), fnum(r), fnum(q), int(v)) for t, r, q, v in reply]
 
 
 def parse_memory(reply: Any, as_numpy: bool = True) -> Optional[Memory]:

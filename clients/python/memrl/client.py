@@ -314,6 +314,18 @@ class _Commands:
             args.append(b"DRYRUN")
         return self._call(args, int)
 
+    def history(self, coll: str, ref: int | str | bytes, count: Optional[int] = None) -> Any:
+        """MEM.HISTORY: the memory's recent updates as :class:`HistoryEntry` values, newest first.
+
+        ``count`` (at least 1) keeps the newest ``count``; without it, all the
+        server keeps (32 by default). Empty for a memory never rewarded;
+        raises NoSuchMemory when none has that id or key.
+        """
+        args = ["MEM.HISTORY", coll] + c.ref_args(ref)
+        if count is not None:
+            args += [b"COUNT", int(count)]
+        return self._call(args, c.parse_history)
+
     def count(self, coll: str, filter: Any = None) -> Any:
         """MEM.COUNT [FILTER expr]: how many memories (match)."""
         expr = to_filter(filter)

@@ -71,6 +71,21 @@ class CollectionInfo:
 
 
 @dataclass
+class HistoryEntry:
+    """One update of a memory's utility, as MEM.HISTORY returns it (newest first).
+
+    ``time`` is Unix milliseconds; ``q`` and ``visits`` are after the update.
+    A ``MERGE`` by ``add(..., dedup=...)`` sets Q without a reward: its entry
+    keeps the visits (and repeats the last reward).
+    """
+
+    time: int
+    reward: float
+    q: float
+    visits: int
+
+
+@dataclass
 class ScanPage:
     """One page of MEM.SCAN: pass ``cursor`` to the next call; 0 means the scan is done."""
 

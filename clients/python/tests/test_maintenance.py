@@ -29,3 +29,25 @@ def test_prune(client, coll):
     with pytest.raises(memrl.MemrlError):
         client.prune(coll, filter={"user": "u0"})  # no criterion: refused
     assert client.count(coll) == 2
+
+
+def test_history(client, coll):
+    client.create(coll, 2, alpha=0.5)
+    first = client.add(coll, [1, 0], key="k")
+    other = client.add(coll, [0, 1])
+    qs = [client.reward(coll, r, [first])[0] for r in (1.0, -1.0, 0.25)]
+    h = client.history(coll, first)
+    assert [e.reward for e in h] == [0.25, -1.0, 1.0]
+    assert [e.q for e in h] == qs[::-1]
+    assert [e.visits for e in h] == [3, 2, 1]
+    assert h[0].time >= h[-1].time > 0
+    assert h[0].q == client.get(coll, first).q
+    assert client.history(coll, "k", count=1) == h[:1]
+    assert client.history(coll, other) == []
+    with pytest.raises(memrl.NoSuchMemory):
+        client.history(coll, 999)
+    with pytest.raises(memrl.MemrlError):
+        client.history(coll, first, count=0)
+    client.delete(coll, first)
+    with pytest.raises(memrl.NoSuchMemory):
+        client.history(coll, first)
