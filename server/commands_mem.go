@@ -28,6 +28,7 @@ func (s *Server) RegisterMem(db *engine.DB) {
 	m.registerBatch(s)  // MEM.MADD, MEM.MGET, MEM.SCAN, MEM.COUNT: commands_batch.go
 	m.registerFilter(s) // MEM.INDEX: commands_filter.go
 	m.registerPrune(s)  // MEM.PRUNE: commands_prune.go
+	m.registerConfig(s) // MEM.CONFIG: commands_config.go
 	s.AddInfoSection("memrl", m.infoSection)
 	s.registerMemObservability(db) // info_mem.go
 }
@@ -449,7 +450,11 @@ func (m memCommands) info(c *Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.WriteArrayHeader(20)
+	prune, err := infoPruneFields(coll) // commands_config.go
+	if err != nil {
+		return err
+	}
+	c.WriteArrayHeader(20 + 4)
 	c.WriteBulkString("name")
 	c.WriteBulkString(in.Name)
 	c.WriteBulkString("dim")
@@ -470,6 +475,7 @@ func (m memCommands) info(c *Ctx, args [][]byte) error {
 	c.WriteInt(int64(in.NextID))
 	c.WriteBulkString("index")
 	c.WriteBulkString(in.Index)
+	prune(c)
 	return nil
 }
 
