@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -176,6 +177,10 @@ func TestMemConfigPruneRefused(t *testing.T) {
 		}
 	}
 
+	// COMMAND lists it (name, arity -4: at least 3 arguments).
+	if v := fmt.Sprint(mustDo(t, rdb, "COMMAND", "INFO", "mem.config")); !strings.HasPrefix(v, "[[mem.config -4 ") {
+		t.Fatalf("COMMAND INFO mem.config = %v", v)
+	}
 	// A read-only user may not run it; inside MULTI it is queued and runs
 	// at EXEC.
 	ro := redis.NewClient(&redis.Options{Addr: ps.ts.addr, MaxRetries: -1, Username: "ro", Password: "pr"})
