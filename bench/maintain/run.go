@@ -374,16 +374,20 @@ func spreadQ(ctx context.Context, c *client.Client, coll string, n int, share fl
 	return count, nil
 }
 
-// waitBuilds waits until MEM.INFO's index shows no build running, and
+// waitBuilds waits until MEM.INFO's index shows no build running (no
+// "building", no "retraining") twice in a row, half a second apart, and
 // returns it.
 func waitBuilds(ctx context.Context, c *client.Client, coll string, limit time.Duration) (string, error) {
 	deadline := time.Now().Add(limit)
+	quiet := 0
 	for {
 		in, err := c.Info(ctx, coll)
 		if err != nil {
 			return "", err
 		}
-		if !strings.Contains(in.Index, "building") {
+		if strings.Contains(in.Index, "building") || strings.Contains(in.Index, "retraining") {
+			quiet = 0
+		} else if quiet++; quiet == 2 {
 			return in.Index, nil
 		}
 		if time.Now().After(deadline) {
