@@ -11,7 +11,7 @@
 // then measures, in order:
 //
 //   - before: disk use (the data folder's allocated blocks, as du counts
-//     them), retrieval QPS (one client, one pass over the queries; and
+//     them, after a MEM.CHECKPOINT so that the log holds little), retrieval QPS (one client, one pass over the queries; and
 //     --clients clients for --duration) and recall@10 (MEM.RETRIEVE coll
 //     FP32 q K1 10 K2 10 LAMBDA 0 against the exact 10 nearest of the live
 //     memories, computed here by brute force over the live vectors; the

@@ -10,17 +10,18 @@ import (
 // writers' latencies idle and during compaction.
 func printTable(out io.Writer, rep *report) {
 	fmt.Fprintf(out, "\n%s memories of dimension %d, %d queries; recall@10 against the exact 10 nearest live memories; "+
-		"QPS: one client one query at a time over the queries, and %d clients for the duration\n\n",
+		"QPS: one client one query at a time over the queries, and %d clients for the duration; "+
+		"disk: the data folder's allocated bytes after a MEM.CHECKPOINT; load: the 1-minute load average\n\n",
 		commas(int64(rep.N)), rep.Dim, rep.NQ, rep.Clients)
-	fmt.Fprintf(out, "| step | memories | disk (du) | recall@10 | QPS, 1 client | p99, 1 client | QPS, %d clients | time of the step | notes |\n", rep.Clients)
-	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintf(out, "| step | memories | disk (du) | recall@10 | QPS, 1 client | p99, 1 client | QPS, %d clients | load | time of the step | notes |\n", rep.Clients)
+	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, s := range rep.Steps {
 		if s.Retrieval == nil {
 			t := "—"
 			if s.Seconds > 0 {
 				t = formatSeconds(s.Seconds)
 			}
-			fmt.Fprintf(out, "| %s | | | | | | | %s | %s |\n", s.Step, t, s.Note)
+			fmt.Fprintf(out, "| %s | | | | | | | | %s | %s |\n", s.Step, t, s.Note)
 			continue
 		}
 		r := s.Retrieval
@@ -28,8 +29,8 @@ func printTable(out io.Writer, rep *report) {
 		if s.Seconds > 0 {
 			t = formatSeconds(s.Seconds)
 		}
-		fmt.Fprintf(out, "| %s | %s | %s | %.3f | %.0f | %.1f ms | %.0f | %s | %s |\n",
-			s.Step, commas(s.Memories), human(s.DiskBytes), r.Recall10, r.QPS1, r.P99US/1e3, r.QPSN, t, s.Note)
+		fmt.Fprintf(out, "| %s | %s | %s | %.3f | %.0f | %.1f ms | %.0f | %s | %s | %s |\n",
+			s.Step, commas(s.Memories), human(s.DiskBytes), r.Recall10, r.QPS1, r.P99US/1e3, r.QPSN, s.Load, t, s.Note)
 	}
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "| writers (1 MEM.ADD + 1 MEM.REWARD client, one command at a time) | adds | add p50 | add p99 | rewards | reward p50 | reward p99 |")

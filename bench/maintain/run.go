@@ -27,6 +27,9 @@ type step struct {
 	// Seconds is the step's command's time as the client saw it (0: none).
 	Seconds float64 `json:"seconds,omitempty"`
 	Note    string  `json:"note,omitempty"`
+	// Load is the machine's 1-minute load average when the step was
+	// measured (the retrieval figures move with it on a shared machine).
+	Load string `json:"load,omitempty"`
 }
 
 // report is everything a run measured.
@@ -148,9 +151,16 @@ func run(cfg Config, work string, start func(dir string) (serverann.Server, erro
 		if s.Memories, err = c.Count(ctx, cfg.Collection); err != nil {
 			return nil, err
 		}
+		// A checkpoint first, so that the log holds only what came after
+		// it at every step (the log's size, not the data's, would
+		// otherwise decide the differences).
+		if err := c.Checkpoint(ctx, false); err != nil {
+			return nil, fmt.Errorf("MEM.CHECKPOINT: %w", err)
+		}
 		if s.DiskBytes, s.Apparent, err = diskUse(data); err != nil {
 			return nil, err
 		}
+		s.Load = loadAverage()
 		ids, err := liveIDs(ctx, c, cfg.Collection)
 		if err != nil {
 			return nil, err
@@ -282,6 +292,15 @@ func run(cfg Config, work string, start func(dir string) (serverann.Server, erro
 		}
 	}
 	return rep, nil
+}
+
+// loadAverage returns the 1-minute load average (/proc/loadavg), or "?".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
 }
 
 // unknownCommand reports whether err is the server's "unknown command".
