@@ -23,7 +23,16 @@ type PruneOptions struct {
 }
 
 func pruneSpec(coll string, o PruneOptions) spec[int64] {
-	args := []any{"MEM.PRUNE", coll}
+	args := appendPruneArgs([]any{"MEM.PRUNE", coll}, o)
+	if o.DryRun {
+		args = append(args, "DRYRUN")
+	}
+	return spec[int64]{args: args, parse: parseInt}
+}
+
+// appendPruneArgs appends o's criteria (DryRun aside) to args; MEM.CONFIG
+// … SET PRUNE takes the same (commands_config.go).
+func appendPruneArgs(args []any, o PruneOptions) []any {
 	if o.QBelow != nil {
 		args = append(args, "QBELOW", strconv.FormatFloat(*o.QBelow, 'g', -1, 64))
 		if o.MinVisits != 0 {
@@ -42,10 +51,7 @@ func pruneSpec(coll string, o PruneOptions) spec[int64] {
 	if o.Filter != "" {
 		args = append(args, "FILTER", o.Filter)
 	}
-	if o.DryRun {
-		args = append(args, "DRYRUN")
-	}
-	return spec[int64]{args: args, parse: parseInt}
+	return args
 }
 
 // Prune deletes (with DryRun, counts) the memories of collection coll that

@@ -32,6 +32,9 @@ type ckptSection struct {
 const (
 	// sectTest is written by tests only.
 	sectTest uint16 = 0xFFFF
+	// sectPrunePolicy: the prune policy and its latest run
+	// (prune_policy_codec.go).
+	sectPrunePolicy uint16 = 3
 )
 
 // Memory section tags (they fit a byte).
@@ -48,6 +51,8 @@ func knownCollSection(tag uint16) bool {
 	switch tag {
 	case sectTest:
 		return testSections
+	case sectPrunePolicy:
+		return true
 	}
 	return false
 }
@@ -92,6 +97,9 @@ var (
 // REQUIRES: c.mu held for reading.
 func (c *Collection) ckptSectionsLocked() []ckptSection {
 	var s []ckptSection
+	if b := c.encodePruneSectionLocked(); b != nil {
+		s = append(s, ckptSection{tag: sectPrunePolicy, data: b})
+	}
 	if testCollSections != nil {
 		s = append(s, testCollSections(c)...)
 	}
@@ -114,12 +122,21 @@ func (c *Collection) memSectionsLocked(id uint64) []ckptSection {
 
 // loadSectionsLocked takes the collection's sections and its memories'
 // from a checkpoint (after loadCheckpointLocked has loaded the memories).
+// A section whose bytes do not decode is an ErrCorruptCheckpoint error.
 // REQUIRES: c not yet shared.
-func (c *Collection) loadSectionsLocked(cc ckptCollection) {
+func (c *Collection) loadSectionsLocked(cc ckptCollection) error {
+	for _, s := range cc.sections {
+		if s.tag == sectPrunePolicy {
+			if err := c.loadPruneSectionLocked(s.data); err != nil {
+				return err
+			}
+		}
+	}
 	c.loadHistoryLocked(cc)
 	if testLoadSections != nil {
 		testLoadSections(c, cc)
 	}
+	return nil
 }
 
 func appendCollSections(b []byte, s []ckptSection) []byte {

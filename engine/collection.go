@@ -90,6 +90,8 @@ type Collection struct {
 	retired       []*ivfpq.Index // replaced indexes, closed by closeRetired
 	bg            sync.WaitGroup // background saves (not builds); not guarded
 
+	prune pruneState // the background prune policy (prune_policy.go)
+
 	q *qtable.Table // Q, visits, rewards: safe for concurrent use on its own
 
 	// hist holds the memories' recent updates (history.go); it has locks

@@ -60,6 +60,15 @@ type Options struct {
 	// keeps none. At most MaxHistoryLen (ErrBadHistoryLen). A database
 	// reopened with a smaller value drops the oldest entries beyond it.
 	HistoryLen int
+	// PruneInterval is how often the pruner looks for collections whose
+	// prune policy is due (prune_policy.go); 0 means
+	// DefaultPruneInterval, < 0 disables it (RunPrunePolicies still works).
+	PruneInterval time.Duration
+	// OnPrune, if set, is called after each run of a prune policy, once
+	// its deletes are durable, with the collection's name and how many
+	// memories it pruned (tests wait on it). It must not block for long:
+	// it runs on the pruner's goroutine.
+	OnPrune func(coll string, pruned int)
 }
 
 // DefaultMaxCollections is the default of Options.MaxCollections. Each
@@ -104,9 +113,10 @@ type DB struct {
 	closed  bool
 	closing bool // set by the first Close, so that a concurrent one fails
 
-	stop      chan struct{} // closed by Close to end the checkpointer and the sweeper
+	stop      chan struct{} // closed by Close to end the checkpointer, the sweeper and the pruner
 	done      chan struct{} // closed when the checkpointer has ended
 	sweepDone chan struct{} // closed when the sweeper has ended
+	pruneDone chan struct{} // closed when the pruner has ended (prune_policy.go)
 
 	// Recovery describes what Open found: the checkpoint, the records
 	// replayed and any torn tail cut off the log.
@@ -152,6 +162,9 @@ func Open(dir string, opts Options) (*DB, error) {
 	if opts.HistoryLen > MaxHistoryLen {
 		return nil, fmt.Errorf("%w: %d", ErrBadHistoryLen, opts.HistoryLen)
 	}
+	if opts.PruneInterval == 0 {
+		opts.PruneInterval = DefaultPruneInterval
+	}
 	fs := opts.FS
 	if err := fs.MkdirAll(filepath.Join(dir, "collections"), 0o755); err != nil {
 		return nil, err
@@ -164,6 +177,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		dir: dir, fs: fs, opts: opts, lock: lock, nextUID: 1, files: newFileCache(fs, opts.MaxOpenFiles),
 		colls: make(map[string]*Collection), byUID: make(map[uint64]*Collection),
 		stop: make(chan struct{}), done: make(chan struct{}), sweepDone: make(chan struct{}),
+		pruneDone: make(chan struct{}),
 	}
 	if err := db.recover(); err != nil {
 		db.closeFiles()
@@ -173,6 +187,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	db.Recovery.Duration = time.Since(start)
 	go db.checkpointer()
 	go db.sweeper()
+	go db.pruner()
 	return db, nil
 }
 
@@ -330,6 +345,7 @@ func (db *DB) Close() error {
 	close(db.stop)
 	<-db.done
 	<-db.sweepDone
+	<-db.pruneDone
 	var err error
 	if db.log.Err() == nil {
 		err = db.Checkpoint()

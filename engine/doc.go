@@ -52,6 +52,10 @@
 // ScanOptions.Filter use the same plan (filter_ops.go), as does Prune
 // (prune.go: deletes by Q and visits, age, disuse and a cap on the count,
 // logged as ordinary delete records; docs/PROTOCOL.md "Maintenance").
+// A collection may carry a prune policy (SetPrunePolicy, prune_policy.go),
+// which a pruner goroutine of the DB applies every PrunePolicy.Every as the
+// same prune; the policy and each run are logged (record type 17) and
+// checkpointed (collection section 3).
 // Creation and reward (Updated) times come from Options.Now, as expiry's do.
 //
 // SearchOptions.Allow (a bitmap of rows, from the caller's attribute
@@ -211,8 +215,9 @@
 // stripe, then a history stripe (history.go), then the WAL's own lock. Rewards take Collection.mu for reading
 // and one stripe at a time, so rewards on different memories run in
 // parallel; adds, deletes and in-place updates (attributes, payload,
-// expiry) take Collection.mu for writing, and so does the expiry sweeper
-// (a goroutine of the DB, like the checkpointer) when it deletes. A scan
+// expiry) take Collection.mu for writing, and so do the expiry sweeper
+// (a goroutine of the DB, like the checkpointer) when it deletes and the
+// pruner (prune_policy.go) while it applies a due policy. A scan
 // page (scan.go) is read under one hold of Collection.mu for reading,
 // walking the live ids in id order.
 package engine

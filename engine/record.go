@@ -20,7 +20,7 @@ import (
 //
 // Types 6 to 9 (attributes, keys, expiry, payload updates) are in
 // record_ext.go; 10 and 11 (indexed attribute fields, and a create with
-// them) in filter_index.go.
+// them) in filter_index.go; 17 (prune policies) in prune_policy_codec.go.
 //
 // Records log results, not operations: recQ carries the new Q and counters,
 // recAdd the row and payload offset chosen, so that replaying a record twice

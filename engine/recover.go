@@ -31,7 +31,10 @@ func (db *DB) recover() error {
 			return fmt.Errorf("engine: open collection %q: %w", cc.name, err)
 		}
 		c.loadCheckpointLocked(cc)
-		c.loadSectionsLocked(cc)
+		if err := c.loadSectionsLocked(cc); err != nil {
+			c.closeFiles()
+			return err
+		}
 		db.addCollectionLocked(c)
 	}
 
@@ -173,6 +176,14 @@ func (db *DB) replayRecord(lsn uint64, rec []byte) error {
 		}
 		if c, ok := db.byUID[r.uid]; ok {
 			c.applyExpireLocked(r)
+		}
+	case recPrunePolicy: // prune_policy_codec.go
+		r, err := decodePolicyRec(rec)
+		if err != nil {
+			return err
+		}
+		if c, ok := db.byUID[r.uid]; ok {
+			c.applyPolicyLocked(r)
 		}
 	default:
 		return fmt.Errorf("%w: unknown type %d", errBadRecord, rec[0])

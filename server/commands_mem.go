@@ -29,6 +29,7 @@ func (s *Server) RegisterMem(db *engine.DB) {
 	m.registerFilter(s)  // MEM.INDEX: commands_filter.go
 	m.registerPrune(s)   // MEM.PRUNE: commands_prune.go
 	m.registerHistory(s) // MEM.HISTORY: commands_history.go
+	m.registerConfig(s)  // MEM.CONFIG: commands_config.go
 	s.AddInfoSection("memrl", m.infoSection)
 	s.registerMemObservability(db) // info_mem.go
 }
@@ -450,7 +451,11 @@ func (m memCommands) info(c *Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.WriteArrayHeader(20)
+	prune, err := infoPruneFields(coll) // commands_config.go
+	if err != nil {
+		return err
+	}
+	c.WriteArrayHeader(20 + 4)
 	c.WriteBulkString("name")
 	c.WriteBulkString(in.Name)
 	c.WriteBulkString("dim")
@@ -471,6 +476,7 @@ func (m memCommands) info(c *Ctx, args [][]byte) error {
 	c.WriteInt(int64(in.NextID))
 	c.WriteBulkString("index")
 	c.WriteBulkString(in.Index)
+	prune(c)
 	return nil
 }
 

@@ -34,6 +34,14 @@ func (a *argList) seconds(what string) (time.Duration, error) {
 // parsePrune parses MEM.PRUNE's options (args after coll). Each option may
 // be given once.
 func parsePrune(args [][]byte) (engine.PruneOptions, error) {
+	return parsePruneWith(args, "MEM.PRUNE", nil)
+}
+
+// parsePruneWith parses MEM.PRUNE's criteria as parsePrune does; extra, if
+// not nil, sees each option keyword first and reports whether it took it
+// (MEM.CONFIG … SET PRUNE adds EVERY and refuses DRYRUN: commands_config.go).
+// cmd names the command in errors.
+func parsePruneWith(args [][]byte, cmd string, extra func(k string, a *argList) (bool, error)) (engine.PruneOptions, error) {
 	var o engine.PruneOptions
 	a := argList{args: args}
 	seen := map[string]bool{}
@@ -43,6 +51,13 @@ func parsePrune(args [][]byte) (engine.PruneOptions, error) {
 			return o, fmt.Errorf("syntax error: %s given twice", k)
 		}
 		seen[k] = true
+		if extra != nil {
+			if took, err := extra(k, &a); err != nil {
+				return o, err
+			} else if took {
+				continue
+			}
+		}
 		var err error
 		switch k {
 		case "QBELOW":
@@ -69,7 +84,7 @@ func parsePrune(args [][]byte) (engine.PruneOptions, error) {
 		case "DRYRUN":
 			o.DryRun = true
 		default:
-			return o, fmt.Errorf("syntax error: unknown MEM.PRUNE option %q", k)
+			return o, fmt.Errorf("syntax error: unknown %s option %q", cmd, k)
 		}
 		if err != nil {
 			return o, err

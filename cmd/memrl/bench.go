@@ -9,6 +9,7 @@ import (
 	"github.com/memrl/memrl/bench/hostile"
 	"github.com/memrl/memrl/bench/loop"
 	"github.com/memrl/memrl/bench/madd"
+	"github.com/memrl/memrl/bench/maintain"
 	"github.com/memrl/memrl/bench/rewards"
 	"github.com/memrl/memrl/bench/serverann"
 	"github.com/memrl/memrl/internal/cliflag"
@@ -23,6 +24,7 @@ const benchUsage = `usage:
   memrl bench filter [flags]       filtered phase-1 recall and QPS by tenant size, against post-filtering
   memrl bench loop [flags]         the learning loop: success per epoch by λ, Q calibration, forgetting, through the server
   memrl bench serverann [flags]    a collection filled over the protocol: MEM.RETRIEVE recall and latency during a retrain, idle, after a restart, against in process
+  memrl bench maintain [flags]     disk, recall and QPS before and after pruning half, compaction (writers' p99 during it), snapshot and rollback
 memrl bench NAME --help lists a benchmark's flags.
 `
 
@@ -50,6 +52,8 @@ func bench(args []string) error {
 		return loop.Main(args[1:], os.Stdout)
 	case "serverann":
 		return serverann.Main(args[1:], os.Stdout)
+	case "maintain":
+		return maintain.Main(args[1:], os.Stdout)
 	}
 	return cliflag.Usagef("unknown benchmark %q\n%s", args[0], benchUsage)
 }

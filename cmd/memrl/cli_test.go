@@ -29,6 +29,8 @@ func TestCommandLine(t *testing.T) {
 		{"bench durability -h", 0, "-duration", ""},
 		{"bench serverann --help", 0, "-server-gomaxprocs", ""},
 		{"bench serverann --nq 10", 2, "", "need --base, --query and --gt"},
+		{"bench maintain --help", 0, "-reward-share", ""},
+		{"bench maintain --n 1", 2, "", "--n must be at least 2"},
 		{"version", 0, "memrl " + "0.", ""},
 		{"info", 0, "simd", ""},
 		{"nope", 2, "", `unknown command "nope"`},

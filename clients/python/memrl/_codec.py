@@ -194,6 +194,24 @@ def parse_info(reply: Any) -> CollectionInfo:
     )
 
 
+def parse_prune_policy(reply: Any) -> Optional[dict[str, Any]]:
+    """MEM.CONFIG … GET PRUNE's flat map as a dict with the client's argument names (None when empty)."""
+    f = pairs(reply)
+    if not f:
+        return None
+    names = {"qbelow": "q_below", "minvisits": "min_visits", "older": "older", "idle": "idle",
+             "maxcount": "max_count", "filter": "filter", "every": "every"}
+    out: dict[str, Any] = {}
+    for k, v in f.items():
+        if k == "qbelow":
+            out["q_below"] = fnum(v)
+        elif k == "filter":
+            out["filter"] = v.decode("utf-8")
+        elif k in names:
+            out[names[k]] = int(v)
+    return out
+
+
 def ok(reply: Any) -> None:
     """A ``+OK`` reply (anything else is a protocol surprise)."""
     if reply not in (b"OK", "OK", True):

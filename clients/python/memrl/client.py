@@ -44,6 +44,25 @@ def _identity(x: Any) -> Any:
     return x
 
 
+def _prune_args(q_below: Any, min_visits: Any, older: Any, idle: Any, max_count: Any, filter: Any) -> list[Any]:
+    """MEM.PRUNE's criteria as arguments (MEM.CONFIG … SET PRUNE takes the same)."""
+    args: list[Any] = []
+    if q_below is not None:
+        args += [b"QBELOW", c.fmt_float(q_below)]
+    if min_visits is not None:
+        args += [b"MINVISITS", int(min_visits)]
+    if older is not None:
+        args += [b"OLDER", int(older)]
+    if idle is not None:
+        args += [b"IDLE", int(idle)]
+    if max_count is not None:
+        args += [b"MAXCOUNT", int(max_count)]
+    expr = to_filter(filter)
+    if expr is not None:
+        args += [b"FILTER", expr]
+    return args
+
+
 class _Commands:
     """The MEM.* method set. Subclasses define ``_call(args, parse)``.
 
@@ -296,20 +315,7 @@ class _Commands:
         ``max_count`` then keeps the highest-Q ones. At least one criterion
         is required (the server refuses a prune without one).
         """
-        args: list[Any] = ["MEM.PRUNE", coll]
-        if q_below is not None:
-            args += [b"QBELOW", c.fmt_float(q_below)]
-        if min_visits is not None:
-            args += [b"MINVISITS", int(min_visits)]
-        if older is not None:
-            args += [b"OLDER", int(older)]
-        if idle is not None:
-            args += [b"IDLE", int(idle)]
-        if max_count is not None:
-            args += [b"MAXCOUNT", int(max_count)]
-        expr = to_filter(filter)
-        if expr is not None:
-            args += [b"FILTER", expr]
+        args = ["MEM.PRUNE", coll] + _prune_args(q_below, min_visits, older, idle, max_count, filter)
         if dry_run:
             args.append(b"DRYRUN")
         return self._call(args, int)
@@ -325,6 +331,37 @@ class _Commands:
         if count is not None:
             args += [b"COUNT", int(count)]
         return self._call(args, c.parse_history)
+    def set_prune_policy(
+        self,
+        coll: str,
+        *,
+        q_below: Optional[float] = None,
+        min_visits: Optional[int] = None,
+        older: Optional[int] = None,
+        idle: Optional[int] = None,
+        max_count: Optional[int] = None,
+        filter: Any = None,
+        every: Optional[int] = None,
+    ) -> Any:
+        """MEM.CONFIG coll SET PRUNE: apply these ``prune`` criteria in the background every
+        ``every`` seconds (the server's default, 60, when None), first ``every`` seconds from now.
+
+        The criteria are checked as :meth:`prune` checks them; a refused policy changes
+        nothing. The policy survives restarts; :meth:`prune_policy_off` removes it.
+        """
+        args = ["MEM.CONFIG", coll, b"SET", b"PRUNE"] + _prune_args(q_below, min_visits, older, idle, max_count, filter)
+        if every is not None:
+            args += [b"EVERY", int(every)]
+        return self._call(args, c.ok)
+
+    def prune_policy_off(self, coll: str) -> Any:
+        """MEM.CONFIG coll SET PRUNE OFF: remove the collection's prune policy (if any)."""
+        return self._call(["MEM.CONFIG", coll, b"SET", b"PRUNE", b"OFF"], c.ok)
+
+    def prune_policy(self, coll: str) -> Any:
+        """MEM.CONFIG coll GET PRUNE: the policy as a dict (``q_below``, ``min_visits``, ``older``,
+        ``idle``, ``max_count``, ``filter``, ``every``: only those set, ``every`` always), or None."""
+        return self._call(["MEM.CONFIG", coll, b"GET", b"PRUNE"], c.parse_prune_policy)
 
     def count(self, coll: str, filter: Any = None) -> Any:
         """MEM.COUNT [FILTER expr]: how many memories (match)."""
@@ -523,3 +560,4 @@ class Pipeline(_Commands):
 
     def __exit__(self, *exc: Any) -> None:
         self.reset()
+

@@ -51,3 +51,22 @@ def test_history(client, coll):
     client.delete(coll, first)
     with pytest.raises(memrl.NoSuchMemory):
         client.history(coll, first)
+def test_prune_policy(client, coll):
+    client.create(coll, 2)
+    assert client.prune_policy(coll) is None
+    client.set_prune_policy(coll, q_below=0.5, min_visits=2, older=3600, max_count=100, filter={"user": "u0"}, every=30)
+    p = client.prune_policy(coll)
+    assert p == {"q_below": 0.5, "min_visits": 2, "older": 3600, "max_count": 100, "filter": p["filter"], "every": 30}
+    assert "user" in p["filter"]
+    info = client.info(coll)
+    assert info.extra["prune_policy"].startswith(b"QBELOW 0.5 MINVISITS 2 OLDER 3600 MAXCOUNT 100 FILTER ")
+    assert info.extra["last_prune"] == [0, 0]  # never ran yet
+    client.set_prune_policy(coll, idle=60)
+    assert client.prune_policy(coll) == {"idle": 60, "every": 60}  # EVERY defaults to 60 s
+    for bad in ({}, {"max_count": -1}, {"max_count": 1, "every": 0}, {"min_visits": 1, "older": 5}):
+        with pytest.raises(memrl.MemrlError):
+            client.set_prune_policy(coll, **bad)
+    assert client.prune_policy(coll) == {"idle": 60, "every": 60}  # refused: unchanged
+    client.prune_policy_off(coll)
+    assert client.prune_policy(coll) is None
+    client.prune_policy_off(coll)  # none: still OK
