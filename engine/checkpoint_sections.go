@@ -30,6 +30,8 @@ type ckptSection struct {
 
 // Collection section tags.
 const (
+	// sectSnapshots: the snapshot catalog and ghosts (snapshot_section.go).
+	sectSnapshots uint16 = 1
 	// sectTest is written by tests only.
 	sectTest uint16 = 0xFFFF
 )
@@ -44,6 +46,8 @@ const (
 // section tag.
 func knownCollSection(tag uint16) bool {
 	switch tag {
+	case sectSnapshots:
+		return true
 	case sectTest:
 		return testSections
 	}
@@ -74,7 +78,7 @@ var (
 // after the lock is released).
 // REQUIRES: c.mu held for reading.
 func (c *Collection) ckptSectionsLocked() []ckptSection {
-	var s []ckptSection
+	s := c.snapSectionLocked() // snapshot_section.go
 	if testCollSections != nil {
 		s = append(s, testCollSections(c)...)
 	}
@@ -94,11 +98,20 @@ func (c *Collection) memSectionsLocked(id uint64) []ckptSection {
 
 // loadSectionsLocked takes the collection's sections and its memories'
 // from a checkpoint (after loadCheckpointLocked has loaded the memories).
+// A section that does not decode is a damaged checkpoint.
 // REQUIRES: c not yet shared.
-func (c *Collection) loadSectionsLocked(cc ckptCollection) {
+func (c *Collection) loadSectionsLocked(cc ckptCollection) error {
+	for _, s := range cc.sections {
+		if s.tag == sectSnapshots {
+			if err := c.loadSnapSectionLocked(s.data, cc.nrows); err != nil {
+				return err
+			}
+		}
+	}
 	if testLoadSections != nil {
 		testLoadSections(c, cc)
 	}
+	return nil
 }
 
 func appendCollSections(b []byte, s []ckptSection) []byte {

@@ -31,7 +31,9 @@ func (db *DB) recover() error {
 			return fmt.Errorf("engine: open collection %q: %w", cc.name, err)
 		}
 		c.loadCheckpointLocked(cc)
-		c.loadSectionsLocked(cc)
+		if err := c.loadSectionsLocked(cc); err != nil {
+			return fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, cc.name, err)
+		}
 		db.addCollectionLocked(c)
 	}
 
@@ -58,6 +60,7 @@ func (db *DB) recover() error {
 		return err
 	}
 	for _, c := range db.byUID {
+		c.finishSnapshotsLocked() // snapshot.go
 		c.rebuildDeadLocked()
 		c.rebuildDerivedLocked()
 		c.rebuildFilterIndexLocked() // filter_index.go
@@ -173,6 +176,8 @@ func (db *DB) replayRecord(rec []byte) error {
 		if c, ok := db.byUID[r.uid]; ok {
 			c.applyExpireLocked(r)
 		}
+	case recSnapshot, recDelSnapshot, recRollbackBatch, recRollback:
+		return db.replaySnapshotRecord(rec) // snapshot_replay.go
 	default:
 		return fmt.Errorf("%w: unknown type %d", errBadRecord, rec[0])
 	}

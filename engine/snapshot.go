@@ -1,0 +1,408 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// Snapshots (MEM.SNAPSHOT, MEM.SNAPSHOTS, MEM.DELSNAPSHOT; rollback.go has
+// MEM.ROLLBACK). A snapshot is a named point of a collection: a file of
+// every live memory's state (snapshot_file.go) and an entry of the
+// collection's catalog, logged (recSnapshot, recDelSnapshot) and carried by
+// the checkpoint's collection section sectSnapshots. No vector is copied:
+// instead, a memory deleted (or pruned, or expired and swept) while a
+// snapshot holds it becomes a ghost: its record (row, payload, ext) is
+// kept in c.snap.ghosts, its row stays dead (so retrieval, GET, SCAN,
+// COUNT and filters never see it), and compaction keeps its row and
+// payload (forEachPinnedLocked). A rollback revives it. A ghost is freed
+// when no snapshot holds it any more.
+
+// Sentinel errors of snapshots.
+var (
+	// ErrSnapshotExists: snapshot names are unique within a collection.
+	ErrSnapshotExists = errors.New("snapshot already exists")
+	// ErrNoSnapshot: ROLLBACK names an existing snapshot.
+	ErrNoSnapshot = errors.New("no such snapshot")
+	// ErrBadSnapshotName: snapshot names are 1 to MaxSnapshotName bytes of
+	// printable ASCII (space to ~).
+	ErrBadSnapshotName = errors.New("invalid snapshot name: use 1-128 printable ASCII characters")
+	// ErrTooManySnapshots: a collection holds at most MaxSnapshots.
+	ErrTooManySnapshots = errors.New("too many snapshots: delete one first (MEM.DELSNAPSHOT)")
+	// ErrSnapshotDamaged: a snapshot whose file is damaged cannot be
+	// rolled back to; it is listed, and can be deleted.
+	ErrSnapshotDamaged = errors.New("snapshot file damaged: cannot roll back to it")
+	// ErrIDPinned: an id that a snapshot holds as a ghost (a deleted
+	// memory that a rollback would bring back) cannot be given to a new
+	// memory until the snapshots holding it are deleted; otherwise a
+	// rollback would find two memories with one id.
+	ErrIDPinned = errors.New("memory id is held by a snapshot (deleted, but a rollback would restore it)")
+)
+
+// MaxSnapshotName bounds a snapshot's name; MaxSnapshots the snapshots of
+// one collection (each costs 8 bytes per memory in memory, and a check per
+// delete).
+const (
+	MaxSnapshotName = 128
+	MaxSnapshots    = 256
+)
+
+func checkSnapshotName(name string) error {
+	if len(name) == 0 || len(name) > MaxSnapshotName {
+		return ErrBadSnapshotName
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] < 0x20 || name[i] > 0x7e {
+			return ErrBadSnapshotName
+		}
+	}
+	return nil
+}
+
+// snapshot is one entry of a collection's catalog.
+type snapshot struct {
+	name    string
+	seq     uint64 // names the file; never reused in the collection
+	created int64  // unix nanoseconds
+	count   uint64 // memories it holds
+	ids     []uint64
+	// damage says why the file cannot be used ("" when it can); a damaged
+	// snapshot's ids are unknown (nil), so it pins no ghost.
+	damage string
+}
+
+// holds reports whether s holds memory id.
+func (s *snapshot) holds(id uint64) bool {
+	_, ok := slices.BinarySearch(s.ids, id)
+	return ok
+}
+
+// snapState is a collection's snapshot state; the collection's mu guards
+// it.
+// INVARIANT: no id is both in ghosts and in c.mems; every ghost is held by
+// a usable snapshot (once recovery is done).
+type snapState struct {
+	list    []*snapshot // creation order
+	nextSeq uint64      // the next snapshot's seq; 0 means 1
+	ghosts  map[uint64]memory
+	// replay holds the changes of a rollback's batches until its
+	// recRollback (recovery only).
+	replay []rbChange
+}
+
+// SnapshotInfo describes a snapshot (MEM.SNAPSHOTS).
+type SnapshotInfo struct {
+	Name     string
+	Created  time.Time
+	Memories int
+	Damage   string // why it cannot be rolled back to; "" when it can
+}
+
+func (c *Collection) snapByNameLocked(name string) *snapshot {
+	for _, s := range c.snap.list {
+		if s.name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// Snapshot records the collection's present state under name, once the
+// change is durable.
+func (c *Collection) Snapshot(name string) error {
+	t, err := c.SnapshotDeferred(name)
+	if err != nil {
+		return err
+	}
+	return c.db.WaitDurable(t)
+}
+
+// SnapshotDeferred is Snapshot without the durability wait (durable.go):
+// the snapshot's file is written and fsynced when it returns, its log
+// record perhaps not.
+//
+// The memories' states are copied under the collection's write lock, in
+// the same hold as the snapshot is logged and entered in the catalog, so
+// that every delete after it pins what it needs; the file is written after
+// the lock is released (other snapshot commands of the collection wait,
+// c.snapMu). A crash between the record and the file leaves an entry
+// without a file, which recovery drops: it was never acknowledged.
+func (c *Collection) SnapshotDeferred(name string) (Ticket, error) {
+	if err := checkSnapshotName(name); err != nil {
+		return 0, err
+	}
+	c.snapMu.Lock()
+	defer c.snapMu.Unlock()
+	if err := c.lockLive(); err != nil {
+		return 0, err
+	}
+	if c.snapByNameLocked(name) != nil {
+		c.mu.Unlock()
+		return 0, fmt.Errorf("%w: %q", ErrSnapshotExists, name)
+	}
+	if len(c.snap.list) >= MaxSnapshots {
+		c.mu.Unlock()
+		return 0, fmt.Errorf("%w: collection %q holds %d", ErrTooManySnapshots, c.name, MaxSnapshots)
+	}
+	now := c.db.nowNanos()
+	f := snapFile{uid: c.uid, seq: max(c.snap.nextSeq, 1), created: now, name: name}
+	f.entries = make([]snapEntry, 0, len(c.mems))
+	ids := make([]uint64, 0, len(c.mems))
+	c.liveIDs.ascend(0, func(id uint64) bool {
+		m := c.mems[id]
+		if m.expiredAt(now) {
+			return true // gone to every reader already
+		}
+		e, _ := c.q.Get(id)
+		f.entries = append(f.entries, snapEntry{id: id, q: e.Q, visits: e.Visits, lastReward: e.LastReward,
+			rewardSum: e.RewardSum, updated: e.Updated, expires: m.expires(), key: m.key(), attrs: m.attrs()})
+		ids = append(ids, id)
+		return true
+	})
+	r := snapshotRec{uid: c.uid, seq: f.seq, created: now, count: uint64(len(ids)), name: name}
+	lsn, err := c.db.log.Enqueue(encodeSnapshot(r))
+	if err != nil {
+		c.mu.Unlock()
+		return 0, err
+	}
+	c.applySnapshotLocked(r, ids)
+	c.mu.Unlock()
+
+	if err := c.writeSnapFile(f); err != nil {
+		// Take it back: logged, so that replay drops it too. (A failed
+		// fsync is not retried: the file is left for recovery to drop.)
+		werr := fmt.Errorf("engine: write snapshot %q: %w", name, err)
+		if err := c.lockLive(); err != nil {
+			return 0, werr
+		}
+		d := delSnapshotRec{uid: c.uid, seq: f.seq}
+		if _, err := c.db.log.Enqueue(encodeDelSnapshot(d)); err == nil {
+			c.applyDelSnapshotLocked(d)
+		}
+		c.mu.Unlock()
+		return 0, werr
+	}
+	return Ticket(lsn), nil
+}
+
+// applySnapshotLocked enters a logged snapshot into the catalog. Replay
+// skips one whose seq is below nextSeq: the checkpoint already saw it
+// (and, if it is not listed, its delete).
+// REQUIRES: c.mu held for writing.
+func (c *Collection) applySnapshotLocked(r snapshotRec, ids []uint64) {
+	if r.seq < max(c.snap.nextSeq, 1) {
+		return
+	}
+	c.snap.nextSeq = r.seq + 1
+	c.snap.list = append(c.snap.list, &snapshot{name: r.name, seq: r.seq, created: r.created, count: r.count, ids: ids})
+}
+
+// Snapshots lists the collection's snapshots, oldest first.
+func (c *Collection) Snapshots() ([]SnapshotInfo, error) {
+	if err := c.rlockLive(); err != nil {
+		return nil, err
+	}
+	defer c.mu.RUnlock()
+	out := make([]SnapshotInfo, len(c.snap.list))
+	for i, s := range c.snap.list {
+		out[i] = SnapshotInfo{Name: s.name, Created: time.Unix(0, s.created), Memories: int(s.count), Damage: s.damage}
+	}
+	return out, nil
+}
+
+// DeleteSnapshot frees snapshot name (and the ghosts only it held) and
+// reports whether it existed, once the change is durable.
+func (c *Collection) DeleteSnapshot(name string) (bool, error) {
+	ok, t, err := c.DeleteSnapshotDeferred(name)
+	if err != nil || t == 0 {
+		return ok, err
+	}
+	return ok, c.db.WaitDurable(t)
+}
+
+// DeleteSnapshotDeferred is DeleteSnapshot without the durability wait.
+// The file is removed at once: replay needs no snapshot file (a rollback
+// is logged as its results), and an entry whose file is gone is dropped by
+// recovery, which is what the logged delete does anyway.
+func (c *Collection) DeleteSnapshotDeferred(name string) (bool, Ticket, error) {
+	c.snapMu.Lock()
+	defer c.snapMu.Unlock()
+	if err := c.lockLive(); err != nil {
+		return false, 0, err
+	}
+	s := c.snapByNameLocked(name)
+	if s == nil {
+		c.mu.Unlock()
+		return false, 0, nil
+	}
+	d := delSnapshotRec{uid: c.uid, seq: s.seq}
+	lsn, err := c.db.log.Enqueue(encodeDelSnapshot(d))
+	if err != nil {
+		c.mu.Unlock()
+		return false, 0, err
+	}
+	c.applyDelSnapshotLocked(d)
+	c.mu.Unlock()
+	if err := c.db.fs.Remove(c.snapshotPath(s.seq)); err != nil {
+		// Removed at the next open instead (removeSnapshotOrphans).
+		c.db.opts.Logf("memrl: collection %q: remove snapshot file: %v", c.name, err)
+	}
+	return true, Ticket(lsn), nil
+}
+
+// applyDelSnapshotLocked removes snapshot seq from the catalog and frees
+// the ghosts no other snapshot holds.
+// REQUIRES: c.mu held for writing.
+func (c *Collection) applyDelSnapshotLocked(r delSnapshotRec) {
+	i := slices.IndexFunc(c.snap.list, func(s *snapshot) bool { return s.seq == r.seq })
+	if i < 0 {
+		return
+	}
+	c.snap.list = slices.Delete(c.snap.list, i, i+1)
+	c.freeGhostsLocked()
+}
+
+// freeGhostsLocked forgets every ghost that no usable snapshot holds; its
+// row and payload are then garbage for compaction to reclaim.
+// REQUIRES: c.mu held for writing.
+func (c *Collection) freeGhostsLocked() {
+	for id := range c.snap.ghosts {
+		if !c.heldLocked(id) {
+			delete(c.snap.ghosts, id)
+		}
+	}
+}
+
+// heldLocked reports whether a usable snapshot holds memory id.
+// REQUIRES: c.mu held.
+func (c *Collection) heldLocked(id uint64) bool {
+	for _, s := range c.snap.list {
+		if s.holds(id) {
+			return true
+		}
+	}
+	return false
+}
+
+// pinIfHeldLocked keeps memory id, being deleted, as a ghost when a
+// snapshot holds it. applyDeleteLocked calls it, so every delete (MEM.DEL,
+// prune, the expiry sweep, a filter delete, a rollback) pins alike, live
+// and in replay.
+// REQUIRES: c.mu held for writing.
+func (c *Collection) pinIfHeldLocked(id uint64, m memory) {
+	if len(c.snap.list) == 0 || !c.heldLocked(id) {
+		return
+	}
+	if c.snap.ghosts == nil {
+		c.snap.ghosts = make(map[uint64]memory)
+	}
+	c.snap.ghosts[id] = m
+}
+
+// checkNotPinnedLocked enforces ErrIDPinned for an add with an explicit id.
+// REQUIRES: c.mu held.
+func (c *Collection) checkNotPinnedLocked(id uint64) error {
+	if _, ok := c.snap.ghosts[id]; ok {
+		return fmt.Errorf("%w: %d", ErrIDPinned, id)
+	}
+	return nil
+}
+
+// unpinLocked forgets a ghost whose id an add (replayed over a fuzzy
+// checkpoint) gives to a live memory, keeping ghosts and mems disjoint.
+// REQUIRES: c.mu held for writing.
+func (c *Collection) unpinLocked(id uint64) { delete(c.snap.ghosts, id) }
+
+// SnapshotStats are the snapshot figures of MEM.INFO.
+type SnapshotStats struct {
+	Snapshots int // catalog entries
+	Pinned    int // deleted memories kept for them (ghosts)
+}
+
+// SnapshotStats returns the collection's snapshot figures.
+func (c *Collection) SnapshotStats() (SnapshotStats, error) {
+	if err := c.rlockLive(); err != nil {
+		return SnapshotStats{}, err
+	}
+	defer c.mu.RUnlock()
+	return SnapshotStats{Snapshots: len(c.snap.list), Pinned: len(c.snap.ghosts)}, nil
+}
+
+// loadSnapshotFileLocked reads snapshot s's file into s.ids, or marks it
+// damaged. It reports false when the file does not exist: the snapshot was
+// never acknowledged (a crash between its record and its file) or was
+// deleted, and the caller drops it.
+// REQUIRES: c not yet shared (recovery).
+func (c *Collection) loadSnapshotFileLocked(s *snapshot) bool {
+	f, err := c.readSnapFile(s.seq)
+	switch {
+	case err == nil && f.name == s.name && uint64(len(f.entries)) == s.count:
+		s.ids = make([]uint64, len(f.entries))
+		for i, e := range f.entries {
+			s.ids[i] = e.id
+		}
+		return true
+	case err == nil:
+		err = fmt.Errorf("%w: holds %q (%d memories), the catalog %q (%d)", errSnapshotDamaged, f.name, len(f.entries), s.name, s.count)
+	case errors.Is(err, fs.ErrNotExist):
+		c.db.opts.Logf("memrl: recovery: collection %q: snapshot %q has no file (never acknowledged, or deleted); dropped", c.name, s.name)
+		return false
+	}
+	s.ids, s.damage = nil, err.Error()
+	c.db.opts.Logf("memrl: recovery: collection %q: snapshot %q is unusable (listed, cannot be rolled back to; MEM.DELSNAPSHOT frees it): %v", c.name, s.name, err)
+	return true
+}
+
+// finishSnapshotsLocked settles the snapshot state once replay is done:
+// the batches of a rollback whose recRollback never reached the log are
+// discarded, ghosts that no usable snapshot holds (or that a live memory
+// has replaced) are freed, and files of snapshots not in the catalog are
+// removed.
+// REQUIRES: c not yet shared (recovery).
+func (c *Collection) finishSnapshotsLocked() {
+	if n := len(c.snap.replay); n > 0 {
+		c.db.opts.Logf("memrl: recovery: collection %q: a rollback torn by a crash (%d changes logged, not committed) is not applied", c.name, n)
+		c.snap.replay = nil
+	}
+	for id := range c.snap.ghosts {
+		if _, live := c.mems[id]; live {
+			delete(c.snap.ghosts, id)
+		}
+	}
+	c.freeGhostsLocked()
+	c.removeSnapshotOrphans()
+}
+
+// removeSnapshotOrphans removes the files of the snapshots folder that no
+// catalog entry names: deleted snapshots whose removal failed, and
+// temporary files of writes a crash cut short.
+func (c *Collection) removeSnapshotOrphans() {
+	names, err := c.db.fs.List(c.snapshotDir())
+	if err != nil {
+		return // no folder: no snapshot was ever written
+	}
+	keep := make(map[string]bool, len(c.snap.list))
+	for _, s := range c.snap.list {
+		keep[filepath.Base(c.snapshotPath(s.seq))] = true
+	}
+	for _, n := range names {
+		if !keep[n] {
+			if err := c.db.fs.Remove(filepath.Join(c.snapshotDir(), n)); err != nil {
+				c.db.opts.Logf("memrl: collection %q: remove snapshot file %s: %v", c.name, n, err)
+			}
+		}
+	}
+}
+
+// forEachGhostLocked calls fn for every ghost; fn may change the memory
+// (compaction moves rows), and the change is kept.
+// REQUIRES: c.mu held for writing.
+func (c *Collection) forEachGhostLocked(fn func(id uint64, m *memory)) {
+	for id, m := range c.snap.ghosts {
+		fn(id, &m)
+		c.snap.ghosts[id] = m
+	}
+}
