@@ -106,8 +106,8 @@ func decodeRollback(b []byte) (rollbackRec, error) {
 
 // rbBatchBytes bounds a recRollbackBatch body (far below
 // wal.MaxRecordSize, so that no change, whatever its attributes, makes a
-// record too large).
-const rbBatchBytes = 1 << 20
+// record too large). A variable so that crash tests can make batches tiny.
+var rbBatchBytes = 1 << 20
 
 // encodeRollbackBatches encodes changes as recRollbackBatch records of at
 // most about rbBatchBytes each.

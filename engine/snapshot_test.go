@@ -154,7 +154,11 @@ func rollbackModel(t *testing.T, seed int64, steps int) {
 				t.Fatal(err)
 			}
 		case k < 63:
-			if _, _, err := c.Prune(PruneOptions{HasQBelow: true, QBelow: -0.05}); err != nil {
+			_, tk, err := c.Prune(PruneOptions{HasQBelow: true, QBelow: -0.05})
+			if err == nil && tk != 0 {
+				err = db.WaitDurable(tk)
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
 		case k < 68 && len(ids) > 0:
@@ -258,7 +262,7 @@ func TestGhostsInvisibleUntilRollback(t *testing.T) {
 	if _, err := c.Delete([]uint64{a}); err != nil {
 		t.Fatal(err)
 	}
-	if n, _, err := c.Prune(PruneOptions{HasQBelow: true, QBelow: 0}); err != nil || n != 1 {
+	if n, tk, err := c.Prune(PruneOptions{HasQBelow: true, QBelow: 0}); err != nil || n != 1 || db.WaitDurable(tk) != nil {
 		t.Fatalf("prune: %d %v", n, err)
 	}
 	g1, _ := filter.Parse(".g == 1")
