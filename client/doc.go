@@ -31,6 +31,8 @@
 //	MEM.EXPIRE, MEM.PERSIST, MEM.TTL   Expire, Persist, TTL
 //	MEM.INDEX coll ADD|DROP|LIST       IndexAdd, IndexDrop, IndexList
 //	MEM.PRUNE                          Prune
+//	MEM.SNAPSHOT, MEM.SNAPSHOTS        Snapshot, Snapshots
+//	MEM.ROLLBACK, MEM.DELSNAPSHOT      Rollback, DelSnapshot
 //
 // Filters (RetrieveOptions.Filter, ScanOptions.Filter, DelFilter,
 // CountFilter) are expressions of the language of docs/PROTOCOL.md
