@@ -314,6 +314,27 @@ class _Commands:
             args.append(b"DRYRUN")
         return self._call(args, int)
 
+    def snapshot(self, coll: str, name: str) -> Any:
+        """MEM.SNAPSHOT: record the collection's present state (no vectors copied) as ``name``."""
+        return self._call(["MEM.SNAPSHOT", coll, name], c.ok)
+
+    def snapshots(self, coll: str) -> Any:
+        """MEM.SNAPSHOTS: the collection's snapshots, oldest first, as :class:`Snapshot`."""
+        return self._call(["MEM.SNAPSHOTS", coll], c.parse_snapshots)
+
+    def rollback(self, coll: str, name: str) -> Any:
+        """MEM.ROLLBACK: restore the collection to snapshot ``name``; returns the memories changed.
+
+        Memories added since are removed, deleted ones come back, and every
+        memory's Q, visits, attributes, key and expiry are restored, durably
+        and atomically.
+        """
+        return self._call(["MEM.ROLLBACK", coll, name], int)
+
+    def delete_snapshot(self, coll: str, name: str) -> Any:
+        """MEM.DELSNAPSHOT: free snapshot ``name``; True if it existed."""
+        return self._call(["MEM.DELSNAPSHOT", coll, name], lambda r: int(r) == 1)
+
     def count(self, coll: str, filter: Any = None) -> Any:
         """MEM.COUNT [FILTER expr]: how many memories (match)."""
         expr = to_filter(filter)

@@ -71,6 +71,15 @@ class CollectionInfo:
 
 
 @dataclass
+class Snapshot:
+    """One entry of MEM.SNAPSHOTS."""
+
+    name: str
+    created_ms: int  # unix milliseconds
+    memories: int
+
+
+@dataclass
 class ScanPage:
     """One page of MEM.SCAN: pass ``cursor`` to the next call; 0 means the scan is done."""
 
