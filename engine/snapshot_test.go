@@ -11,6 +11,7 @@ import (
 
 	"github.com/memrl/memrl/engine/filter"
 	"github.com/memrl/memrl/vfs"
+	"github.com/memrl/memrl/wal"
 )
 
 // memState is everything a client can read of one memory.
@@ -247,6 +248,9 @@ func TestGhostsInvisibleUntilRollback(t *testing.T) {
 	opts := Options{SweepInterval: -1}
 	db, c := openAttrsDB(t, fs, opts)
 	defer func() { db.Close() }()
+	if err := c.IndexField("g", true); err != nil { // filters then go through the bitmaps
+		t.Fatal(err)
+	}
 	a, err := c.Add(AddRequest{Vector: []float32{1, 0, 0, 0}, Payload: []byte("a"), Key: "ka", Attrs: []byte(`{"g":1}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -572,5 +576,80 @@ func TestSnapshotRecordsRoundTrip(t *testing.T) {
 	}
 	if len(recs) < 2 || total != 100 {
 		t.Fatalf("%d batches, %d changes", len(recs), total)
+	}
+}
+
+// TestRollbackThroughIndex: memories deleted after a snapshot of an IVF-PQ
+// collection are tombstoned in the index (never retrieved), and come back
+// in retrievals through the index after the rollback, also after a
+// restart (index reloaded from its file).
+func TestRollbackThroughIndex(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{Dim: 32, Metric: L2, Alpha: 0.3, Index: IndexConfig{NList: 16, TrainThreshold: 2000}}
+	opts := Options{Sync: wal.SyncNone, CheckpointInterval: -1, Logf: t.Logf}
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { db.Close() }()
+	if err := db.Create("ix", cfg); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := db.Collection("ix")
+	rng := rand.New(rand.NewSource(3))
+	vecs := map[uint64][]float32{}
+	for _, v := range clustered(rng, 2500, 32) {
+		id, err := c.Add(AddRequest{Vector: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vecs[id] = v
+	}
+	waitIndexed(t, c)
+	if err := c.Snapshot("s"); err != nil {
+		t.Fatal(err)
+	}
+	deleted := map[uint64]bool{}
+	var del []uint64
+	for id := uint64(1); id <= 2500; id += 5 {
+		deleted[id] = true
+		del = append(del, id)
+	}
+	if _, err := c.Delete(del); err != nil {
+		t.Fatal(err)
+	}
+	if r := recallAt1(t, c, vecs, deleted); r < 0.95 { // fails if a deleted memory is retrieved
+		t.Fatalf("recall@1 of the rest %.3f", r)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = Open(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	c, _ = db.Collection("ix")
+	if info, _ := c.Info(); info.Index == "flat" {
+		t.Fatalf("index not reloaded: %s", info.Index)
+	}
+	if n, err := c.Rollback("s"); err != nil || n != len(del) {
+		t.Fatalf("rollback: %d, %v; want %d revived", n, err, len(del))
+	}
+	if r := recallAt1(t, c, vecs, nil); r < 0.95 {
+		t.Fatalf("recall@1 after the rollback %.3f", r)
+	}
+	hit := 0
+	for id := range deleted {
+		opt := NewRetrieveOptions()
+		opt.K1, opt.K2, opt.Lambda = 10, 1, 0
+		res, err := c.Retrieve(vecs[id], opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res) > 0 && res[0].ID == id {
+			hit++
+		}
+	}
+	if float64(hit) < 0.95*float64(len(deleted)) {
+		t.Fatalf("revived memories found first %d of %d times", hit, len(deleted))
 	}
 }
