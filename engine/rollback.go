@@ -3,7 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
-	"slices"
+	"time"
 
 	"github.com/memrl/memrl/qtable"
 )
@@ -28,6 +28,10 @@ import (
 // a fuzzy checkpoint like every other record. A checkpoint taken as part of
 // the rollback was the alternative; it would write every collection and
 // still leave the writes between the rollback and its commit to order.
+
+// rollbackLockHeld, when set (by benchmarks only), is told how long a
+// rollback held the collection's write lock.
+var rollbackLockHeld func(time.Duration)
 
 // Rollback rolls the collection back to snapshot name and returns how many
 // memories changed (deleted, restored or revived), once durable.
@@ -70,6 +74,9 @@ func (c *Collection) RollbackDeferred(name string) (int, Ticket, error) {
 	if err := c.lockLive(); err != nil {
 		return 0, 0, err
 	}
+	if rollbackLockHeld != nil {
+		defer func(start time.Time) { rollbackLockHeld(time.Since(start)) }(time.Now())
+	}
 	defer c.mu.Unlock()
 	changes, err := c.rollbackChangesLocked(f)
 	if err != nil || len(changes) == 0 {
@@ -91,16 +98,14 @@ func (c *Collection) RollbackDeferred(name string) (int, Ticket, error) {
 // REQUIRES: c.mu held for writing.
 func (c *Collection) rollbackChangesLocked(f snapFile) ([]rbChange, error) {
 	var out []rbChange
+	// Both are in id order: one merge walk finds the live ids the
+	// snapshot does not hold.
+	j := 0
 	c.liveIDs.ascend(0, func(id uint64) bool {
-		if _, ok := slices.BinarySearchFunc(f.entries, id, func(e snapEntry, id uint64) int {
-			switch {
-			case e.id < id:
-				return -1
-			case e.id > id:
-				return 1
-			}
-			return 0
-		}); !ok {
+		for j < len(f.entries) && f.entries[j].id < id {
+			j++
+		}
+		if j == len(f.entries) || f.entries[j].id != id {
 			out = append(out, rbChange{kind: rbDelete, e: snapEntry{id: id}})
 		}
 		return true

@@ -140,6 +140,9 @@ func BenchmarkRollback(b *testing.B) {
 			}
 			rng := rand.New(rand.NewSource(2))
 			changes := 0
+			var held time.Duration
+			rollbackLockHeld = func(d time.Duration) { held += d }
+			defer func() { rollbackLockHeld = nil }()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
@@ -179,6 +182,7 @@ func BenchmarkRollback(b *testing.B) {
 				changes += k
 			}
 			b.ReportMetric(float64(changes)/float64(b.N), "changes/op")
+			b.ReportMetric(float64(held.Microseconds())/float64(b.N)/1000, "ms-lock/op")
 		})
 	}
 }
