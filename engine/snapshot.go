@@ -46,8 +46,8 @@ var (
 )
 
 // MaxSnapshotName bounds a snapshot's name; MaxSnapshots the snapshots of
-// one collection (each costs 8 bytes per memory in memory, and a check per
-// delete).
+// one collection (each costs a bit or two per memory in memory, snapIDs,
+// and a check per delete).
 const (
 	MaxSnapshotName = 128
 	MaxSnapshots    = 256
@@ -68,10 +68,10 @@ func checkSnapshotName(name string) error {
 // snapshot is one entry of a collection's catalog.
 type snapshot struct {
 	name    string
-	seq     uint64 // names the file; never reused in the collection
-	created int64  // unix nanoseconds
-	count   uint64 // memories it holds
-	ids     []uint64
+	seq     uint64   // names the file; never reused in the collection
+	created int64    // unix nanoseconds
+	count   uint64   // memories it holds
+	ids     *snapIDs // nil when damaged
 	// damage says why the file cannot be used ("" when it can); a damaged
 	// snapshot's ids are unknown (nil), so it pins no ghost.
 	damage string
@@ -79,8 +79,7 @@ type snapshot struct {
 
 // holds reports whether s holds memory id.
 func (s *snapshot) holds(id uint64) bool {
-	_, ok := slices.BinarySearch(s.ids, id)
-	return ok
+	return s.ids.contains(id)
 }
 
 // snapState is a collection's snapshot state; the collection's mu guards
@@ -160,7 +159,7 @@ func (c *Collection) SnapshotDeferred(name string) (Ticket, error) {
 		c.mu.Unlock()
 		return 0, err
 	}
-	c.applySnapshotLocked(r, ids)
+	c.applySnapshotLocked(r, newSnapIDs(ids))
 	c.mu.Unlock()
 	f.entries = cp.entries()
 
@@ -243,7 +242,7 @@ func (cp stateCopy) entries() []snapEntry {
 // skips one whose seq is below nextSeq: the checkpoint already saw it
 // (and, if it is not listed, its delete).
 // REQUIRES: c.mu held for writing.
-func (c *Collection) applySnapshotLocked(r snapshotRec, ids []uint64) {
+func (c *Collection) applySnapshotLocked(r snapshotRec, ids *snapIDs) {
 	if r.seq < max(c.snap.nextSeq, 1) {
 		return
 	}
@@ -391,10 +390,11 @@ func (c *Collection) loadSnapshotFileLocked(s *snapshot) bool {
 	f, err := c.readSnapFile(s.seq)
 	switch {
 	case err == nil && f.name == s.name && uint64(len(f.entries)) == s.count:
-		s.ids = make([]uint64, len(f.entries))
+		ids := make([]uint64, len(f.entries))
 		for i, e := range f.entries {
-			s.ids[i] = e.id
+			ids[i] = e.id
 		}
+		s.ids = newSnapIDs(ids)
 		return true
 	case err == nil:
 		err = fmt.Errorf("%w: holds %q (%d memories), the catalog %q (%d)", errSnapshotDamaged, f.name, len(f.entries), s.name, s.count)

@@ -708,3 +708,41 @@ func TestRollbackAfterPinnedRowMoved(t *testing.T) {
 		t.Fatalf("verify: %v %v", err, rep.Err())
 	}
 }
+
+// TestSnapIDs: the id set of a snapshot answers for ids below and above
+// 2^32 alike, and a damaged snapshot's (nil) holds nothing.
+func TestSnapIDs(t *testing.T) {
+	ids := []uint64{1, 2, 3, 1000, 1 << 31, 1<<32 - 1, 1 << 32, 1<<40 + 7, MaxID}
+	s := newSnapIDs(ids)
+	for _, id := range ids {
+		if !s.contains(id) {
+			t.Fatalf("%d missing", id)
+		}
+	}
+	for _, id := range []uint64{0, 4, 999, 1<<32 + 1, 1 << 40, MaxID - 1} {
+		if s.contains(id) {
+			t.Fatalf("%d present", id)
+		}
+	}
+	var none *snapIDs
+	if none.contains(1) {
+		t.Fatal("nil set holds 1")
+	}
+	// A snapshot of memories with explicit large ids pins and revives them.
+	db, c := openAttrsDB(t, vfs.NewMemFS(), Options{SweepInterval: -1})
+	defer db.Close()
+	for _, id := range []uint64{5, 1 << 40} {
+		if _, err := c.Add(AddRequest{Vector: []float32{1, 0, 0, 0}, ID: id, HasID: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Snapshot("s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Delete([]uint64{5, 1 << 40}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Rollback("s"); err != nil || n != 2 {
+		t.Fatalf("rollback: %d %v", n, err)
+	}
+}
