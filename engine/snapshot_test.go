@@ -746,3 +746,101 @@ func TestSnapIDs(t *testing.T) {
 		t.Fatalf("rollback: %d %v", n, err)
 	}
 }
+
+// TestSnapshotConcurrent runs snapshots, rollbacks and snapshot deletes
+// beside adds, rewards, deletes, retrievals and scans, and checkpoints
+// (run it with -race). At the end the collection is consistent (every
+// reader agrees, collState) and a restart, clean or after a crash, shows
+// the same state.
+func TestSnapshotConcurrent(t *testing.T) {
+	fs := vfs.NewMemFS()
+	opts := Options{SweepInterval: -1}
+	db, c := openAttrsDB(t, fs, opts)
+	defer func() { db.Close() }()
+	for i := 0; i < 200; i++ {
+		if _, err := c.Add(AddRequest{Vector: []float32{1, float32(i), 0, 0}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	errc := make(chan error, 4)
+	worker := func(seed int64, fn func(rng *rand.Rand) error) {
+		rng := rand.New(rand.NewSource(seed))
+		for {
+			select {
+			case <-stop:
+				errc <- nil
+				return
+			default:
+			}
+			if err := fn(rng); err != nil && !errors.Is(err, ErrNoMemory) && !errors.Is(err, ErrIDExists) {
+				errc <- err
+				return
+			}
+		}
+	}
+	go worker(1, func(rng *rand.Rand) error {
+		_, err := c.Add(AddRequest{Vector: snapVec(rng), Attrs: []byte(`{"g":1}`)})
+		return err
+	})
+	go worker(2, func(rng *rand.Rand) error {
+		_, err := c.Reward(rng.Float64()*2-1, []uint64{1 + uint64(rng.Intn(400))}, nil)
+		return err
+	})
+	go worker(3, func(rng *rand.Rand) error {
+		_, err := c.Delete([]uint64{1 + uint64(rng.Intn(400))})
+		return err
+	})
+	go worker(4, func(rng *rand.Rand) error {
+		opt := NewRetrieveOptions()
+		if _, err := c.Retrieve(snapVec(rng), opt); err != nil {
+			return err
+		}
+		_, _, err := c.Scan(0, ScanOptions{Count: 50})
+		return err
+	})
+	for i := 0; i < 30; i++ {
+		name := fmt.Sprint("s", i)
+		if err := c.Snapshot(name); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 2 {
+			if _, err := c.Rollback(fmt.Sprint("s", i-1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%4 == 3 {
+			if _, err := c.DeleteSnapshot(fmt.Sprint("s", i-2)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%5 == 0 {
+			if err := db.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(stop)
+	for range 4 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := collState(t, c)
+	list, _ := c.Snapshots()
+	db.Close()
+	_, db = crashOpen2(t, fs, opts, 1)
+	c, _ = db.Collection("c")
+	if d := diffState(before, collState(t, c)); d != "" {
+		t.Fatalf("after a crash: %s", d)
+	}
+	// Every snapshot left still rolls back (its memories all kept).
+	for _, s := range list {
+		if _, err := c.Rollback(s.Name); err != nil {
+			t.Fatalf("rollback to %s: %v", s.Name, err)
+		}
+		if st := collState(t, c); len(st) != s.Memories {
+			t.Fatalf("rollback to %s: %d memories, want %d", s.Name, len(st), s.Memories)
+		}
+	}
+}
