@@ -122,6 +122,10 @@ func (c *Collection) Snapshot(name string) error {
 	return c.db.WaitDurable(t)
 }
 
+// snapshotLockHeld, when set (by benchmarks only), is told how long a
+// snapshot held the collection's write lock.
+var snapshotLockHeld func(time.Duration)
+
 // SnapshotDeferred is Snapshot without the durability wait (durable.go):
 // the snapshot's file is written and fsynced when it returns, its log
 // record perhaps not.
@@ -141,6 +145,7 @@ func (c *Collection) SnapshotDeferred(name string) (Ticket, error) {
 	if err := c.lockLive(); err != nil {
 		return 0, err
 	}
+	locked := time.Now()
 	if c.snapByNameLocked(name) != nil {
 		c.mu.Unlock()
 		return 0, fmt.Errorf("%w: %q", ErrSnapshotExists, name)
@@ -161,6 +166,9 @@ func (c *Collection) SnapshotDeferred(name string) (Ticket, error) {
 	}
 	c.applySnapshotLocked(r, newSnapIDs(ids))
 	c.mu.Unlock()
+	if snapshotLockHeld != nil {
+		snapshotLockHeld(time.Since(locked))
+	}
 	f.entries = cp.entries()
 
 	if err := c.writeSnapFile(f); err != nil {
