@@ -78,26 +78,26 @@ func (c *Collection) RollbackDeferred(name string) (int, Ticket, error) {
 		defer func(start time.Time) { rollbackLockHeld(time.Since(start)) }(time.Now())
 	}
 	defer c.mu.Unlock()
-	changes, err := c.rollbackChangesLocked(f)
-	if err != nil || len(changes) == 0 {
+	rb, err := c.rollbackChangesLocked(f)
+	if err != nil || rb.len() == 0 {
 		return 0, 0, err
 	}
-	recs := encodeRollbackBatches(c.uid, changes)
-	recs = append(recs, encodeRollback(rollbackRec{uid: c.uid, seq: seq, n: uint64(len(changes))}))
+	recs := encodeRollbackBatches(c.uid, rb)
+	recs = append(recs, encodeRollback(rollbackRec{uid: c.uid, seq: seq, n: uint64(rb.len())}))
 	lsn, err := c.db.log.EnqueueBatch(recs)
 	if err != nil {
 		return 0, 0, err
 	}
-	c.applyRollbackLocked(changes)
-	return len(changes), Ticket(lsn), nil
+	c.applyRollbackLocked(rb)
+	return rb.len(), Ticket(lsn), nil
 }
 
 // rollbackChangesLocked computes the changes that take the collection to
 // snapshot f: deletes in id order, then restores and revives in id order.
 // It changes nothing.
 // REQUIRES: c.mu held for writing.
-func (c *Collection) rollbackChangesLocked(f snapFile) ([]rbChange, error) {
-	var out []rbChange
+func (c *Collection) rollbackChangesLocked(f snapFile) (rbBatch, error) {
+	var out rbBatch
 	// Both are in id order: one merge walk finds the live ids the
 	// snapshot does not hold.
 	j := 0
@@ -106,7 +106,7 @@ func (c *Collection) rollbackChangesLocked(f snapFile) ([]rbChange, error) {
 			j++
 		}
 		if j == len(f.entries) || f.entries[j].id != id {
-			out = append(out, rbChange{kind: rbDelete, e: snapEntry{id: id}})
+			out.dels = append(out.dels, id)
 		}
 		return true
 	})
@@ -116,15 +116,15 @@ func (c *Collection) rollbackChangesLocked(f snapFile) ([]rbChange, error) {
 			if sameState(cur, m, e) {
 				continue
 			}
-			out = append(out, rbChange{kind: rbRestore, e: e})
+			out.changes = append(out.changes, rbChange{kind: rbRestore, e: e})
 			continue
 		}
 		g, ok := c.snap.ghosts[e.id]
 		if !ok {
 			// Cannot happen: a snapshot pins every memory it holds.
-			return nil, fmt.Errorf("%w: memory %d of snapshot %q is neither live nor kept for it", ErrCorrupt, e.id, f.name)
+			return rbBatch{}, fmt.Errorf("%w: memory %d of snapshot %q is neither live nor kept for it", ErrCorrupt, e.id, f.name)
 		}
-		out = append(out, rbChange{kind: rbRevive, e: e, m: g})
+		out.changes = append(out.changes, rbChange{kind: rbRevive, e: e, m: g})
 	}
 	return out, nil
 }
@@ -143,29 +143,21 @@ func sameState(q qtable.Entry, m memory, e snapEntry) bool {
 // record settles it), and a revive replaces whatever is there, as an add
 // does.
 // REQUIRES: c.mu held for writing.
-func (c *Collection) applyRollbackLocked(changes []rbChange) {
-	var dels []uint64
-	for _, ch := range changes {
-		if ch.kind == rbDelete {
-			dels = append(dels, ch.e.id)
-		}
-	}
-	if len(dels) > 0 {
-		c.applyDeleteLocked(deleteRec{uid: c.uid, ids: dels})
+func (c *Collection) applyRollbackLocked(rb rbBatch) {
+	if len(rb.dels) > 0 {
+		c.applyDeleteLocked(deleteRec{uid: c.uid, ids: rb.dels})
 	}
 	// Keys first come off every restored memory: two memories may trade
 	// keys, and indexing one's new key before the other's old one is off
 	// would lose it.
-	for _, ch := range changes {
-		if m, ok := c.mems[ch.e.id]; ok && ch.kind != rbDelete {
+	for _, ch := range rb.changes {
+		if m, ok := c.mems[ch.e.id]; ok {
 			c.unindexKeyLocked(ch.e.id, m.key())
 		}
 	}
-	for _, ch := range changes {
+	for _, ch := range rb.changes {
 		e := ch.e
 		switch ch.kind {
-		case rbDelete:
-			continue
 		case rbRestore:
 			m, ok := c.mems[e.id]
 			if !ok {
@@ -211,8 +203,9 @@ func (c *Collection) applyRollbackLocked(changes []rbChange) {
 // replayRollbackBatchLocked keeps a rollback batch's changes until the
 // rollback's commit record.
 // REQUIRES: c not yet shared (recovery).
-func (c *Collection) replayRollbackBatchLocked(changes []rbChange) {
-	c.snap.replay = append(c.snap.replay, changes...)
+func (c *Collection) replayRollbackBatchLocked(rb rbBatch) {
+	c.snap.replay.dels = append(c.snap.replay.dels, rb.dels...)
+	c.snap.replay.changes = append(c.snap.replay.changes, rb.changes...)
 }
 
 // replayRollbackLocked applies the changes kept since the batches of
@@ -220,11 +213,11 @@ func (c *Collection) replayRollbackBatchLocked(changes []rbChange) {
 // batch of a committed rollback: refused as a bad record.
 // REQUIRES: c not yet shared (recovery).
 func (c *Collection) replayRollbackLocked(r rollbackRec) error {
-	changes := c.snap.replay
-	c.snap.replay = nil
-	if uint64(len(changes)) != r.n {
-		return fmt.Errorf("%w: rollback of %d changes found %d in its batches", errBadRecord, r.n, len(changes))
+	rb := c.snap.replay
+	c.snap.replay = rbBatch{}
+	if uint64(rb.len()) != r.n {
+		return fmt.Errorf("%w: rollback of %d changes found %d in its batches", errBadRecord, r.n, rb.len())
 	}
-	c.applyRollbackLocked(changes)
+	c.applyRollbackLocked(rb)
 	return nil
 }

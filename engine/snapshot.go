@@ -92,7 +92,7 @@ type snapState struct {
 	ghosts  map[uint64]memory
 	// replay holds the changes of a rollback's batches until its
 	// recRollback (recovery only).
-	replay []rbChange
+	replay rbBatch
 }
 
 // SnapshotInfo describes a snapshot (MEM.SNAPSHOTS).
@@ -422,9 +422,9 @@ func (c *Collection) loadSnapshotFileLocked(s *snapshot) bool {
 // removed.
 // REQUIRES: c not yet shared (recovery).
 func (c *Collection) finishSnapshotsLocked() {
-	if n := len(c.snap.replay); n > 0 {
+	if n := c.snap.replay.len(); n > 0 {
 		c.db.opts.Logf("memrl: recovery: collection %q: a rollback torn by a crash (%d changes logged, not committed) is not applied", c.name, n)
-		c.snap.replay = nil
+		c.snap.replay = rbBatch{}
 	}
 	for id := range c.snap.ghosts {
 		if _, live := c.mems[id]; live {

@@ -12,7 +12,7 @@ import "fmt"
 //	recRollbackBatch  uid u64 | n u32 | n × change
 //	recRollback       uid u64 | seq u64 | n u64       (commits the n changes of the batches before it)
 //
-//	change: kind u8 | id u64 | then, for rbRestore and rbRevive:
+//	change: kind u8 | id u64 | then, for rbRestore and rbRevive (deletes come first):
 //	        q f64 | visits u64 | lastReward f64 | rewardSum f64 | updated i64 |
 //	        expires i64 | key u16-len bytes | attrs u32-len bytes |
 //	        and for rbRevive only: row u32 | payOff u64 | payLen u32 | created i64
@@ -47,12 +47,21 @@ type delSnapshotRec struct{ uid, seq uint64 }
 
 type rollbackRec struct{ uid, seq, n uint64 }
 
-// rbChange is one memory's change by a rollback.
+// rbChange is one memory restored or revived by a rollback.
 type rbChange struct {
-	kind byte
-	e    snapEntry // id always; the rest for rbRestore and rbRevive
+	kind byte      // rbRestore or rbRevive
+	e    snapEntry // the state restored
 	m    memory    // rbRevive: the ghost's record (its ext is rebuilt from e)
 }
+
+// rbBatch is a rollback's changes, or a part of them: the ids deleted
+// (ascending), and the memories restored or revived (ascending ids).
+type rbBatch struct {
+	dels    []uint64
+	changes []rbChange
+}
+
+func (b rbBatch) len() int { return len(b.dels) + len(b.changes) }
 
 func encodeSnapshot(r snapshotRec) []byte {
 	b := make([]byte, 0, 35+len(r.name))
@@ -109,33 +118,47 @@ func decodeRollback(b []byte) (rollbackRec, error) {
 // record too large). A variable so that crash tests can make batches tiny.
 var rbBatchBytes = 1 << 20
 
-// encodeRollbackBatches encodes changes as recRollbackBatch records of at
-// most about rbBatchBytes each.
-func encodeRollbackBatches(uid uint64, changes []rbChange) [][]byte {
+// encodeRollbackBatches encodes a rollback's changes as recRollbackBatch
+// records of at most about rbBatchBytes each (deletes first, as in each
+// record).
+func encodeRollbackBatches(uid uint64, rb rbBatch) [][]byte {
 	var out [][]byte
-	for len(changes) > 0 {
-		b := append(make([]byte, 0, 64<<10), recRollbackBatch)
-		b = le.AppendUint64(b, uid)
-		b = le.AppendUint32(b, 0) // count, set below
-		n := 0
-		for n < len(changes) && (n == 0 || len(b) < rbBatchBytes) {
-			b = appendRBChange(b, changes[n])
-			n++
+	dels, changes := rb.dels, rb.changes
+	for len(dels) > 0 || len(changes) > 0 {
+		var part rbBatch
+		size := 13
+		for len(dels) > 0 && (part.len() == 0 || size < rbBatchBytes) {
+			part.dels, dels = append(part.dels, dels[0]), dels[1:]
+			size += 9
 		}
-		le.PutUint32(b[9:13], uint32(n))
-		out = append(out, b)
-		changes = changes[n:]
+		for len(changes) > 0 && (part.len() == 0 || size < rbBatchBytes) {
+			part.changes, changes = append(part.changes, changes[0]), changes[1:]
+			size += 71 + len(part.changes[len(part.changes)-1].e.key) + len(part.changes[len(part.changes)-1].e.attrs)
+		}
+		out = append(out, encodeRollbackBatch(uid, part))
 	}
 	return out
+}
+
+// encodeRollbackBatch encodes rb as one recRollbackBatch body.
+func encodeRollbackBatch(uid uint64, rb rbBatch) []byte {
+	b := append(make([]byte, 0, 13+9*len(rb.dels)+80*len(rb.changes)), recRollbackBatch)
+	b = le.AppendUint64(b, uid)
+	b = le.AppendUint32(b, uint32(rb.len()))
+	for _, id := range rb.dels {
+		b = append(b, rbDelete)
+		b = le.AppendUint64(b, id)
+	}
+	for _, ch := range rb.changes {
+		b = appendRBChange(b, ch)
+	}
+	return b
 }
 
 func appendRBChange(b []byte, ch rbChange) []byte {
 	e := ch.e
 	b = append(b, ch.kind)
 	b = le.AppendUint64(b, e.id)
-	if ch.kind == rbDelete {
-		return b
-	}
 	b = putF64(b, e.q)
 	b = le.AppendUint64(b, e.visits)
 	b = putF64(b, e.lastReward)
@@ -155,27 +178,36 @@ func appendRBChange(b []byte, ch rbChange) []byte {
 	return b
 }
 
-// decodeRollbackBatch decodes a recRollbackBatch body; keys and attributes
-// are copied (replay keeps the changes past the record's buffer).
-func decodeRollbackBatch(b []byte) (uint64, []rbChange, error) {
+// decodeRollbackBatch decodes a recRollbackBatch body; keys and
+// attributes are copied (replay keeps the changes past the record's
+// buffer). The encoding is canonical: at least one change, deletes before
+// the rest. Slices grow as changes are decoded, never to a count read from
+// the record.
+func decodeRollbackBatch(b []byte) (uint64, rbBatch, error) {
 	d := decoder{b: b[1:]}
 	uid := d.u64()
 	n := d.u32()
-	if d.err || uint64(n)*9 > uint64(len(d.b)) {
-		return 0, nil, fmt.Errorf("%w: bad rollback batch record", errBadRecord)
+	var rb rbBatch
+	bad := func(why string) (uint64, rbBatch, error) {
+		return 0, rbBatch{}, fmt.Errorf("%w: bad rollback batch record: %s", errBadRecord, why)
 	}
-	out := make([]rbChange, n)
-	for i := range out {
-		ch := &out[i]
-		ch.kind = d.u8()
-		ch.e.id = d.u64()
-		switch ch.kind {
+	if d.err || n == 0 || uint64(n)*9 > uint64(len(d.b)) {
+		return bad("count")
+	}
+	for i := uint32(0); i < n && !d.err; i++ {
+		kind, id := d.u8(), d.u64()
+		switch kind {
 		case rbDelete:
+			if len(rb.changes) > 0 {
+				return bad("a delete after a restore")
+			}
+			rb.dels = append(rb.dels, id)
 			continue
 		case rbRestore, rbRevive:
 		default:
-			return 0, nil, fmt.Errorf("%w: rollback change of kind %d", errBadRecord, ch.kind)
+			return bad(fmt.Sprintf("change of kind %d", kind))
 		}
+		ch := rbChange{kind: kind, e: snapEntry{id: id}}
 		e := &ch.e
 		e.q, e.visits, e.lastReward, e.rewardSum = d.f64(), d.u64(), d.f64(), d.f64()
 		e.updated, e.expires = int64(d.u64()), int64(d.u64())
@@ -183,12 +215,10 @@ func decodeRollbackBatch(b []byte) (uint64, []rbChange, error) {
 		if an := d.u32(); an > 0 {
 			e.attrs = append([]byte(nil), d.take(int(an))...)
 		}
-		if ch.kind == rbRevive {
+		if kind == rbRevive {
 			ch.m.row, ch.m.payOff, ch.m.payLen, ch.m.created = d.u32(), d.u64(), d.u32(), int64(d.u64())
 		}
-		if d.err {
-			break
-		}
+		rb.changes = append(rb.changes, ch)
 	}
-	return uid, out, d.done("rollback batch")
+	return uid, rb, d.done("rollback batch")
 }

@@ -30,12 +30,12 @@ func (db *DB) replaySnapshotRecord(rec []byte) error {
 			c.applyDelSnapshotLocked(r)
 		}
 	case recRollbackBatch:
-		uid, changes, err := decodeRollbackBatch(rec)
+		uid, rb, err := decodeRollbackBatch(rec)
 		if err != nil {
 			return err
 		}
 		if c, ok := db.byUID[uid]; ok {
-			c.replayRollbackBatchLocked(changes)
+			c.replayRollbackBatchLocked(rb)
 		}
 	case recRollback:
 		r, err := decodeRollback(rec)

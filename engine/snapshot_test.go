@@ -524,19 +524,30 @@ func TestSnapshotRecordsRoundTrip(t *testing.T) {
 	if got, err := decodeRollback(encodeRollback(rr)); err != nil || got != rr {
 		t.Fatal(got, err)
 	}
-	changes := []rbChange{
-		{kind: rbDelete, e: snapEntry{id: 1}},
+	rb := rbBatch{dels: []uint64{1}, changes: []rbChange{
 		{kind: rbRestore, e: snapEntry{id: 2, q: 1.5, visits: 3, lastReward: -1, rewardSum: 2, updated: 5, expires: 6, key: "k", attrs: []byte(`{"a":1}`)}},
 		{kind: rbRevive, e: snapEntry{id: 3, q: 2}, m: memory{row: 4, payOff: 5, payLen: 6, created: 7}},
-	}
-	recs := encodeRollbackBatches(3, changes)
+	}}
+	recs := encodeRollbackBatches(3, rb)
 	if len(recs) != 1 {
 		t.Fatalf("%d batches", len(recs))
 	}
 	uid, got, err := decodeRollbackBatch(recs[0])
-	if err != nil || uid != 3 || len(got) != 3 || got[1].e.key != "k" || string(got[1].e.attrs) != `{"a":1}` ||
-		got[2].m.row != 4 || got[2].m.created != 7 || got[2].e.q != 2 {
+	if err != nil || uid != 3 || got.len() != 3 || got.dels[0] != 1 || got.changes[0].e.key != "k" ||
+		string(got.changes[0].e.attrs) != `{"a":1}` || got.changes[1].m.row != 4 || got.changes[1].m.created != 7 ||
+		got.changes[1].e.q != 2 {
 		t.Fatalf("%d %+v %v", uid, got, err)
+	}
+	// Not canonical: no change, or a delete after a restore.
+	if _, _, err := decodeRollbackBatch(encodeRollbackBatch(3, rbBatch{})); !errors.Is(err, errBadRecord) {
+		t.Fatalf("empty batch: %v", err)
+	}
+	swapped := encodeRollbackBatch(3, rbBatch{changes: rb.changes[:1]})
+	swapped = append(swapped, rbDelete)
+	swapped = le.AppendUint64(swapped, 9)
+	le.PutUint32(swapped[9:], 2)
+	if _, _, err := decodeRollbackBatch(swapped); !errors.Is(err, errBadRecord) {
+		t.Fatalf("delete after restore: %v", err)
 	}
 	for _, b := range [][]byte{encodeSnapshot(sr), encodeDelSnapshot(dr), encodeRollback(rr), recs[0]} {
 		for _, bad := range [][]byte{b[:len(b)-1], append(slices.Clone(b), 0)} {
@@ -558,9 +569,9 @@ func TestSnapshotRecordsRoundTrip(t *testing.T) {
 	}
 	// Large changes split into several batches, each far below the log's
 	// record limit.
-	big := make([]rbChange, 100)
-	for i := range big {
-		big[i] = rbChange{kind: rbRestore, e: snapEntry{id: uint64(i), attrs: make([]byte, 30000)}}
+	big := rbBatch{dels: make([]uint64, 50000)}
+	for i := range 100 {
+		big.changes = append(big.changes, rbChange{kind: rbRestore, e: snapEntry{id: uint64(i), attrs: make([]byte, 30000)}})
 	}
 	recs = encodeRollbackBatches(1, big)
 	total := 0
@@ -572,8 +583,9 @@ func TestSnapshotRecordsRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		total += len(ch)
+		total += ch.len()
 	}
+	total -= 50000
 	if len(recs) < 2 || total != 100 {
 		t.Fatalf("%d batches, %d changes", len(recs), total)
 	}
