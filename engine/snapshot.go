@@ -1,15 +1,10 @@
 package engine
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"slices"
 	"time"
-
-	"github.com/memrl/memrl/qtable"
 )
 
 // Snapshots (MEM.SNAPSHOT, MEM.SNAPSHOTS, MEM.DELSNAPSHOT; rollback.go has
@@ -188,64 +183,6 @@ func (c *Collection) SnapshotDeferred(name string) (Ticket, error) {
 	return Ticket(lsn), nil
 }
 
-// stateCopy is a collection's memories' state as copied under its write
-// lock for a snapshot: three sequential passes (the ordered set of live
-// ids, the memory table and the qtable's stripes, the last two in no
-// particular order), joined by id after the lock is released. The passes walk memory in order rather than looking
-// every id up in both tables, which keeps the lock hold short (writers and
-// rewards of the collection wait for it).
-type stateCopy struct {
-	ids  []uint64         // ascending (from the ordered set of live ids)
-	mems []snapEntry      // id, expires, key and attrs (shared: immutable memExt fields)
-	qs   []qtable.IDEntry // Q and counters of the same ids
-}
-
-// copyStateLocked copies the state of every live, unexpired memory.
-// REQUIRES: c.mu held for writing (no reward may change Q meanwhile).
-func (c *Collection) copyStateLocked(now int64) stateCopy {
-	n := len(c.mems)
-	cp := stateCopy{ids: make([]uint64, 0, n), mems: make([]snapEntry, 0, n), qs: make([]qtable.IDEntry, 0, n)}
-	// Expired memories not yet swept are gone to every reader already.
-	// c.expiring holds every memory with an expiry.
-	expired := func(id uint64) bool { x, ok := c.expiring[id]; return ok && x <= now }
-	c.liveIDs.ascend(0, func(id uint64) bool {
-		if !expired(id) {
-			cp.ids = append(cp.ids, id)
-		}
-		return true
-	})
-	for id, m := range c.mems {
-		if !expired(id) {
-			x := m.extOrZero()
-			cp.mems = append(cp.mems, snapEntry{id: id, expires: x.expires, key: x.key, attrs: x.attrs})
-		}
-	}
-	c.q.Range(func(id uint64, e qtable.Entry) bool {
-		cp.qs = append(cp.qs, qtable.IDEntry{ID: id, Entry: e})
-		return true
-	})
-	return cp
-}
-
-// entries joins the passes into the snapshot's entries, by id. Every
-// live memory has a qtable entry (INVARIANT of the collection).
-func (cp stateCopy) entries() []snapEntry {
-	slices.SortFunc(cp.mems, func(a, b snapEntry) int { return cmp.Compare(a.id, b.id) })
-	slices.SortFunc(cp.qs, func(a, b qtable.IDEntry) int { return cmp.Compare(a.ID, b.ID) })
-	j := 0
-	for i := range cp.mems {
-		e := &cp.mems[i]
-		for j < len(cp.qs) && cp.qs[j].ID < e.id {
-			j++
-		}
-		if j < len(cp.qs) && cp.qs[j].ID == e.id {
-			q := cp.qs[j].Entry
-			e.q, e.visits, e.lastReward, e.rewardSum, e.updated = q.Q, q.Visits, q.LastReward, q.RewardSum, q.Updated
-		}
-	}
-	return cp.mems
-}
-
 // applySnapshotLocked enters a logged snapshot into the catalog. Replay
 // skips one whose seq is below nextSeq: the checkpoint already saw it
 // (and, if it is not listed, its delete).
@@ -323,57 +260,6 @@ func (c *Collection) applyDelSnapshotLocked(r delSnapshotRec) {
 	c.freeGhostsLocked()
 }
 
-// freeGhostsLocked forgets every ghost that no usable snapshot holds; its
-// row and payload are then garbage for compaction to reclaim.
-// REQUIRES: c.mu held for writing.
-func (c *Collection) freeGhostsLocked() {
-	for id := range c.snap.ghosts {
-		if !c.heldLocked(id) {
-			delete(c.snap.ghosts, id)
-		}
-	}
-}
-
-// heldLocked reports whether a usable snapshot holds memory id.
-// REQUIRES: c.mu held.
-func (c *Collection) heldLocked(id uint64) bool {
-	for _, s := range c.snap.list {
-		if s.holds(id) {
-			return true
-		}
-	}
-	return false
-}
-
-// pinIfHeldLocked keeps memory id, being deleted, as a ghost when a
-// snapshot holds it. applyDeleteLocked calls it, so every delete (MEM.DEL,
-// prune, the expiry sweep, a filter delete, a rollback) pins alike, live
-// and in replay.
-// REQUIRES: c.mu held for writing.
-func (c *Collection) pinIfHeldLocked(id uint64, m memory) {
-	if len(c.snap.list) == 0 || !c.heldLocked(id) {
-		return
-	}
-	if c.snap.ghosts == nil {
-		c.snap.ghosts = make(map[uint64]memory)
-	}
-	c.snap.ghosts[id] = m
-}
-
-// checkNotPinnedLocked enforces ErrIDPinned for an add with an explicit id.
-// REQUIRES: c.mu held.
-func (c *Collection) checkNotPinnedLocked(id uint64) error {
-	if _, ok := c.snap.ghosts[id]; ok {
-		return fmt.Errorf("%w: %d", ErrIDPinned, id)
-	}
-	return nil
-}
-
-// unpinLocked forgets a ghost whose id an add (replayed over a fuzzy
-// checkpoint) gives to a live memory, keeping ghosts and mems disjoint.
-// REQUIRES: c.mu held for writing.
-func (c *Collection) unpinLocked(id uint64) { delete(c.snap.ghosts, id) }
-
 // SnapshotStats are the snapshot figures of MEM.INFO.
 type SnapshotStats struct {
 	Snapshots int // catalog entries
@@ -387,81 +273,4 @@ func (c *Collection) SnapshotStats() (SnapshotStats, error) {
 	}
 	defer c.mu.RUnlock()
 	return SnapshotStats{Snapshots: len(c.snap.list), Pinned: len(c.snap.ghosts)}, nil
-}
-
-// loadSnapshotFileLocked reads snapshot s's file into s.ids, or marks it
-// damaged. It reports false when the file does not exist: the snapshot was
-// never acknowledged (a crash between its record and its file) or was
-// deleted, and the caller drops it.
-// REQUIRES: c not yet shared (recovery).
-func (c *Collection) loadSnapshotFileLocked(s *snapshot) bool {
-	f, err := c.readSnapFile(s.seq)
-	switch {
-	case err == nil && f.name == s.name && uint64(len(f.entries)) == s.count:
-		ids := make([]uint64, len(f.entries))
-		for i, e := range f.entries {
-			ids[i] = e.id
-		}
-		s.ids = newSnapIDs(ids)
-		return true
-	case err == nil:
-		err = fmt.Errorf("%w: holds %q (%d memories), the catalog %q (%d)", errSnapshotDamaged, f.name, len(f.entries), s.name, s.count)
-	case errors.Is(err, fs.ErrNotExist):
-		c.db.opts.Logf("memrl: recovery: collection %q: snapshot %q has no file (never acknowledged, or deleted); dropped", c.name, s.name)
-		return false
-	}
-	s.ids, s.damage = nil, err.Error()
-	c.db.opts.Logf("memrl: recovery: collection %q: snapshot %q is unusable (listed, cannot be rolled back to; MEM.DELSNAPSHOT frees it): %v", c.name, s.name, err)
-	return true
-}
-
-// finishSnapshotsLocked settles the snapshot state once replay is done:
-// the batches of a rollback whose recRollback never reached the log are
-// discarded, ghosts that no usable snapshot holds (or that a live memory
-// has replaced) are freed, and files of snapshots not in the catalog are
-// removed.
-// REQUIRES: c not yet shared (recovery).
-func (c *Collection) finishSnapshotsLocked() {
-	if n := c.snap.replay.len(); n > 0 {
-		c.db.opts.Logf("memrl: recovery: collection %q: a rollback torn by a crash (%d changes logged, not committed) is not applied", c.name, n)
-		c.snap.replay = rbBatch{}
-	}
-	for id := range c.snap.ghosts {
-		if _, live := c.mems[id]; live {
-			delete(c.snap.ghosts, id)
-		}
-	}
-	c.freeGhostsLocked()
-	c.removeSnapshotOrphans()
-}
-
-// removeSnapshotOrphans removes the files of the snapshots folder that no
-// catalog entry names: deleted snapshots whose removal failed, and
-// temporary files of writes a crash cut short.
-func (c *Collection) removeSnapshotOrphans() {
-	names, err := c.db.fs.List(c.snapshotDir())
-	if err != nil {
-		return // no folder: no snapshot was ever written
-	}
-	keep := make(map[string]bool, len(c.snap.list))
-	for _, s := range c.snap.list {
-		keep[filepath.Base(c.snapshotPath(s.seq))] = true
-	}
-	for _, n := range names {
-		if !keep[n] {
-			if err := c.db.fs.Remove(filepath.Join(c.snapshotDir(), n)); err != nil {
-				c.db.opts.Logf("memrl: collection %q: remove snapshot file %s: %v", c.name, n, err)
-			}
-		}
-	}
-}
-
-// forEachGhostLocked calls fn for every ghost; fn may change the memory
-// (compaction moves rows), and the change is kept.
-// REQUIRES: c.mu held for writing.
-func (c *Collection) forEachGhostLocked(fn func(id uint64, m *memory)) {
-	for id, m := range c.snap.ghosts {
-		fn(id, &m)
-		c.snap.ghosts[id] = m
-	}
 }
