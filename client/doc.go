@@ -32,6 +32,8 @@
 //	MEM.INDEX coll ADD|DROP|LIST       IndexAdd, IndexDrop, IndexList
 //	MEM.PRUNE                          Prune
 //	MEM.HISTORY [COUNT]                History
+//	MEM.SNAPSHOT, MEM.SNAPSHOTS        Snapshot, Snapshots
+//	MEM.ROLLBACK, MEM.DELSNAPSHOT      Rollback, DelSnapshot
 //
 // Filters (RetrieveOptions.Filter, ScanOptions.Filter, DelFilter,
 // CountFilter) are expressions of the language of docs/PROTOCOL.md

@@ -121,6 +121,20 @@ var (
 	// ErrWatchUnsupported: memrl has no keys to WATCH, so there is no
 	// optimistic locking; transactions run whole at EXEC.
 	ErrWatchUnsupported = errors.New("WATCH is not supported")
+	// ErrSnapshotExists: snapshot names are unique in a collection.
+	ErrSnapshotExists = errors.New("snapshot already exists")
+	// ErrNoSnapshot: MEM.ROLLBACK names an existing snapshot.
+	ErrNoSnapshot = errors.New("no such snapshot")
+	// ErrBadSnapshotName: snapshot names are 1-128 printable ASCII characters.
+	ErrBadSnapshotName = errors.New("invalid snapshot name")
+	// ErrTooManySnapshots: a collection holds at most 256 snapshots.
+	ErrTooManySnapshots = errors.New("too many snapshots")
+	// ErrSnapshotDamaged: a snapshot whose file fails its checksum cannot
+	// be rolled back to (it is listed, and can be deleted).
+	ErrSnapshotDamaged = errors.New("snapshot file damaged")
+	// ErrIDPinned: an explicit ID that a snapshot holds for a deleted
+	// memory cannot be reused until that snapshot is deleted.
+	ErrIDPinned = errors.New("memory id is held by a snapshot")
 
 	// ErrNoAuth (code NOAUTH): authenticate before other commands.
 	ErrNoAuth = errors.New("NOAUTH")
@@ -152,7 +166,8 @@ var byPrefix = []error{
 	ErrBadAttrs, ErrBadTTL, ErrFilter, ErrCorrupt, ErrLogFailed,
 	ErrCheckpointsStopped, ErrTooManyOpenFiles, ErrReplyTooLarge, ErrSyntax,
 	ErrWrongArity, ErrUnknownCommand, ErrMaxClients, ErrTooManyQueued,
-	ErrWatchUnsupported,
+	ErrWatchUnsupported, ErrSnapshotExists, ErrNoSnapshot, ErrBadSnapshotName,
+	ErrTooManySnapshots, ErrSnapshotDamaged, ErrIDPinned,
 }
 
 // byCode maps the non-ERR codes to their sentinels.

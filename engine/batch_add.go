@@ -207,6 +207,9 @@ func (c *Collection) assignIDsLocked(reqs []AddRequest, recs []addRec, now int64
 			if _, ok := inBatch[id]; ok {
 				return i, fmt.Errorf("%w: %d (named earlier in the batch)", ErrIDExists, id)
 			}
+			if err := c.checkNotPinnedLocked(id); err != nil { // snapshot.go
+				return i, err
+			}
 		case next <= MaxID:
 			id = next
 		default:

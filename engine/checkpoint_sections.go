@@ -30,6 +30,8 @@ type ckptSection struct {
 
 // Collection section tags.
 const (
+	// sectSnapshots: the snapshot catalog and ghosts (snapshot_section.go).
+	sectSnapshots uint16 = 1
 	// sectTest is written by tests only.
 	sectTest uint16 = 0xFFFF
 	// sectPrunePolicy: the prune policy and its latest run
@@ -49,6 +51,8 @@ const (
 // section tag.
 func knownCollSection(tag uint16) bool {
 	switch tag {
+	case sectSnapshots:
+		return true
 	case sectTest:
 		return testSections
 	case sectPrunePolicy:
@@ -96,7 +100,7 @@ var (
 // after the lock is released).
 // REQUIRES: c.mu held for reading.
 func (c *Collection) ckptSectionsLocked() []ckptSection {
-	var s []ckptSection
+	s := c.snapSectionLocked() // snapshot_section.go
 	if b := c.encodePruneSectionLocked(); b != nil {
 		s = append(s, ckptSection{tag: sectPrunePolicy, data: b})
 	}
@@ -126,9 +130,14 @@ func (c *Collection) memSectionsLocked(id uint64) []ckptSection {
 // REQUIRES: c not yet shared.
 func (c *Collection) loadSectionsLocked(cc ckptCollection) error {
 	for _, s := range cc.sections {
-		if s.tag == sectPrunePolicy {
+		switch s.tag {
+		case sectPrunePolicy:
 			if err := c.loadPruneSectionLocked(s.data); err != nil {
-				return err
+				return err // already an ErrCorruptCheckpoint
+			}
+		case sectSnapshots:
+			if err := c.loadSnapSectionLocked(s.data, cc.nrows); err != nil {
+				return fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, cc.name, err)
 			}
 		}
 	}

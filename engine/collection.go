@@ -41,10 +41,12 @@ type Collection struct {
 	// reads hold it for reading. Rewards change Q in the qtable, whose
 	// stripes have locks of their own.
 	mu      sync.RWMutex
-	dropped bool              // set by Drop; every method then fails
-	mems    map[uint64]memory // id -> memory
-	rowIDs  []uint64          // row -> id; meaningful for live rows only
-	dead    *roaring.Bitmap   // rows of the vector file that hold no live memory
+	dropped bool // set by Drop; every method then fails
+	// snap is the snapshot catalog and the ghosts (snapshot.go).
+	snap   snapState
+	mems   map[uint64]memory // id -> memory
+	rowIDs []uint64          // row -> id; meaningful for live rows only
+	dead   *roaring.Bitmap   // rows of the vector file that hold no live memory
 	// deleted holds the ids deleted (and not added again) since the last
 	// checkpoint took them: the tombstones of the next delta checkpoint.
 	deleted map[uint64]struct{}
@@ -97,6 +99,10 @@ type Collection struct {
 	// hist holds the memories' recent updates (history.go); it has locks
 	// of its own, taken under the memory's qtable stripe.
 	hist history
+	// snapMu serialises the snapshot commands of the collection (snapshot,
+	// rollback, delete), which write and read snapshot files without mu.
+	// Lock order: snapMu before mu.
+	snapMu sync.Mutex
 }
 
 func (c *Collection) dim() int { return c.cfg.Dim }
@@ -327,6 +333,7 @@ func (c *Collection) applyAddLocked(r addRec) {
 	// place, the tombstone could land in a later delta than the memory's
 	// new state and delete it there.
 	delete(c.deleted, r.id)
+	c.unpinLocked(r.id) // snapshot.go: only replay over a fuzzy checkpoint meets a ghost here
 	// Replay's attributes alias the log's buffer: keep a copy.
 	c.mems[r.id] = memory{row: r.row, payLen: uint32(len(r.payload)), payOff: r.payOff, created: r.created,
 		ext: makeExt(bytes.Clone(r.attrs), r.key, r.expires)}
@@ -422,6 +429,7 @@ func (c *Collection) deleteIDsLocked(ids []uint64) (wal.LSN, error) {
 func (c *Collection) applyDeleteLocked(r deleteRec) {
 	for _, id := range r.ids {
 		if m, ok := c.mems[id]; ok {
+			c.pinIfHeldLocked(id, m) // snapshot.go: a snapshot holding it keeps it as a ghost
 			c.dead.Add(m.row)
 			c.filterIndexRemoveLocked(m.row, m.attrs())
 			c.unindexKeyLocked(id, m.key())

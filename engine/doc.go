@@ -146,6 +146,7 @@
 //	                                    append-only: SetPayload appends the new record, and the
 //	                                    old one stays as garbage until compaction (issue 10)
 //	dir/collections/<uid>/ivfpq/        the IVF-PQ index once trained (index.go)
+//	dir/collections/<uid>/snapshots/    snapshot files: every memory's state at a named point (snapshot_file.go)
 //
 // A collection's folder is named by its uid (a counter never reused), so a
 // collection dropped and created again under the same name never meets its
@@ -209,10 +210,41 @@
 // checkpoint fsyncs them before it records their sizes, and replay rewrites
 // whatever lies past those sizes from the log.
 //
+// # Snapshots and rollback
+//
+// A snapshot (snapshot.go) is a file of every live memory's state (no
+// vectors, no rows: compaction moves rows) written atomically after its log
+// record, and an entry of the collection's catalog; the catalog and the
+// ghosts (memories deleted while a snapshot holds them, kept with their
+// row and payload, invisible to every reader; compaction keeps them through
+// forEachPinnedLocked) are checkpoint section sectSnapshots. A snapshot's
+// state is copied under the collection's write lock, in the hold that logs
+// it, so every later delete sees it and pins what it holds; the file is
+// written after the lock is released. A missing file at open means a crash
+// came between record and file (never acknowledged): the entry is dropped.
+// A damaged file marks the snapshot unusable (listed, refused by rollback,
+// pinning nothing, deletable) rather than stopping Open: the rest of the
+// database is sound, and refusing to open would make one bad file take
+// every collection down.
+//
+// A rollback (rollback.go) is logged as its results, not as "roll back to
+// S": a batch of changes per ~1 MiB (deletes; restores of Q, counters,
+// attributes, key, expiry; revivals carrying the ghost's whole record),
+// then a commit record, all in one wal.Log.EnqueueBatch under the
+// collection's write lock, applied in the same hold. Replay keeps a
+// rollback's batches aside until its commit, so a log torn inside it
+// applies none of it; and as results, it converges over a fuzzy checkpoint
+// like every other record and needs no snapshot file (DELSNAPSHOT removes
+// the file at once). Taking a checkpoint as part of the rollback was the
+// alternative: it writes every collection, holds ckptMu, and a failed
+// sync there would stop checkpoints.
+//
 // # Concurrency
 //
-// Lock order: DB.ckptMu, then DB.mu, then Collection.mu, then a qtable
-// stripe, then a history stripe (history.go), then the WAL's own lock. Rewards take Collection.mu for reading
+// Lock order: DB.ckptMu, then DB.mu, then Collection.snapMu (snapshot
+// commands, which write and read snapshot files without Collection.mu),
+// then Collection.mu, then a qtable stripe, then a history stripe
+// (history.go), then the WAL's own lock. Rewards take Collection.mu for reading
 // and one stripe at a time, so rewards on different memories run in
 // parallel; adds, deletes and in-place updates (attributes, payload,
 // expiry) take Collection.mu for writing, and so do the expiry sweeper

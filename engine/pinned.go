@@ -5,4 +5,6 @@ package engine
 // vector row and payload, and may move them; fn may change m.row and
 // m.payOff, and the change is kept.
 // REQUIRES: c.mu held for writing.
-func (c *Collection) forEachPinnedLocked(fn func(id uint64, m *memory)) {}
+func (c *Collection) forEachPinnedLocked(fn func(id uint64, m *memory)) {
+	c.forEachGhostLocked(fn)
+}

@@ -31,6 +31,13 @@ func recordSeeds() map[string]corpus.Seed {
 		"unset-attrs": {encodeSetAttrs(setAttrsRec{uid: 3, id: 42}), uint16(0)},
 		"set-payload": {encodeSetPayload(setPayloadRec{uid: 3, id: 42, payOff: 4096, payload: []byte("new")}), uint16(0)},
 		"expire":      {encodeExpire(expireRec{uid: 3, id: 42, expires: 2e18}), uint16(0)},
+		"snapshot":    {encodeSnapshot(snapshotRec{uid: 3, seq: 2, created: 1e18, count: 5, name: "good point"}), uint16(0)},
+		"delsnapshot": {encodeDelSnapshot(delSnapshotRec{uid: 3, seq: 2}), uint16(0)},
+		"rollback":    {encodeRollback(rollbackRec{uid: 3, seq: 2, n: 3}), uint16(0)},
+		"rollback-batch": {encodeRollbackBatch(3, rbBatch{dels: []uint64{9}, changes: []rbChange{
+			{kind: rbRestore, e: snapEntry{id: 2, q: 1.5, visits: 3, lastReward: -1, rewardSum: 2, updated: 5, expires: 6, key: "k", attrs: []byte(`{"a":1}`)}},
+			{kind: rbRevive, e: snapEntry{id: 3, q: 2}, m: memory{row: 4, payOff: 5, payLen: 6, created: 7}},
+		}}), uint16(0)},
 	}
 }
 
@@ -93,6 +100,18 @@ func decodeRecord(rec []byte, dim int) ([]byte, error) {
 	case recExpire:
 		r, err := decodeExpire(rec)
 		return encodeExpire(r), err
+	case recSnapshot:
+		r, err := decodeSnapshot(rec)
+		return encodeSnapshot(r), err
+	case recDelSnapshot:
+		r, err := decodeDelSnapshot(rec)
+		return encodeDelSnapshot(r), err
+	case recRollback:
+		r, err := decodeRollback(rec)
+		return encodeRollback(r), err
+	case recRollbackBatch:
+		uid, rb, err := decodeRollbackBatch(rec)
+		return encodeRollbackBatch(uid, rb), err
 	}
 	return nil, errBadRecord
 }

@@ -61,6 +61,7 @@ func (db *DB) recover() error {
 		return err
 	}
 	for _, c := range db.byUID {
+		c.finishSnapshotsLocked() // snapshot.go
 		c.rebuildDeadLocked()
 		c.rebuildDerivedLocked()
 		c.rebuildFilterIndexLocked() // filter_index.go
@@ -185,6 +186,8 @@ func (db *DB) replayRecord(lsn uint64, rec []byte) error {
 		if c, ok := db.byUID[r.uid]; ok {
 			c.applyPolicyLocked(r)
 		}
+	case recSnapshot, recDelSnapshot, recRollbackBatch, recRollback:
+		return db.replaySnapshotRecord(rec) // snapshot_replay.go
 	default:
 		return fmt.Errorf("%w: unknown type %d", errBadRecord, rec[0])
 	}

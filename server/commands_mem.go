@@ -24,12 +24,13 @@ func (s *Server) RegisterMem(db *engine.DB) {
 	s.Register("MEM.INFO", 1, m.info, ReadOnly)
 	s.Register("MEM.CHECKPOINT", 0, m.checkpoint)
 	s.Register("MEM.VERIFY", 1, m.verify)
-	s.registerAttrs(m)   // commands_attrs.go
-	m.registerBatch(s)   // MEM.MADD, MEM.MGET, MEM.SCAN, MEM.COUNT: commands_batch.go
-	m.registerFilter(s)  // MEM.INDEX: commands_filter.go
-	m.registerPrune(s)   // MEM.PRUNE: commands_prune.go
-	m.registerHistory(s) // MEM.HISTORY: commands_history.go
-	m.registerConfig(s)  // MEM.CONFIG: commands_config.go
+	s.registerAttrs(m)    // commands_attrs.go
+	m.registerBatch(s)    // MEM.MADD, MEM.MGET, MEM.SCAN, MEM.COUNT: commands_batch.go
+	m.registerFilter(s)   // MEM.INDEX: commands_filter.go
+	m.registerPrune(s)    // MEM.PRUNE: commands_prune.go
+	m.registerHistory(s)  // MEM.HISTORY: commands_history.go
+	m.registerConfig(s)   // MEM.CONFIG: commands_config.go
+	m.registerSnapshot(s) // MEM.SNAPSHOT, MEM.SNAPSHOTS, MEM.ROLLBACK, MEM.DELSNAPSHOT: commands_snapshot.go
 	s.AddInfoSection("memrl", m.infoSection)
 	s.registerMemObservability(db) // info_mem.go
 }
@@ -455,7 +456,11 @@ func (m memCommands) info(c *Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.WriteArrayHeader(20 + 4)
+	ss, err := coll.SnapshotStats() // commands_snapshot.go
+	if err != nil {
+		return err
+	}
+	c.WriteArrayHeader(20 + 4 + 2)
 	c.WriteBulkString("name")
 	c.WriteBulkString(in.Name)
 	c.WriteBulkString("dim")
@@ -477,6 +482,8 @@ func (m memCommands) info(c *Ctx, args [][]byte) error {
 	c.WriteBulkString("index")
 	c.WriteBulkString(in.Index)
 	prune(c)
+	c.WriteBulkString("snapshots")
+	c.WriteInt(int64(ss.Snapshots))
 	return nil
 }
 

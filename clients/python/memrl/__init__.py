@@ -24,6 +24,7 @@ from .errors import (
     FilterError,
     InvalidAttributes,
     InvalidKey,
+    InvalidSnapshotName,
     InvalidVector,
     LogFailed,
     MemoryExists,
@@ -31,17 +32,19 @@ from .errors import (
     NoPermission,
     NoSuchCollection,
     NoSuchMemory,
+    NoSuchSnapshot,
     OutOfMemory,
     OutOfRange,
     ResponseError,
     ServerLimit,
+    SnapshotExists,
     TransactionError,
     UnknownCommand,
     WatchNotSupported,
     WrongArity,
 )
 from .filters import to_filter
-from .types import CollectionInfo, HistoryEntry, Hit, Memory, NewMemory, ScanPage
+from .types import CollectionInfo, HistoryEntry, Hit, Memory, NewMemory, ScanPage, Snapshot
 
 __version__ = "0.1.0"
 
@@ -54,6 +57,7 @@ __all__ = [
     "CollectionInfo",
     "ScanPage",
     "HistoryEntry",
+    "Snapshot",
     "to_filter",
     "MemrlError",
     "ConnectionFailed",
@@ -78,4 +82,7 @@ __all__ = [
     "AuthError",
     "NoPermission",
     "OutOfMemory",
+    "NoSuchSnapshot",
+    "SnapshotExists",
+    "InvalidSnapshotName",
 ]

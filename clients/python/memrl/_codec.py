@@ -16,7 +16,7 @@ try:  # numpy is optional: vectors are lists without it.
 except ImportError:  # pragma: no cover - exercised only without numpy
     _np = None
 
-from .types import CollectionInfo, HistoryEntry, Hit, Memory
+from .types import CollectionInfo, HistoryEntry, Hit, Memory, Snapshot
 
 HAVE_NUMPY = _np is not None
 
@@ -174,6 +174,10 @@ def parse_hits(reply: Any, with_payload: bool, with_attrs: bool, with_keys: bool
             h.key = decode_key(row[i])
         out.append(h)
     return out
+
+
+def parse_snapshots(reply: Any) -> list[Snapshot]:
+    return [Snapshot(name=bytes(e[0]).decode("utf-8"), created_ms=int(e[1]), memories=int(e[2])) for e in reply]
 
 
 def parse_info(reply: Any) -> CollectionInfo:

@@ -331,6 +331,7 @@ class _Commands:
         if count is not None:
             args += [b"COUNT", int(count)]
         return self._call(args, c.parse_history)
+
     def set_prune_policy(
         self,
         coll: str,
@@ -362,6 +363,27 @@ class _Commands:
         """MEM.CONFIG coll GET PRUNE: the policy as a dict (``q_below``, ``min_visits``, ``older``,
         ``idle``, ``max_count``, ``filter``, ``every``: only those set, ``every`` always), or None."""
         return self._call(["MEM.CONFIG", coll, b"GET", b"PRUNE"], c.parse_prune_policy)
+
+    def snapshot(self, coll: str, name: str) -> Any:
+        """MEM.SNAPSHOT: record the collection's present state (no vectors copied) as ``name``."""
+        return self._call(["MEM.SNAPSHOT", coll, name], c.ok)
+
+    def snapshots(self, coll: str) -> Any:
+        """MEM.SNAPSHOTS: the collection's snapshots, oldest first, as :class:`Snapshot`."""
+        return self._call(["MEM.SNAPSHOTS", coll], c.parse_snapshots)
+
+    def rollback(self, coll: str, name: str) -> Any:
+        """MEM.ROLLBACK: restore the collection to snapshot ``name``; returns the memories changed.
+
+        Memories added since are removed, deleted ones come back, and every
+        memory's Q, visits, attributes, key and expiry are restored, durably
+        and atomically.
+        """
+        return self._call(["MEM.ROLLBACK", coll, name], int)
+
+    def delete_snapshot(self, coll: str, name: str) -> Any:
+        """MEM.DELSNAPSHOT: free snapshot ``name``; True if it existed."""
+        return self._call(["MEM.DELSNAPSHOT", coll, name], lambda r: int(r) == 1)
 
     def count(self, coll: str, filter: Any = None) -> Any:
         """MEM.COUNT [FILTER expr]: how many memories (match)."""

@@ -130,6 +130,18 @@ class WatchNotSupported(ResponseError):
     """memrl has no keys to WATCH; MULTI/EXEC is atomic without it."""
 
 
+class NoSuchSnapshot(ResponseError):
+    """MEM.ROLLBACK named no snapshot of the collection."""
+
+
+class SnapshotExists(ResponseError):
+    """MEM.SNAPSHOT named a snapshot the collection already has."""
+
+
+class InvalidSnapshotName(ResponseError):
+    """Snapshot names are 1-128 printable ASCII characters."""
+
+
 # --- other reply kinds ---------------------------------------------------------
 
 
@@ -172,6 +184,12 @@ _ERR_RULES: list[tuple[str, type[ResponseError]]] = [
     ("discard without multi", TransactionError),
     ("multi calls can not be nested", TransactionError),
     ("watch ", WatchNotSupported),
+    ("no such snapshot", NoSuchSnapshot),
+    ("snapshot already exists", SnapshotExists),
+    ("invalid snapshot name", InvalidSnapshotName),
+    ("too many snapshots", ServerLimit),
+    ("snapshot file damaged", DataDamaged),
+    ("memory id is held by a snapshot", MemoryExists),
 ]
 
 _BATCH_POSITION = re.compile(r"^memory (\d+): ")

@@ -83,6 +83,12 @@ class HistoryEntry:
     reward: float
     q: float
     visits: int
+class Snapshot:
+    """One entry of MEM.SNAPSHOTS."""
+
+    name: str
+    created_ms: int  # unix milliseconds
+    memories: int
 
 
 @dataclass

@@ -51,6 +51,8 @@ def test_history(client, coll):
     client.delete(coll, first)
     with pytest.raises(memrl.NoSuchMemory):
         client.history(coll, first)
+
+
 def test_prune_policy(client, coll):
     client.create(coll, 2)
     assert client.prune_policy(coll) is None
@@ -70,3 +72,29 @@ def test_prune_policy(client, coll):
     client.prune_policy_off(coll)
     assert client.prune_policy(coll) is None
     client.prune_policy_off(coll)  # none: still OK
+
+
+def test_snapshot_and_rollback(client, coll):
+    client.create(coll, 2)
+    ids = client.madd(coll, [memrl.NewMemory([1, i], attrs={"n": i}) for i in range(4)])
+    client.snapshot(coll, "base")
+    with pytest.raises(memrl.SnapshotExists):
+        client.snapshot(coll, "base")
+    with pytest.raises(memrl.InvalidSnapshotName):
+        client.snapshot(coll, "")
+    (s,) = client.snapshots(coll)
+    assert s.name == "base" and s.memories == 4 and s.created_ms > 1_600_000_000_000
+    client.reward(coll, 1.0, [ids[0]])
+    client.delete(coll, ids[1])
+    new = client.add(coll, [5, 5])
+    assert client.rollback(coll, "base") == 3  # restored, revived, removed
+    assert client.get(coll, ids[0]).q == 0 and client.get(coll, ids[0]).visits == 0
+    assert client.get(coll, ids[1]).attrs == {"n": 1}
+    assert client.count(coll) == 4
+    with pytest.raises(memrl.NoSuchMemory):
+        client.get(coll, new)
+    with pytest.raises(memrl.NoSuchSnapshot):
+        client.rollback(coll, "nope")
+    assert client.delete_snapshot(coll, "base") is True
+    assert client.delete_snapshot(coll, "base") is False
+    assert client.snapshots(coll) == []
