@@ -64,7 +64,6 @@ func TestRemapAnswersAsTheOriginal(t *testing.T) {
 				}
 			}
 		}
-		// The remapped index saves and opens like any other.
 		ix.Close()
 		out.Close()
 	}
