@@ -95,11 +95,40 @@ func (db *DB) Checkpoint() error { return db.checkpoint(false) }
 // starts a new chain): every memory, not only those changed.
 func (db *DB) CheckpointFull() error { return db.checkpoint(true) }
 
-func (db *DB) checkpoint(forceFull bool) (err error) {
+func (db *DB) checkpoint(forceFull bool) error {
 	db.ckptMu.Lock()
 	defer db.ckptMu.Unlock()
+	_, err := db.checkpointLocked(forceFull, nil)
+	return err
+}
+
+// checkpointLocked is checkpoint with db.ckptMu held. held, when not nil,
+// is a collection whose lock the caller holds for writing (compaction's
+// swap, compact.go): its state is copied without taking the lock. It
+// reports whether the new checkpoint file was committed or its commit
+// attempted (after which a failure leaves the disk holding either file).
+// REQUIRES: db.ckptMu held. If held is set: held.mu held for writing, and
+// db.mu held for reading since before held.mu was locked (the lock order),
+// which checkpointLocked releases once it has listed the collections, so
+// that no create is logged between the listing and the log position.
+func (db *DB) checkpointLocked(forceFull bool, held *Collection) (committed bool, err error) {
+	if held == nil {
+		db.mu.RLock()
+	}
+	return db.checkpointListLocked(forceFull, held)
+}
+
+// checkpointListLocked is checkpointLocked with db.mu held for reading,
+// which it releases. REQUIRES: as checkpointLocked, and db.mu read-held.
+func (db *DB) checkpointListLocked(forceFull bool, held *Collection) (committed bool, err error) {
+	listed := false
+	defer func() {
+		if !listed {
+			db.mu.RUnlock()
+		}
+	}()
 	if db.ckptErr != nil {
-		return db.ckptErr
+		return false, db.ckptErr
 	}
 	start, full := time.Now(), false
 	defer func() {
@@ -108,19 +137,18 @@ func (db *DB) checkpoint(forceFull bool) (err error) {
 		}
 	}()
 	if err := db.log.Err(); err != nil {
-		return err
+		return false, err
 	}
 	lsn := db.log.NextLSN()
-	db.mu.RLock()
 	if db.closed {
-		db.mu.RUnlock()
-		return ErrClosed
+		return false, ErrClosed
 	}
 	nextUID := db.nextUID
 	colls := make([]*Collection, 0, len(db.byUID))
 	for _, c := range db.byUID {
 		colls = append(colls, c)
 	}
+	listed = true
 	db.mu.RUnlock()
 	sort.Slice(colls, func(i, j int) bool { return colls[i].uid < colls[j].uid })
 
@@ -137,9 +165,8 @@ func (db *DB) checkpoint(forceFull bool) (err error) {
 	path := filepath.Join(db.dir, ckptFileName(next.seq))
 	af, err := vfs.CreateAtomic(db.fs, path)
 	if err != nil {
-		return err
+		return false, err
 	}
-	committed := false
 	defer func() {
 		if !committed {
 			af.Abort()
@@ -154,9 +181,15 @@ func (db *DB) checkpoint(forceFull bool) (err error) {
 	sizes := make([]ckptSizes, len(colls))
 	var written int
 	for i, c := range colls {
-		cw.beginCollection(c.uid, c.name, c.ckptConfig())
+		if c == held {
+			cw.beginCollection(c.uid, c.name, c.ckptConfigLocked())
+		} else {
+			cw.beginCollection(c.uid, c.name, c.ckptConfig())
+		}
 		var n int
-		if full {
+		if c == held {
+			sizes[i], n = c.snapshotHeldTo(cw) // compact.go
+		} else if full {
 			sizes[i], n = c.snapshotTo(cw)
 		} else {
 			sizes[i], n = c.deltaTo(cw)
@@ -165,27 +198,27 @@ func (db *DB) checkpoint(forceFull bool) (err error) {
 		cw.endCollection(sizes[i].nrows, sizes[i].paySize, sizes[i].nextID, sizes[i].sections)
 	}
 	if err := cw.finish(); err != nil {
-		return fmt.Errorf("engine: write checkpoint: %w", err)
+		return false, fmt.Errorf("engine: write checkpoint: %w", err)
 	}
 
 	// The checkpoint replaces the log before L, so that part must be
 	// durable before the checkpoint is.
 	if err := db.log.Sync(); err != nil {
-		return err
+		return false, err
 	}
 	// Drop (the only closer of a live collection's files) waits for
 	// ckptMu, so these files stay open.
 	for i, c := range colls {
 		if err := c.vecs.syncTo(sizes[i].nrows); err != nil {
-			return db.syncFailedLocked(fmt.Errorf("sync vectors of %q: %w", c.name, err))
+			return false, db.syncFailedLocked(fmt.Errorf("sync vectors of %q: %w", c.name, err))
 		}
 		if err := c.pays.syncTo(sizes[i].paySize); err != nil {
-			return db.syncFailedLocked(fmt.Errorf("sync payloads of %q: %w", c.name, err))
+			return false, db.syncFailedLocked(fmt.Errorf("sync payloads of %q: %w", c.name, err))
 		}
 	}
 	committed = true
 	if err := af.Commit(); err != nil {
-		return db.stopCheckpointsLocked(fmt.Errorf("commit %s: %w", filepath.Base(path), err))
+		return true, db.stopCheckpointsLocked(fmt.Errorf("commit %s: %w", filepath.Base(path), err))
 	}
 	if full {
 		next.baseMems = written
@@ -197,17 +230,17 @@ func (db *DB) checkpoint(forceFull bool) (err error) {
 		// The deltas of the previous chain are no longer read (their
 		// chain id differs); free them.
 		if err := db.removeDeltasLocked(); err != nil {
-			return err
+			return true, err
 		}
 	}
 	if err := db.log.RemoveBefore(lsn); err != nil {
-		return err
+		return true, err
 	}
 	keep := make([]uint64, len(colls))
 	for i, c := range colls {
 		keep[i] = c.uid
 	}
-	return db.removeOrphansLocked(keep)
+	return true, db.removeOrphansLocked(keep)
 }
 
 // syncFailedLocked handles a failed sync of a collection file: a file that

@@ -30,6 +30,9 @@ type ckptSection struct {
 
 // Collection section tags.
 const (
+	// sectCompact records the generation of the collection's files
+	// (compact_files.go).
+	sectCompact uint16 = 2
 	// sectTest is written by tests only.
 	sectTest uint16 = 0xFFFF
 )
@@ -44,6 +47,8 @@ const (
 // section tag.
 func knownCollSection(tag uint16) bool {
 	switch tag {
+	case sectCompact:
+		return true
 	case sectTest:
 		return testSections
 	}
@@ -75,6 +80,9 @@ var (
 // REQUIRES: c.mu held for reading.
 func (c *Collection) ckptSectionsLocked() []ckptSection {
 	var s []ckptSection
+	if c.gen > 0 {
+		s = append(s, ckptSection{tag: sectCompact, data: encodeCompactSection(c.gen)})
+	}
 	if testCollSections != nil {
 		s = append(s, testCollSections(c)...)
 	}

@@ -55,6 +55,15 @@ type Options struct {
 	// means DefaultSweepInterval, < 0 disables it (expired memories are
 	// still never returned).
 	SweepInterval time.Duration
+	// CompactShare starts a background compaction of a collection
+	// (compact_trigger.go) once the share of its vector rows that hold no
+	// live memory (and that a compaction would reclaim) reaches it, and
+	// they number at least CompactMinRows. 0 means DefaultCompactShare,
+	// < 0 disables the trigger (MEM.COMPACT still compacts).
+	CompactShare float64
+	// CompactMinRows is the fewest reclaimable rows that start a
+	// compaction; 0 means DefaultCompactMinRows.
+	CompactMinRows int
 }
 
 // DefaultMaxCollections is the default of Options.MaxCollections. Each
@@ -102,6 +111,11 @@ type DB struct {
 	stop      chan struct{} // closed by Close to end the checkpointer and the sweeper
 	done      chan struct{} // closed when the checkpointer has ended
 	sweepDone chan struct{} // closed when the sweeper has ended
+	// compactDone is closed when the compaction trigger has ended;
+	// compacts counts running compactions (compact.go), which Close waits
+	// for after closing stop (they stop at their next chunk).
+	compactDone chan struct{}
+	compacts    sync.WaitGroup
 
 	// Recovery describes what Open found: the checkpoint, the records
 	// replayed and any torn tail cut off the log.
@@ -144,6 +158,12 @@ func Open(dir string, opts Options) (*DB, error) {
 	if opts.SweepInterval == 0 {
 		opts.SweepInterval = DefaultSweepInterval
 	}
+	if opts.CompactShare == 0 {
+		opts.CompactShare = DefaultCompactShare
+	}
+	if opts.CompactMinRows <= 0 {
+		opts.CompactMinRows = DefaultCompactMinRows
+	}
 	fs := opts.FS
 	if err := fs.MkdirAll(filepath.Join(dir, "collections"), 0o755); err != nil {
 		return nil, err
@@ -156,6 +176,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		dir: dir, fs: fs, opts: opts, lock: lock, nextUID: 1, files: newFileCache(fs, opts.MaxOpenFiles),
 		colls: make(map[string]*Collection), byUID: make(map[uint64]*Collection),
 		stop: make(chan struct{}), done: make(chan struct{}), sweepDone: make(chan struct{}),
+		compactDone: make(chan struct{}),
 	}
 	if err := db.recover(); err != nil {
 		db.closeFiles()
@@ -165,6 +186,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	db.Recovery.Duration = time.Since(start)
 	go db.checkpointer()
 	go db.sweeper()
+	go db.compactTrigger()
 	return db, nil
 }
 
@@ -322,6 +344,8 @@ func (db *DB) Close() error {
 	close(db.stop)
 	<-db.done
 	<-db.sweepDone
+	<-db.compactDone
+	db.compacts.Wait()
 	var err error
 	if db.log.Err() == nil {
 		err = db.Checkpoint()
