@@ -24,10 +24,11 @@ func (s *Server) RegisterMem(db *engine.DB) {
 	s.Register("MEM.INFO", 1, m.info, ReadOnly)
 	s.Register("MEM.CHECKPOINT", 0, m.checkpoint)
 	s.Register("MEM.VERIFY", 1, m.verify)
-	s.registerAttrs(m)  // commands_attrs.go
-	m.registerBatch(s)  // MEM.MADD, MEM.MGET, MEM.SCAN, MEM.COUNT: commands_batch.go
-	m.registerFilter(s) // MEM.INDEX: commands_filter.go
-	m.registerPrune(s)  // MEM.PRUNE: commands_prune.go
+	s.registerAttrs(m)   // commands_attrs.go
+	m.registerBatch(s)   // MEM.MADD, MEM.MGET, MEM.SCAN, MEM.COUNT: commands_batch.go
+	m.registerFilter(s)  // MEM.INDEX: commands_filter.go
+	m.registerPrune(s)   // MEM.PRUNE: commands_prune.go
+	m.registerCompact(s) // MEM.COMPACT: commands_compact.go
 	s.AddInfoSection("memrl", m.infoSection)
 	s.registerMemObservability(db) // info_mem.go
 }
@@ -449,7 +450,7 @@ func (m memCommands) info(c *Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.WriteArrayHeader(20)
+	c.WriteArrayHeader(20 + compactInfoLen)
 	c.WriteBulkString("name")
 	c.WriteBulkString(in.Name)
 	c.WriteBulkString("dim")
@@ -470,6 +471,7 @@ func (m memCommands) info(c *Ctx, args [][]byte) error {
 	c.WriteInt(int64(in.NextID))
 	c.WriteBulkString("index")
 	c.WriteBulkString(in.Index)
+	writeCompactInfo(c, coll) // commands_compact.go
 	return nil
 }
 
