@@ -31,6 +31,7 @@
 //	MEM.EXPIRE, MEM.PERSIST, MEM.TTL   Expire, Persist, TTL
 //	MEM.INDEX coll ADD|DROP|LIST       IndexAdd, IndexDrop, IndexList
 //	MEM.PRUNE                          Prune
+//	MEM.COMPACT [WAIT]                 Compact, CompactWait
 //
 // Filters (RetrieveOptions.Filter, ScanOptions.Filter, DelFilter,
 // CountFilter) are expressions of the language of docs/PROTOCOL.md
