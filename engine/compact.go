@@ -473,6 +473,10 @@ func (ng *nextGen) swap() (oldState, time.Duration, error) {
 		if pinErr != nil {
 			return
 		}
+		if m.row >= uint32(len(newOf)) {
+			pinErr = fmt.Errorf("engine: collection %q: pinned memory %d at row %d, past the %d rows", c.name, id, m.row, len(newOf))
+			return
+		}
 		if nr := newOf[m.row]; nr != 0 && ng.kept[nr-1].id == id && ng.kept[nr-1].oldOff == m.payOff {
 			pinTo[id] = pinMove{nr - 1, ng.kept[nr-1].newOff}
 			return

@@ -260,10 +260,11 @@ func (f *compactFixture) reopen(t *testing.T, crash bool) *DB {
 	return db
 }
 
-// TestCompactIndexedCollectionKeepsRecall compacts an IVF-PQ collection:
-// the index is remapped (not retrained), answers with the recall it had
-// (against the exact scan) and never returns a deleted memory, also after
-// a restart and after a retrain.
+// TestCompactIndexedCollectionKeepsRecall compacts an IVF-PQ collection
+// with memories deleted and pruned: the index is remapped (not
+// retrained), answers with the recall it had (against the exact scan) and
+// never returns a deleted or pruned memory, also after a restart and
+// after a retrain.
 func TestCompactIndexedCollectionKeepsRecall(t *testing.T) {
 	fs := vfs.NewMemFS()
 	cfg := Config{Dim: 16, Metric: L2, Alpha: 0.5, Indexed: []string{"g"},
@@ -301,6 +302,24 @@ func TestCompactIndexedCollectionKeepsRecall(t *testing.T) {
 			}
 		}
 		return float64(hit) / float64(n)
+	}
+	// Prune every memory of group 3 too: pruned memories are deletes.
+	var pruned []uint64
+	for id := range f.live {
+		if id%4 == 3 {
+			pruned = append(pruned, id)
+		}
+	}
+	n, tk, err := f.c.Prune(PruneOptions{HasMaxCount: true, MaxCount: 0, Filter: mustParseFilter(t, `.g == 3`)})
+	if err != nil || n != len(pruned) {
+		t.Fatalf("prune: %d, %v; want %d", n, err, len(pruned))
+	}
+	if err := f.db.WaitDurable(tk); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range pruned {
+		delete(f.live, id)
+		f.deleted[id] = true
 	}
 	r0 := recall(f.c)
 	trained := f.c.trainedOn

@@ -246,7 +246,9 @@
 //     after it to g+1's. This hold is the only time writers of the
 //     collection wait (CompactStats.Stall; bench/README.md "Compaction").
 //  5. Release the locks, then remove generation g's files and index
-//     folder, paced.
+//     folder, paced. The remapped index is saved to ivfpq.<g+1>/ in the
+//     background, like a new build's: a crash before that save finds no
+//     index of g+1 at open and builds one again (it is derived data).
 //
 // Crash cases (TestCrashDuringCompaction crashes at every file operation
 // of a compaction): before step 4's rename, the disk's checkpoint names
