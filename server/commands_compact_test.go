@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -126,4 +127,27 @@ func TestMemCompactCommand(t *testing.T) {
 	ts = startServer(t, Config{}, func(s *Server) { s.RegisterMem(db) })
 	rdb = ts.client(t)
 	checkGone()
+}
+
+// TestMemCompactIsAWrite: COMMAND knows MEM.COMPACT, and a read-only user
+// may not run it (it rewrites files).
+func TestMemCompactIsAWrite(t *testing.T) {
+	db, err := engine.Open(t.TempDir(), engine.Options{Sync: wal.SyncNone, CheckpointInterval: -1, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ts := startServer(t, Config{Users: []User{{Name: DefaultUser, Password: "pw"}, {Name: "ro", Password: "pr", ReadOnly: true}}},
+		func(s *Server) { s.RegisterMem(db) })
+	c := newTxConn(t, ts)
+	c.do("AUTH pw\r\nMEM.CREATE m DIM 2\r\nCOMMAND COUNT\r\n", "+OK\r\n+OK\r\n")
+	if _, err := readReply(c.br); err != nil {
+		t.Fatal(err)
+	}
+	c.do("AUTH ro pr\r\nMEM.COMPACT m\r\n", "+OK\r\n-NOPERM User ro has no permissions to run the 'mem.compact' command\r\n")
+	io.WriteString(c.nc, "COMMAND INFO mem.compact\r\n")
+	r, err := readReply(c.br)
+	if err != nil || !strings.Contains(fmt.Sprint(r), "mem.compact") {
+		t.Fatalf("COMMAND INFO mem.compact = %v, %v", r, err)
+	}
 }
