@@ -75,6 +75,12 @@ type nextGen struct {
 	vecs *vectorStore
 	pays *payloadStore
 	kept []keptRow // by new row
+	// ix is the collection's index ixFrom remapped to the rows copyFrozen
+	// kept (its first ixRows rows), made before the swap (remapIndex), or
+	// nil.
+	ix     *ivfpq.Index
+	ixFrom *ivfpq.Index
+	ixRows uint32
 }
 
 // Compact rewrites the collection's files without its deleted rows and
@@ -203,6 +209,7 @@ func (c *Collection) runCompact() (st CompactStats, err error) {
 	if err := ng.sync(); err != nil {
 		return st, err
 	}
+	ng.remapIndex()
 	old, stall, err := ng.swap()
 	st.Stall = stall
 	if err != nil {
@@ -255,6 +262,9 @@ func (c *Collection) createGen(gen uint64) (*nextGen, error) {
 // discard closes and removes the files of a generation that was not
 // swapped in.
 func (ng *nextGen) discard() {
+	if ng.ix != nil {
+		ng.ix.Close()
+	}
 	ng.vecs.close()
 	ng.pays.close()
 	if err := ng.c.removeGen(ng.gen); err != nil {
@@ -268,6 +278,37 @@ func (ng *nextGen) sync() error {
 		return err
 	}
 	return ng.pays.syncTo(ng.pays.size)
+}
+
+// remapIndex remaps the collection's index to the rows copyFrozen kept,
+// before the swap and without the collection's lock (the index's is held
+// one list at a time), so that the swap only adds the rows it copies
+// itself. A failure is logged; the swap then remaps under the lock.
+func (ng *nextGen) remapIndex() {
+	c := ng.c
+	c.mu.RLock()
+	ix, nrows := c.ivf, c.vecs.nrows
+	c.mu.RUnlock()
+	if ix == nil {
+		return
+	}
+	newOf := make([]uint32, nrows) // every kept row is below nrows
+	for i, k := range ng.kept {
+		newOf[k.old] = uint32(i) + 1
+	}
+	out, err := ix.Remap(func(old uint32) (uint32, bool) {
+		if old >= uint32(len(newOf)) || newOf[old] == 0 {
+			return 0, false
+		}
+		return newOf[old] - 1, true
+	}, uint32(len(ng.kept)))
+	if err != nil {
+		if !errors.Is(err, ivfpq.ErrClosed) { // a build replaced it meanwhile
+			c.db.opts.Logf("memrl: collection %q: compaction: remapping the index: %v", c.name, err)
+		}
+		return
+	}
+	ng.ix, ng.ixFrom, ng.ixRows = out, ix, uint32(len(ng.kept))
 }
 
 // compactChunk is how many rows copyFrozen reads per hold of the read
@@ -507,9 +548,21 @@ func (ng *nextGen) swap() (oldState, time.Duration, error) {
 		return oldState{}, 0, err
 	}
 
+	tTail := time.Since(locked)
 	// The index, remapped to the new rows (codes copied, not re-encoded).
 	var newIx *ivfpq.Index
-	if c.ivf != nil {
+	if c.ivf != nil && ng.ix != nil && c.ivf == ng.ixFrom {
+		// Remapped before the swap: add the rows copied since.
+		newIx, ng.ix, err = ng.ix, nil, nil
+		for r := ng.ixRows; r < uint32(len(ng.kept)) && err == nil; r++ {
+			err = newIx.Add(r, ng.vecs.row(r))
+		}
+		if err != nil {
+			db.opts.Logf("memrl: collection %q: compaction could not complete the remapped index, searching exactly until it is rebuilt: %v", c.name, err)
+			newIx.Close()
+			newIx = nil
+		}
+	} else if c.ivf != nil {
 		if c.ivf.Rows() == c.vecs.nrows {
 			newIx, err = c.ivf.Remap(func(old uint32) (uint32, bool) {
 				nr := newOf[old]
@@ -524,6 +577,11 @@ func (ng *nextGen) swap() (oldState, time.Duration, error) {
 		}
 	}
 
+	if ng.ix != nil { // made from an index a build has replaced since
+		ng.ix.Close()
+		ng.ix = nil
+	}
+	tIndex := time.Since(locked) - tTail
 	// Swap, remembering what to put back.
 	old := oldState{vecs: c.vecs, pays: c.pays, rowIDs: c.rowIDs, dead: c.dead, ivf: c.ivf, index: c.index,
 		savedRows: c.savedRows, gen: c.gen, pinned: map[uint64]keptRow{}}
@@ -552,6 +610,7 @@ func (ng *nextGen) swap() (oldState, time.Duration, error) {
 	}
 
 	dbLocked = false // checkpointLocked releases it
+	tSwap := time.Since(locked) - tTail - tIndex
 	committed, err := db.checkpointLocked(true, c)
 	if err != nil && !committed {
 		// The disk still names the old generation, and no record was
@@ -587,7 +646,11 @@ func (ng *nextGen) swap() (oldState, time.Duration, error) {
 	c.cs.keptDead = c.dead.GetCardinality()
 	c.saveIndexAsyncLocked()
 	c.maybeBuildLocked()
-	return old, time.Since(locked), nil
+	stall := time.Since(locked)
+	db.opts.Logf("memrl: collection %q: compaction held the write lock %v: tail copy %v, index remap %v, swap %v, checkpoint %v",
+		c.name, stall.Round(time.Millisecond), tTail.Round(time.Millisecond), tIndex.Round(time.Millisecond),
+		tSwap.Round(time.Millisecond), (stall - tTail - tIndex - tSwap).Round(time.Millisecond))
+	return old, stall, nil
 }
 
 // snapshotHeldTo is snapshotTo for a collection whose write lock the

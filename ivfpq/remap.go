@@ -16,22 +16,20 @@ import (
 // and fails with ErrBadParams, leaving ix unchanged, when a row is mapped
 // twice, past rows, or not at all. Base segments are checksum-verified
 // first, as by Save, so corruption is never copied forward. ix stays
-// usable; the caller closes it when done. Searches of ix may run
-// meanwhile; adds wait.
+// usable; the caller closes it when done. Searches and adds of ix may run
+// meanwhile: its lock is held one list at a time (so an add waits for at
+// most one list's copy), and rows added meanwhile are seen or not, list by
+// list; remap must leave out any row it does not know.
 func (ix *Index) Remap(remap func(old uint32) (uint32, bool), rows uint32) (*Index, error) {
 	ix.mu.RLock()
-	defer ix.mu.RUnlock()
 	if ix.closed {
+		ix.mu.RUnlock()
 		return nil, ErrClosed
 	}
-	for l := range ix.lists {
-		if err := ix.checkList(l); err != nil {
-			return nil, err
-		}
-	}
-	p := ix.p
+	p, nlist := ix.p, len(ix.lists)
 	out := newIndex(p, ix.coarse, ix.book) // immutable: shared
 	out.trainedFor = ix.trainedFor
+	ix.mu.RUnlock()
 	seen := make([]bool, rows)
 	m := p.M
 	type entry struct {
@@ -41,9 +39,20 @@ func (ix *Index) Remap(remap func(old uint32) (uint32, bool), rows uint32) (*Ind
 	}
 	var ents []entry
 	var codes []byte // backing store of the unpacked codes of one list
-	for l := range ix.lists {
+	for l := 0; l < nlist; l++ {
 		ents, codes = ents[:0], codes[:0]
-		for _, seg := range [2]*segment{&ix.lists[l].base, &ix.lists[l].tail} {
+		ix.mu.RLock()
+		if ix.closed {
+			ix.mu.RUnlock()
+			return nil, ErrClosed
+		}
+		if err := ix.checkList(l); err != nil {
+			ix.mu.RUnlock()
+			return nil, err
+		}
+		lst := ix.lists[l] // segments are append-only: a copy of the headers is a snapshot
+		ix.mu.RUnlock()
+		for _, seg := range [2]*segment{&lst.base, &lst.tail} {
 			for i, old := range seg.ids {
 				nr, keep := remap(old)
 				if !keep {
