@@ -225,18 +225,20 @@
 //     the live rows below the row count read at the start: each vector
 //     and payload is verified as it is read, and damage stops the
 //     compaction (it is never copied forward). Then fsync the new files,
-//     without any lock.
+//     without any lock, and remap the IVF-PQ index to the rows kept
+//     (ivfpq.Index.Remap: codes copied, not re-encoded; it holds the
+//     index's lock one list at a time, so adds go on).
 //  3. Take DB.ckptMu, DB.mu for reading and the collection's write lock
 //     (in the lock order). Copy the rows added since step 2's snapshot,
 //     the payloads replaced since their row was copied, and the pinned
 //     rows not copied yet; fsync that tail. Rows copied in step 2 whose
 //     memory was deleted since are kept but dead in the new files (the
 //     next compaction drops them). Move every memory (and pinned ghost)
-//     to its new row and payload offset, the row map, the dead bitmap and
-//     the attribute index to the new rows, and the IVF-PQ index with
-//     ivfpq.Index.Remap (codes copied, not re-encoded; an index build
-//     running meanwhile is discarded and started again, since its rows
-//     moved).
+//     to its new row and payload offset, and the row map, the dead bitmap
+//     and the attribute index to the new rows; add the rows copied here to
+//     the remapped index (remapping it whole now if a build replaced the
+//     index since step 2). An index build running meanwhile is discarded
+//     and started again, since its rows moved.
 //  4. Still holding those locks, write a full checkpoint (every
 //     collection; this one copied under the held lock) whose collection
 //     section records generation g+1, and commit it. Holding the write
