@@ -212,7 +212,10 @@
 // (compact.go) rewrites the collection as a new generation of files holding
 // only the rows of live memories and those forEachPinnedLocked reports
 // (deleted memories a snapshot still needs), renumbered from 0 in row
-// order, with their payloads, and swaps it in. MEM.COMPACT starts one; the
+// order, with their payloads, and swaps it in. (Attributes, keys and
+// expiries have no file of their own: they live in the checkpoint and the
+// log, which the compaction's full checkpoint rewrites without the deleted
+// memories.) MEM.COMPACT starts one; the
 // DB's trigger (compact_trigger.go) starts one when the rows a compaction
 // would reclaim reach Options.CompactShare of the rows (default 30%, and at
 // least Options.CompactMinRows, default 10,000). At most one runs per
