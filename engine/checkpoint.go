@@ -10,6 +10,7 @@ import (
 
 	"github.com/memrl/memrl/qtable"
 	"github.com/memrl/memrl/vfs"
+	"github.com/memrl/memrl/wal"
 )
 
 func qEntry(m ckptMemory) qtable.Entry {
@@ -98,35 +99,59 @@ func (db *DB) CheckpointFull() error { return db.checkpoint(true) }
 func (db *DB) checkpoint(forceFull bool) error {
 	db.ckptMu.Lock()
 	defer db.ckptMu.Unlock()
-	_, err := db.checkpointLocked(forceFull, nil)
+	return db.checkpointLocked(forceFull)
+}
+
+// checkpointLocked is checkpoint with db.ckptMu held: it lists the
+// collections and takes the log position (listForCheckpointLocked, under
+// db.mu), then writes the checkpoint (checkpointListed).
+// REQUIRES: db.ckptMu held.
+func (db *DB) checkpointLocked(forceFull bool) error {
+	db.mu.RLock()
+	l, err := db.listForCheckpointLocked()
+	db.mu.RUnlock()
+	_, err = db.checkpointListed(forceFull, nil, l, err)
 	return err
 }
 
-// checkpointLocked is checkpoint with db.ckptMu held. held, when not nil,
-// is a collection whose lock the caller holds for writing (compaction's
-// swap, compact.go): its state is copied without taking the lock. It
-// reports whether the new checkpoint file was committed or its commit
-// attempted (after which a failure leaves the disk holding either file).
-// REQUIRES: db.ckptMu held. If held is set: held.mu held for writing, and
-// db.mu held for reading since before held.mu was locked (the lock order),
-// which checkpointLocked releases once it has listed the collections, so
-// that no create is logged between the listing and the log position.
-func (db *DB) checkpointLocked(forceFull bool, held *Collection) (committed bool, err error) {
-	if held == nil {
-		db.mu.RLock()
-	}
-	return db.checkpointListLocked(forceFull, held)
+// ckptList is what a checkpoint starts from: its log position L, the next
+// collection uid, and the collections, in uid order.
+type ckptList struct {
+	lsn     wal.LSN
+	nextUID uint64
+	colls   []*Collection
 }
 
-// checkpointListLocked is checkpointLocked with db.mu held for reading,
-// which it releases. REQUIRES: as checkpointLocked, and db.mu read-held.
-func (db *DB) checkpointListLocked(forceFull bool, held *Collection) (committed bool, err error) {
-	listed := false
-	defer func() {
-		if !listed {
-			db.mu.RUnlock()
-		}
-	}()
+// listForCheckpointLocked takes a checkpoint's log position and lists the
+// collections. Every create logged before the position is listed: a
+// create holds db.mu for writing while it logs and applies its record.
+// Drops wait for ckptMu, so none happens until the checkpoint ends.
+// REQUIRES: db.ckptMu held; db.mu held for reading.
+func (db *DB) listForCheckpointLocked() (ckptList, error) {
+	if err := db.log.Err(); err != nil {
+		return ckptList{}, err
+	}
+	if db.closed {
+		return ckptList{}, ErrClosed
+	}
+	l := ckptList{lsn: db.log.NextLSN(), nextUID: db.nextUID, colls: make([]*Collection, 0, len(db.byUID))}
+	for _, c := range db.byUID {
+		l.colls = append(l.colls, c)
+	}
+	sort.Slice(l.colls, func(i, j int) bool { return l.colls[i].uid < l.colls[j].uid })
+	return l, nil
+}
+
+// checkpointListed writes the checkpoint of list l (or fails with lerr, the
+// listing's error). held, when not nil, is a collection whose lock the
+// caller holds for writing since before l was taken (compaction's swap,
+// compact.go): its state is copied without taking the lock, and nothing
+// of it is logged between l's position and the copy. It reports whether
+// the new checkpoint file was committed or its commit attempted (after
+// which a failure leaves the disk holding either file).
+// REQUIRES: db.ckptMu held since before l was taken; held.mu, if held is
+// set, held for writing.
+func (db *DB) checkpointListed(forceFull bool, held *Collection, l ckptList, lerr error) (committed bool, err error) {
 	if db.ckptErr != nil {
 		return false, db.ckptErr
 	}
@@ -136,21 +161,10 @@ func (db *DB) checkpointListLocked(forceFull bool, held *Collection) (committed 
 			db.publishStatusLocked(start, full, err)
 		}
 	}()
-	if err := db.log.Err(); err != nil {
-		return false, err
+	if lerr != nil {
+		return false, lerr
 	}
-	lsn := db.log.NextLSN()
-	if db.closed {
-		return false, ErrClosed
-	}
-	nextUID := db.nextUID
-	colls := make([]*Collection, 0, len(db.byUID))
-	for _, c := range db.byUID {
-		colls = append(colls, c)
-	}
-	listed = true
-	db.mu.RUnlock()
-	sort.Slice(colls, func(i, j int) bool { return colls[i].uid < colls[j].uid })
+	lsn, nextUID, colls := l.lsn, l.nextUID, l.colls
 
 	full = forceFull || db.chain.needsFull()
 	next := db.chain

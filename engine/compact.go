@@ -450,19 +450,20 @@ func (ng *nextGen) swap() (oldState, time.Duration, error) {
 	c, db := ng.c, ng.c.db
 	db.ckptMu.Lock()
 	defer db.ckptMu.Unlock()
-	// db.mu is read-held from before c.mu (the lock order) until the
-	// checkpoint has listed the collections and taken its log position:
-	// no collection is created in between (see checkpointLocked).
+	// The committing checkpoint's log position and list of collections
+	// are taken now, under db.mu (before c.mu: the lock order), which is
+	// released at once: from here to the checkpoint nothing of c is
+	// logged (its write lock is held), and other collections' records
+	// after the position are replayed over their fuzzy copies as usual.
 	db.mu.RLock()
-	dbLocked := true
-	defer func() {
-		if dbLocked {
-			db.mu.RUnlock()
-		}
-	}()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	locked := time.Now()
+	list, err := db.listForCheckpointLocked()
+	db.mu.RUnlock()
+	if err != nil {
+		return oldState{}, 0, err
+	}
 	if c.dropped {
 		return oldState{}, 0, fmt.Errorf("%w: %q", ErrNoCollection, c.name)
 	}
@@ -609,9 +610,8 @@ func (ng *nextGen) swap() (oldState, time.Duration, error) {
 		c.ivf, c.index = newIx, ivfPhase1{c, newIx}
 	}
 
-	dbLocked = false // checkpointLocked releases it
 	tSwap := time.Since(locked) - tTail - tIndex
-	committed, err := db.checkpointLocked(true, c)
+	committed, err := db.checkpointListed(true, c, list, nil)
 	if err != nil && !committed {
 		// The disk still names the old generation, and no record was
 		// logged for the collection since: put everything back.

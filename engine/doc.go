@@ -231,10 +231,11 @@
 //     without any lock, and remap the IVF-PQ index to the rows kept
 //     (ivfpq.Index.Remap: codes copied, not re-encoded; it holds the
 //     index's lock one list at a time, so adds go on).
-//  3. Take DB.ckptMu, DB.mu for reading and the collection's write lock
-//     (in the lock order). Copy the rows added since step 2's snapshot,
-//     the payloads replaced since their row was copied, and the pinned
-//     rows not copied yet; fsync that tail. Rows copied in step 2 whose
+//  3. Take DB.ckptMu and the collection's write lock, and (with DB.mu
+//     read-held in between, in the lock order) the log position and
+//     collection list of the checkpoint of step 4. Copy the rows added
+//     since step 2's snapshot, the payloads replaced since their row was
+//     copied, and the pinned rows not copied yet; fsync that tail. Rows copied in step 2 whose
 //     memory was deleted since are kept but dead in the new files (the
 //     next compaction drops them). Move every memory (and pinned ghost)
 //     to its new row and payload offset, and the row map, the dead bitmap
@@ -242,8 +243,8 @@
 //     the remapped index (remapping it whole now if a build replaced the
 //     index since step 2). An index build running meanwhile is discarded
 //     and started again, since its rows moved.
-//  4. Still holding those locks, write a full checkpoint (every
-//     collection; this one copied under the held lock) whose collection
+//  4. Still holding ckptMu and the write lock, write a full checkpoint
+//     (every collection; this one copied under the held lock) whose collection
 //     section records generation g+1, and commit it. Holding the write
 //     lock means no record of the collection is logged between the
 //     checkpoint's log position and the swap: every record before that
