@@ -34,6 +34,7 @@
 //	MEM.HISTORY [COUNT]                History
 //	MEM.SNAPSHOT, MEM.SNAPSHOTS        Snapshot, Snapshots
 //	MEM.ROLLBACK, MEM.DELSNAPSHOT      Rollback, DelSnapshot
+//	MEM.COMPACT [WAIT]                 Compact, CompactWait
 //
 // Filters (RetrieveOptions.Filter, ScanOptions.Filter, DelFilter,
 // CountFilter) are expressions of the language of docs/PROTOCOL.md

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memrl/memrl/qtable"
 	"github.com/memrl/memrl/vfs"
+	"github.com/memrl/memrl/wal"
 )
 
 func qEntry(m ckptMemory) qtable.Entry {
@@ -95,11 +96,64 @@ func (db *DB) Checkpoint() error { return db.checkpoint(false) }
 // starts a new chain): every memory, not only those changed.
 func (db *DB) CheckpointFull() error { return db.checkpoint(true) }
 
-func (db *DB) checkpoint(forceFull bool) (err error) {
+func (db *DB) checkpoint(forceFull bool) error {
 	db.ckptMu.Lock()
 	defer db.ckptMu.Unlock()
+	return db.checkpointLocked(forceFull)
+}
+
+// checkpointLocked is checkpoint with db.ckptMu held: it lists the
+// collections and takes the log position (listForCheckpointLocked, under
+// db.mu), then writes the checkpoint (checkpointListed).
+// REQUIRES: db.ckptMu held.
+func (db *DB) checkpointLocked(forceFull bool) error {
+	db.mu.RLock()
+	l, err := db.listForCheckpointLocked()
+	db.mu.RUnlock()
+	_, err = db.checkpointListed(forceFull, nil, l, err)
+	return err
+}
+
+// ckptList is what a checkpoint starts from: its log position L, the next
+// collection uid, and the collections, in uid order.
+type ckptList struct {
+	lsn     wal.LSN
+	nextUID uint64
+	colls   []*Collection
+}
+
+// listForCheckpointLocked takes a checkpoint's log position and lists the
+// collections. Every create logged before the position is listed: a
+// create holds db.mu for writing while it logs and applies its record.
+// Drops wait for ckptMu, so none happens until the checkpoint ends.
+// REQUIRES: db.ckptMu held; db.mu held for reading.
+func (db *DB) listForCheckpointLocked() (ckptList, error) {
+	if err := db.log.Err(); err != nil {
+		return ckptList{}, err
+	}
+	if db.closed {
+		return ckptList{}, ErrClosed
+	}
+	l := ckptList{lsn: db.log.NextLSN(), nextUID: db.nextUID, colls: make([]*Collection, 0, len(db.byUID))}
+	for _, c := range db.byUID {
+		l.colls = append(l.colls, c)
+	}
+	sort.Slice(l.colls, func(i, j int) bool { return l.colls[i].uid < l.colls[j].uid })
+	return l, nil
+}
+
+// checkpointListed writes the checkpoint of list l (or fails with lerr, the
+// listing's error). held, when not nil, is a collection whose lock the
+// caller holds for writing since before l was taken (compaction's swap,
+// compact.go): its state is copied without taking the lock, and nothing
+// of it is logged between l's position and the copy. It reports whether
+// the new checkpoint file was committed or its commit attempted (after
+// which a failure leaves the disk holding either file).
+// REQUIRES: db.ckptMu held since before l was taken; held.mu, if held is
+// set, held for writing.
+func (db *DB) checkpointListed(forceFull bool, held *Collection, l ckptList, lerr error) (committed bool, err error) {
 	if db.ckptErr != nil {
-		return db.ckptErr
+		return false, db.ckptErr
 	}
 	start, full := time.Now(), false
 	defer func() {
@@ -107,22 +161,10 @@ func (db *DB) checkpoint(forceFull bool) (err error) {
 			db.publishStatusLocked(start, full, err)
 		}
 	}()
-	if err := db.log.Err(); err != nil {
-		return err
+	if lerr != nil {
+		return false, lerr
 	}
-	lsn := db.log.NextLSN()
-	db.mu.RLock()
-	if db.closed {
-		db.mu.RUnlock()
-		return ErrClosed
-	}
-	nextUID := db.nextUID
-	colls := make([]*Collection, 0, len(db.byUID))
-	for _, c := range db.byUID {
-		colls = append(colls, c)
-	}
-	db.mu.RUnlock()
-	sort.Slice(colls, func(i, j int) bool { return colls[i].uid < colls[j].uid })
+	lsn, nextUID, colls := l.lsn, l.nextUID, l.colls
 
 	full = forceFull || db.chain.needsFull()
 	next := db.chain
@@ -137,9 +179,8 @@ func (db *DB) checkpoint(forceFull bool) (err error) {
 	path := filepath.Join(db.dir, ckptFileName(next.seq))
 	af, err := vfs.CreateAtomic(db.fs, path)
 	if err != nil {
-		return err
+		return false, err
 	}
-	committed := false
 	defer func() {
 		if !committed {
 			af.Abort()
@@ -154,9 +195,15 @@ func (db *DB) checkpoint(forceFull bool) (err error) {
 	sizes := make([]ckptSizes, len(colls))
 	var written int
 	for i, c := range colls {
-		cw.beginCollection(c.uid, c.name, c.ckptConfig())
+		if c == held {
+			cw.beginCollection(c.uid, c.name, c.ckptConfigLocked())
+		} else {
+			cw.beginCollection(c.uid, c.name, c.ckptConfig())
+		}
 		var n int
-		if full {
+		if c == held {
+			sizes[i], n = c.snapshotHeldTo(cw) // compact.go
+		} else if full {
 			sizes[i], n = c.snapshotTo(cw)
 		} else {
 			sizes[i], n = c.deltaTo(cw)
@@ -165,27 +212,27 @@ func (db *DB) checkpoint(forceFull bool) (err error) {
 		cw.endCollection(sizes[i].nrows, sizes[i].paySize, sizes[i].nextID, sizes[i].sections)
 	}
 	if err := cw.finish(); err != nil {
-		return fmt.Errorf("engine: write checkpoint: %w", err)
+		return false, fmt.Errorf("engine: write checkpoint: %w", err)
 	}
 
 	// The checkpoint replaces the log before L, so that part must be
 	// durable before the checkpoint is.
 	if err := db.log.Sync(); err != nil {
-		return err
+		return false, err
 	}
 	// Drop (the only closer of a live collection's files) waits for
 	// ckptMu, so these files stay open.
 	for i, c := range colls {
 		if err := c.vecs.syncTo(sizes[i].nrows); err != nil {
-			return db.syncFailedLocked(fmt.Errorf("sync vectors of %q: %w", c.name, err))
+			return false, db.syncFailedLocked(fmt.Errorf("sync vectors of %q: %w", c.name, err))
 		}
 		if err := c.pays.syncTo(sizes[i].paySize); err != nil {
-			return db.syncFailedLocked(fmt.Errorf("sync payloads of %q: %w", c.name, err))
+			return false, db.syncFailedLocked(fmt.Errorf("sync payloads of %q: %w", c.name, err))
 		}
 	}
 	committed = true
 	if err := af.Commit(); err != nil {
-		return db.stopCheckpointsLocked(fmt.Errorf("commit %s: %w", filepath.Base(path), err))
+		return true, db.stopCheckpointsLocked(fmt.Errorf("commit %s: %w", filepath.Base(path), err))
 	}
 	if full {
 		next.baseMems = written
@@ -197,17 +244,17 @@ func (db *DB) checkpoint(forceFull bool) (err error) {
 		// The deltas of the previous chain are no longer read (their
 		// chain id differs); free them.
 		if err := db.removeDeltasLocked(); err != nil {
-			return err
+			return true, err
 		}
 	}
 	if err := db.log.RemoveBefore(lsn); err != nil {
-		return err
+		return true, err
 	}
 	keep := make([]uint64, len(colls))
 	for i, c := range colls {
 		keep[i] = c.uid
 	}
-	return db.removeOrphansLocked(keep)
+	return true, db.removeOrphansLocked(keep)
 }
 
 // syncFailedLocked handles a failed sync of a collection file: a file that

@@ -32,6 +32,9 @@ type ckptSection struct {
 const (
 	// sectSnapshots: the snapshot catalog and ghosts (snapshot_section.go).
 	sectSnapshots uint16 = 1
+	// sectCompact records the generation of the collection's files
+	// (compact_files.go).
+	sectCompact uint16 = 2
 	// sectTest is written by tests only.
 	sectTest uint16 = 0xFFFF
 	// sectPrunePolicy: the prune policy and its latest run
@@ -52,6 +55,7 @@ const (
 func knownCollSection(tag uint16) bool {
 	switch tag {
 	case sectSnapshots:
+	case sectCompact:
 		return true
 	case sectTest:
 		return testSections
@@ -103,6 +107,9 @@ func (c *Collection) ckptSectionsLocked() []ckptSection {
 	s := c.snapSectionLocked() // snapshot_section.go
 	if b := c.encodePruneSectionLocked(); b != nil {
 		s = append(s, ckptSection{tag: sectPrunePolicy, data: b})
+	}
+	if c.gen > 0 {
+		s = append(s, ckptSection{tag: sectCompact, data: encodeCompactSection(c.gen)})
 	}
 	if testCollSections != nil {
 		s = append(s, testCollSections(c)...)

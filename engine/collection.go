@@ -103,6 +103,10 @@ type Collection struct {
 	// rollback, delete), which write and read snapshot files without mu.
 	// Lock order: snapMu before mu.
 	snapMu sync.Mutex
+	// gen is the generation of the collection's files (compact.go): 0
+	// until the first compaction. cs is the compaction's state.
+	gen uint64
+	cs  compactState
 }
 
 func (c *Collection) dim() int { return c.cfg.Dim }
@@ -121,15 +125,21 @@ func collectionDir(root string, uid uint64) string {
 // vector rows and paySize payload bytes. create says the collection is new
 // (Create), not one recovery found (see openVectorStore).
 func openCollection(db *DB, name string, uid uint64, cfg Config, nrows uint32, paySize uint64, create bool) (*Collection, error) {
+	return openCollectionGen(db, name, uid, cfg, 0, nrows, paySize, create)
+}
+
+// openCollectionGen is openCollection of the files of generation gen
+// (compact.go), the one a checkpoint recorded.
+func openCollectionGen(db *DB, name string, uid uint64, cfg Config, gen uint64, nrows uint32, paySize uint64, create bool) (*Collection, error) {
 	dir := collectionDir(db.dir, uid)
 	if err := db.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fdError(err)
 	}
-	vecs, err := openVectorStore(db.files, dir, cfg.Dim, nrows, create)
+	vecs, err := openVectorStoreGen(db.files, dir, gen, cfg.Dim, nrows, create)
 	if err != nil {
 		return nil, err
 	}
-	pays, err := openPayloadStore(db.files, filepath.Join(dir, "payloads.dat"), paySize, vecs.hdr.legacyPayloadEnd)
+	pays, err := openPayloadStore(db.files, filepath.Join(dir, genName(payBase, payExt, gen)), paySize, vecs.hdr.legacyPayloadEnd)
 	if err != nil {
 		vecs.close()
 		return nil, err
@@ -148,7 +158,7 @@ func openCollection(db *DB, name string, uid uint64, cfg Config, nrows uint32, p
 		mems: make(map[uint64]memory), liveIDs: newIDSet(), dead: roaring.New(), nextID: 1, deleted: make(map[uint64]struct{}),
 		keys: make(map[uint64]uint64), expiring: make(map[uint64]int64),
 		vecs: vecs, pays: pays, q: qtable.New(),
-		indexed: cfg.Indexed,
+		indexed: cfg.Indexed, gen: gen,
 	}
 	c.index = exactScan{c}
 	return c, nil
@@ -202,6 +212,10 @@ func (c *Collection) lockLive() error {
 	if c.dropped {
 		c.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrNoCollection, c.name)
+	}
+	if c.cs.failed != nil {
+		c.mu.Unlock()
+		return c.cs.failed // compact.go: a swap whose commit failed
 	}
 	return nil
 }

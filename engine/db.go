@@ -69,6 +69,15 @@ type Options struct {
 	// memories it pruned (tests wait on it). It must not block for long:
 	// it runs on the pruner's goroutine.
 	OnPrune func(coll string, pruned int)
+	// CompactShare starts a background compaction of a collection
+	// (compact_trigger.go) once the share of its vector rows that hold no
+	// live memory (and that a compaction would reclaim) reaches it, and
+	// they number at least CompactMinRows. 0 means DefaultCompactShare,
+	// < 0 disables the trigger (MEM.COMPACT still compacts).
+	CompactShare float64
+	// CompactMinRows is the fewest reclaimable rows that start a
+	// compaction; 0 means DefaultCompactMinRows.
+	CompactMinRows int
 }
 
 // DefaultMaxCollections is the default of Options.MaxCollections. Each
@@ -117,6 +126,11 @@ type DB struct {
 	done      chan struct{} // closed when the checkpointer has ended
 	sweepDone chan struct{} // closed when the sweeper has ended
 	pruneDone chan struct{} // closed when the pruner has ended (prune_policy.go)
+	// compactDone is closed when the compaction trigger has ended;
+	// compacts counts running compactions (compact.go), which Close waits
+	// for after closing stop (they stop at their next chunk).
+	compactDone chan struct{}
+	compacts    sync.WaitGroup
 
 	// Recovery describes what Open found: the checkpoint, the records
 	// replayed and any torn tail cut off the log.
@@ -165,6 +179,12 @@ func Open(dir string, opts Options) (*DB, error) {
 	if opts.PruneInterval == 0 {
 		opts.PruneInterval = DefaultPruneInterval
 	}
+	if opts.CompactShare == 0 {
+		opts.CompactShare = DefaultCompactShare
+	}
+	if opts.CompactMinRows <= 0 {
+		opts.CompactMinRows = DefaultCompactMinRows
+	}
 	fs := opts.FS
 	if err := fs.MkdirAll(filepath.Join(dir, "collections"), 0o755); err != nil {
 		return nil, err
@@ -177,7 +197,8 @@ func Open(dir string, opts Options) (*DB, error) {
 		dir: dir, fs: fs, opts: opts, lock: lock, nextUID: 1, files: newFileCache(fs, opts.MaxOpenFiles),
 		colls: make(map[string]*Collection), byUID: make(map[uint64]*Collection),
 		stop: make(chan struct{}), done: make(chan struct{}), sweepDone: make(chan struct{}),
-		pruneDone: make(chan struct{}),
+		pruneDone:   make(chan struct{}),
+		compactDone: make(chan struct{}),
 	}
 	if err := db.recover(); err != nil {
 		db.closeFiles()
@@ -188,6 +209,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	go db.checkpointer()
 	go db.sweeper()
 	go db.pruner()
+	go db.compactTrigger()
 	return db, nil
 }
 
@@ -346,6 +368,8 @@ func (db *DB) Close() error {
 	<-db.done
 	<-db.sweepDone
 	<-db.pruneDone
+	<-db.compactDone
+	db.compacts.Wait()
 	var err error
 	if db.log.Err() == nil {
 		err = db.Checkpoint()

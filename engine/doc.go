@@ -144,9 +144,13 @@
 //	dir/collections/<uid>/vectors.sum   format header and a checksum per vector row (sums_format.go)
 //	dir/collections/<uid>/payloads.dat  payload records: bytes, then their checksum (payloads.go);
 //	                                    append-only: SetPayload appends the new record, and the
-//	                                    old one stays as garbage until compaction (issue 10)
+//	                                    old one stays as garbage until compaction
 //	dir/collections/<uid>/ivfpq/        the IVF-PQ index once trained (index.go)
 //	dir/collections/<uid>/snapshots/    snapshot files: every memory's state at a named point (snapshot_file.go)
+//
+// After a compaction the four carry its generation g (compact_files.go):
+// vectors.<g>.f32, vectors.<g>.sum, payloads.<g>.dat and ivfpq.<g>/, and
+// the checkpoint records g (its collection section, tag 2).
 //
 // A collection's folder is named by its uid (a counter never reused), so a
 // collection dropped and created again under the same name never meets its
@@ -239,12 +243,82 @@
 // alternative: it writes every collection, holds ckptMu, and a failed
 // sync there would stop checkpoints.
 //
+// # Compaction
+//
+// Deleted rows stay in the vector file (marked dead), and replaced or
+// deleted payloads in the payload file, until a compaction
+// (compact.go) rewrites the collection as a new generation of files holding
+// only the rows of live memories and those forEachPinnedLocked reports
+// (deleted memories a snapshot still needs), renumbered from 0 in row
+// order, with their payloads, and swaps it in. (Attributes, keys and
+// expiries have no file of their own: they live in the checkpoint and the
+// log, which the compaction's full checkpoint rewrites without the deleted
+// memories.) MEM.COMPACT starts one; the
+// DB's trigger (compact_trigger.go) starts one when the rows a compaction
+// would reclaim reach Options.CompactShare of the rows (default 30%, and at
+// least Options.CompactMinRows, default 10,000). At most one runs per
+// collection (ErrCompacting). The steps:
+//
+//  1. Create the files of generation g+1 (after removing any leftover of
+//     an earlier attempt at g+1) and sync the folder.
+//  2. Copy, a chunk of rows at a time under the read lock (paced like a
+//     checkpoint's copy, so adds, rewards, deletes and retrievals go on),
+//     the live rows below the row count read at the start: each vector
+//     and payload is verified as it is read, and damage stops the
+//     compaction (it is never copied forward). Then fsync the new files,
+//     without any lock, and remap the IVF-PQ index to the rows kept
+//     (ivfpq.Index.Remap: codes copied, not re-encoded; it holds the
+//     index's lock one list at a time, so adds go on).
+//  3. Take DB.ckptMu and the collection's write lock, and (with DB.mu
+//     read-held in between, in the lock order) the log position and
+//     collection list of the checkpoint of step 4. Copy the rows added
+//     since step 2's snapshot, the payloads replaced since their row was
+//     copied, and the pinned rows not copied yet; fsync that tail. Rows copied in step 2 whose
+//     memory was deleted since are kept but dead in the new files (the
+//     next compaction drops them). Move every memory (and pinned ghost)
+//     to its new row and payload offset, and the row map, the dead bitmap
+//     and the attribute index to the new rows; add the rows copied here to
+//     the remapped index (remapping it whole now if a build replaced the
+//     index since step 2). An index build running meanwhile is discarded
+//     and started again, since its rows moved.
+//  4. Still holding ckptMu and the write lock, write a full checkpoint
+//     (every collection; this one copied under the held lock) whose collection
+//     section records generation g+1, and commit it. Holding the write
+//     lock means no record of the collection is logged between the
+//     checkpoint's log position and the swap: every record before that
+//     position refers to generation g's rows and offsets, every record
+//     after it to g+1's. This hold is the only time writers of the
+//     collection wait (CompactStats.Stall; bench/README.md "Compaction").
+//  5. Release the locks, then remove generation g's files and index
+//     folder, paced. The remapped index is saved to ivfpq.<g+1>/ in the
+//     background, like a new build's: a crash before that save finds no
+//     index of g+1 at open and builds one again (it is derived data).
+//
+// Crash cases (TestCrashDuringCompaction crashes at every file operation
+// of a compaction): before step 4's rename, the disk's checkpoint names
+// generation g, whose files are untouched, and the log after it refers to
+// g's rows; the files of g+1 are leftovers, removed at open
+// (removeStaleGensLocked). After the rename, the checkpoint names g+1,
+// whose files were fsynced before it (steps 2 and 3, and the checkpoint's
+// own sync), and the log after its position refers to g+1's rows; g's
+// files are the leftovers. A checkpoint that fails before its commit is
+// undone in memory (everything swapped is put back; no record was logged
+// meanwhile) and the compaction fails, changing nothing. A failed commit
+// (the rename or the folder's fsync) leaves the disk holding either
+// checkpoint: the collection then refuses writes (its compaction state's
+// failed error, which wraps ErrCheckpointsStopped) until a restart
+// recovers whichever it finds, with both generations' files in place.
+// Rows are never renumbered outside a compaction, so a checkpoint chain's
+// bounds check (files only grow) holds within each chain: a compaction
+// always starts a new chain.
+//
 // # Concurrency
 //
 // Lock order: DB.ckptMu, then DB.mu, then Collection.snapMu (snapshot
 // commands, which write and read snapshot files without Collection.mu),
 // then Collection.mu, then a qtable stripe, then a history stripe
-// (history.go), then the WAL's own lock. Rewards take Collection.mu for reading
+// (history.go), then the WAL's own lock. (A compaction's swap holds
+// DB.ckptMu, DB.mu and Collection.mu; see "Compaction".) Rewards take Collection.mu for reading
 // and one stripe at a time, so rewards on different memories run in
 // parallel; adds, deletes and in-place updates (attributes, payload,
 // expiry) take Collection.mu for writing, and so do the expiry sweeper

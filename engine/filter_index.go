@@ -118,6 +118,12 @@ func checkIndexed(fields []string) ([]string, error) {
 func (c *Collection) ckptConfig() Config {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	return c.ckptConfigLocked()
+}
+
+// ckptConfigLocked is ckptConfig with c.mu held (compaction's swap holds
+// it for writing). REQUIRES: c.mu held.
+func (c *Collection) ckptConfigLocked() Config {
 	cfg := c.cfg
 	cfg.Indexed = slices.Clone(c.indexed)
 	return cfg

@@ -172,6 +172,7 @@ func (c *Collection) maybeBuildLocked() {
 		return
 	}
 	c.building = true
+	c.cs.buildGen = c.gen // compact.go: a build of another generation's rows is discarded
 	go c.build()
 }
 
@@ -206,12 +207,19 @@ func (c *Collection) finishBuild(start time.Time, ix *ivfpq.Index, n int, err er
 	if err != nil {
 		c.buildFailedAt = max(n, len(c.mems), 1)
 	}
+	if err == nil && c.gen != c.cs.buildGen {
+		err = errCompacted // the rows it indexed were moved: build again
+	}
 	if err != nil || c.dropped {
+		if errors.Is(err, errCompacted) {
+			c.buildFailedAt = 0
+			c.maybeBuildLocked()
+		}
 		c.mu.Unlock()
 		if ix != nil {
 			ix.Close()
 		}
-		if err != nil && !errors.Is(err, errDropped) {
+		if err != nil && !errors.Is(err, errDropped) && !errors.Is(err, errCompacted) {
 			c.db.opts.Logf("memrl: collection %q: index build failed: %v", c.name, err)
 		}
 		return
@@ -277,10 +285,14 @@ func (c *Collection) buildIndex() (*ivfpq.Index, int, error) {
 	var chunk []float32 // reused: AddBatch keeps nothing of it
 	for {
 		c.mu.RLock()
-		if c.dropped {
+		if c.dropped || c.gen != c.cs.buildGen {
+			err := errDropped
+			if !c.dropped {
+				err = errCompacted
+			}
 			c.mu.RUnlock()
 			ix.Close()
-			return nil, 0, errDropped
+			return nil, 0, err
 		}
 		from, nrows := ix.Rows(), c.vecs.nrows
 		if nrows-from <= rest {
@@ -319,7 +331,9 @@ func (c *Collection) sampleLocked(rng *rand.Rand, limit int) []float32 {
 }
 
 // indexDir is where a collection saves its index.
-func (c *Collection) indexDir() string { return filepath.Join(c.dir, "ivfpq") }
+// It is named by the generation of the collection's files (compact.go),
+// since its rows are theirs. REQUIRES: c.mu held, or c not yet shared.
+func (c *Collection) indexDir() string { return filepath.Join(c.dir, genName(indexBase, "", c.gen)) }
 
 // saveIndexAsyncLocked saves the current index in the background.
 // REQUIRES: c.mu held for writing.
@@ -328,11 +342,11 @@ func (c *Collection) saveIndexAsyncLocked() {
 		return
 	}
 	c.saving = true
-	ix := c.ivf
+	ix, dir := c.ivf, c.indexDir()
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
-		err := c.saveIndex(ix)
+		err := c.saveIndex(ix, dir)
 		c.mu.Lock()
 		c.saving = false
 		c.mu.Unlock()
@@ -348,12 +362,14 @@ func (c *Collection) saveIndexAsyncLocked() {
 // saveIndex writes ix to the collection's index folder, through the
 // database's FS like every other file (so crash tests cover it). The index
 // is closed only after every save of it has returned (see closeRetired).
-func (c *Collection) saveIndex(ix *ivfpq.Index) error {
-	if err := c.makeIndexDir(); err != nil {
+// dir is the index folder of the generation ix indexes (read under the
+// lock with ix: a compaction may move to the next one meanwhile).
+func (c *Collection) saveIndex(ix *ivfpq.Index, dir string) error {
+	if err := c.makeIndexDir(dir); err != nil {
 		return err
 	}
 	rows := ix.Rows()
-	if err := ix.Save(c.db.fs, c.indexDir()); err != nil {
+	if err := ix.Save(c.db.fs, dir); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -368,11 +384,11 @@ func (c *Collection) saveIndex(ix *ivfpq.Index) error {
 // entry in the collection's folder durable, so that an index file whose
 // save returned is not lost with a folder entry that never reached the
 // disk.
-func (c *Collection) makeIndexDir() error {
-	if st, err := c.db.fs.Stat(c.indexDir()); err == nil && st.IsDir() {
+func (c *Collection) makeIndexDir(dir string) error {
+	if st, err := c.db.fs.Stat(dir); err == nil && st.IsDir() {
 		return nil
 	}
-	if err := c.db.fs.MkdirAll(c.indexDir(), 0o755); err != nil {
+	if err := c.db.fs.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	return c.db.fs.SyncDir(c.dir)
@@ -475,10 +491,10 @@ func (c *Collection) catchUpLocked(ix *ivfpq.Index) error {
 func (c *Collection) closeIndex(save bool) {
 	c.bg.Wait()
 	c.mu.Lock()
-	ix, saved := c.ivf, c.savedRows
+	ix, saved, dir := c.ivf, c.savedRows, c.indexDir()
 	c.mu.Unlock()
 	if save && ix != nil && ix.Rows() > saved {
-		if err := c.saveIndex(ix); err != nil {
+		if err := c.saveIndex(ix, dir); err != nil {
 			c.db.opts.Logf("memrl: collection %q: saving the index: %v", c.name, err)
 		}
 	}

@@ -26,7 +26,11 @@ func (db *DB) recover() error {
 	db.nextUID = max(cp.nextUID, 1)
 	db.Recovery.CheckpointLSN = cp.walLSN
 	for _, cc := range cp.colls {
-		c, err := openCollection(db, cc.name, cc.uid, cc.cfg, cc.nrows, cc.paySize, false)
+		gen, err := collGen(cc) // compact_files.go
+		if err != nil {
+			return err
+		}
+		c, err := openCollectionGen(db, cc.name, cc.uid, cc.cfg, gen, cc.nrows, cc.paySize, false)
 		if err != nil {
 			return fmt.Errorf("engine: open collection %q: %w", cc.name, err)
 		}
@@ -61,6 +65,9 @@ func (db *DB) recover() error {
 		return err
 	}
 	for _, c := range db.byUID {
+		if err := c.removeStaleGensLocked(); err != nil { // compact_files.go
+			return err
+		}
 		c.finishSnapshotsLocked() // snapshot.go
 		c.rebuildDeadLocked()
 		c.rebuildDerivedLocked()

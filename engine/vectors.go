@@ -68,13 +68,19 @@ type vectorStore struct {
 // rows here: recovery verifies the whole collection once the log is
 // replayed (Collection.openChecksLocked).
 func openVectorStore(files *fileCache, dir string, dim int, nrows uint32, create bool) (*vectorStore, error) {
-	path := filepath.Join(dir, "vectors.f32")
+	return openVectorStoreGen(files, dir, 0, dim, nrows, create)
+}
+
+// openVectorStoreGen is openVectorStore of the files of generation gen
+// (genName: compaction writes a new generation).
+func openVectorStoreGen(files *fileCache, dir string, gen uint64, dim int, nrows uint32, create bool) (*vectorStore, error) {
+	path := filepath.Join(dir, genName(vecBase, vecExt, gen))
 	cf, err := files.acquire(path)
 	if err != nil {
 		return nil, err
 	}
 	defer files.release(cf)
-	s := &vectorStore{files: files, path: path, sumsPath: filepath.Join(dir, "vectors.sum"), dim: dim, rowSize: int64(dim) * 4}
+	s := &vectorStore{files: files, path: path, sumsPath: filepath.Join(dir, genName(vecBase, sumsExt, gen)), dim: dim, rowSize: int64(dim) * 4}
 	s.mappable = vfs.MapShared(cf.f)
 	st, err := cf.f.Stat()
 	if err != nil {

@@ -31,6 +31,7 @@ func (s *Server) RegisterMem(db *engine.DB) {
 	m.registerHistory(s)  // MEM.HISTORY: commands_history.go
 	m.registerConfig(s)   // MEM.CONFIG: commands_config.go
 	m.registerSnapshot(s) // MEM.SNAPSHOT, MEM.SNAPSHOTS, MEM.ROLLBACK, MEM.DELSNAPSHOT: commands_snapshot.go
+	m.registerCompact(s)  // MEM.COMPACT: commands_compact.go
 	s.AddInfoSection("memrl", m.infoSection)
 	s.registerMemObservability(db) // info_mem.go
 }
@@ -460,7 +461,7 @@ func (m memCommands) info(c *Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.WriteArrayHeader(20 + 4 + 2)
+	c.WriteArrayHeader(20 + 4 + 2 + compactInfoLen)
 	c.WriteBulkString("name")
 	c.WriteBulkString(in.Name)
 	c.WriteBulkString("dim")
@@ -484,6 +485,7 @@ func (m memCommands) info(c *Ctx, args [][]byte) error {
 	prune(c)
 	c.WriteBulkString("snapshots")
 	c.WriteInt(int64(ss.Snapshots))
+	writeCompactInfo(c, coll) // commands_compact.go
 	return nil
 }
 

@@ -385,6 +385,19 @@ class _Commands:
         """MEM.DELSNAPSHOT: free snapshot ``name``; True if it existed."""
         return self._call(["MEM.DELSNAPSHOT", coll, name], lambda r: int(r) == 1)
 
+    def compact(self, coll: str, wait: bool = False) -> Any:
+        """MEM.COMPACT [WAIT]: rewrite the collection's files without deleted memories.
+
+        Returns None once the background compaction is started (MEM.INFO's
+        ``compacting`` field says when it ends); with ``wait``, returns when
+        it is done, with a dict of ``rows_before``, ``rows_after``,
+        ``bytes_before``, ``bytes_after`` (ints) and ``seconds`` (float).
+        A compaction already running is refused (:class:`MemrlError`).
+        """
+        if not wait:
+            return self._call(["MEM.COMPACT", coll], c.ok)
+        return self._call(["MEM.COMPACT", coll, b"WAIT"], _compact_stats)
+
     def count(self, coll: str, filter: Any = None) -> Any:
         """MEM.COUNT [FILTER expr]: how many memories (match)."""
         expr = to_filter(filter)
@@ -583,3 +596,7 @@ class Pipeline(_Commands):
     def __exit__(self, *exc: Any) -> None:
         self.reset()
 
+
+def _compact_stats(reply: Any) -> dict[str, Any]:
+    """MEM.COMPACT … WAIT's field/value array: integers, and seconds as a float."""
+    return {k: (c.fnum(v) if k == "seconds" else int(v)) for k, v in c.pairs(reply).items()}

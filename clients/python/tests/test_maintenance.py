@@ -1,4 +1,4 @@
-"""MEM.PRUNE and MEM.ADD … DEDUP (docs/PROTOCOL.md, "Maintenance")."""
+"""MEM.PRUNE, MEM.ADD … DEDUP and MEM.COMPACT (docs/PROTOCOL.md, "Maintenance")."""
 
 from __future__ import annotations
 
@@ -98,3 +98,20 @@ def test_snapshot_and_rollback(client, coll):
     assert client.delete_snapshot(coll, "base") is True
     assert client.delete_snapshot(coll, "base") is False
     assert client.snapshots(coll) == []
+
+
+def test_compact(client, coll):
+    client.create(coll, 2, metric="L2")
+    ids = client.madd(coll, [memrl.NewMemory([1, i], payload=b"x" * 50) for i in range(10)])
+    client.delete(coll, *ids[::2])
+    st = client.compact(coll, wait=True)
+    assert st["rows_before"] == 10 and st["rows_after"] == 5
+    assert st["bytes_after"] < st["bytes_before"] and st["seconds"] >= 0
+    assert client.count(coll) == 5
+    assert client.mget(coll, ids[:2])[0] is None
+    assert client.get(coll, ids[1]).payload == b"x" * 50
+    info = client.info(coll)
+    assert info.extra["deleted_rows"] == 0 and info.rows == 5
+    assert client.compact(coll) is None  # started in the background
+    with pytest.raises(memrl.MemrlError):
+        client.compact(coll + "-missing")

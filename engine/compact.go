@@ -1,0 +1,677 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/memrl/memrl/ivfpq"
+	"github.com/memrl/memrl/qtable"
+)
+
+// Compaction rewrites a collection's vector, checksum and payload files,
+// and its IVF-PQ lists, holding only the rows of live memories and of
+// those a snapshot still needs (forEachPinnedLocked), then swaps them in
+// and frees the old ones. engine/doc.go ("Compaction") states the
+// protocol and its crash cases.
+
+// ErrCompacting: a collection runs at most one compaction at a time.
+var ErrCompacting = errors.New("a compaction of this collection is already running")
+
+// errCompacted ends an index build whose rows a compaction moved
+// (index.go): it is built again on the new rows.
+var errCompacted = errors.New("collection compacted during the index build")
+
+// compactState is a collection's compaction state.
+// Guarded by Collection.mu.
+type compactState struct {
+	running bool // a compaction is running
+	// buildGen is c.gen when the running index build started: a build
+	// that ends in another generation indexed rows that moved.
+	buildGen uint64
+	// failed is set when the checkpoint committing a swap failed in its
+	// commit: the disk holds either checkpoint, and the log records that
+	// follow would be read against the files of the other one. Writes to
+	// the collection are refused (lockLive) until a restart, whose
+	// recovery finds one consistent pair. Sticky.
+	failed error
+	// keptDead is how many dead rows the last compaction left (rows
+	// pinned by snapshots, and rows deleted while it ran), so that the
+	// trigger counts only the rows a compaction would reclaim.
+	keptDead uint64
+	last     CompactStats // of the last compaction that finished
+	hasLast  bool
+}
+
+// CompactStats describes a finished compaction.
+type CompactStats struct {
+	RowsBefore, RowsAfter   uint32 // rows of the vector file
+	BytesBefore, BytesAfter int64  // DiskBytes before and after
+	Took                    time.Duration
+	// Stall is how long the collection's write lock was held for the swap
+	// (the tail copy, the index remap and the committing checkpoint).
+	Stall time.Duration
+}
+
+// keptRow is one row of the new generation: memory id's vector, copied
+// from row old, and its payload of payLen bytes copied from oldOff to
+// newOff.
+type keptRow struct {
+	id             uint64
+	old            uint32
+	payLen         uint32
+	oldOff, newOff uint64
+}
+
+// nextGen is a generation being written. Its stores are private to the
+// compaction until the swap, so they are written without the
+// collection's lock.
+type nextGen struct {
+	c    *Collection
+	gen  uint64
+	vecs *vectorStore
+	pays *payloadStore
+	kept []keptRow // by new row
+	// ix is the collection's index ixFrom remapped to the rows copyFrozen
+	// kept (its first ixRows rows), made before the swap (remapIndex), or
+	// nil.
+	ix     *ivfpq.Index
+	ixFrom *ivfpq.Index
+	ixRows uint32
+}
+
+// Compact rewrites the collection's files without its deleted rows and
+// returns once the new files are in use and the old ones removed.
+// Adds, rewards, deletes and retrievals go on meanwhile, except during the
+// swap (CompactStats.Stall). It fails with ErrCompacting if a compaction
+// is running, and leaves the collection as it was on any error.
+func (c *Collection) Compact() (CompactStats, error) {
+	if err := c.startCompact(); err != nil {
+		return CompactStats{}, err
+	}
+	return c.runCompact()
+}
+
+// CompactAsync starts Compact in the background and returns once it is
+// started (ErrCompacting if one is running). Failures are logged.
+func (c *Collection) CompactAsync() error {
+	if err := c.startCompact(); err != nil {
+		return err
+	}
+	go func() {
+		if _, err := c.runCompact(); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrNoCollection) {
+			c.db.opts.Logf("memrl: collection %q: compaction failed: %v", c.name, err)
+		}
+	}()
+	return nil
+}
+
+// startCompact claims the collection's compaction and counts it in
+// db.compacts, which Close waits for. REQUIRES: no lock held.
+func (c *Collection) startCompact() error {
+	db := c.db
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.closed || db.closing {
+		return ErrClosed
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.dropped:
+		return fmt.Errorf("%w: %q", ErrNoCollection, c.name)
+	case c.cs.running:
+		return fmt.Errorf("%w: %q", ErrCompacting, c.name)
+	case c.cs.failed != nil:
+		return c.cs.failed
+	}
+	c.cs.running = true
+	db.compacts.Add(1)
+	return nil
+}
+
+// Compacting reports whether a compaction of the collection is running.
+func (c *Collection) Compacting() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.cs.running
+}
+
+// LastCompaction returns the stats of the last compaction that finished
+// since Open, and whether there was one.
+func (c *Collection) LastCompaction() (CompactStats, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.cs.last, c.cs.hasLast
+}
+
+// DeletedRows returns the rows of the vector file that hold no live
+// memory: what a compaction would reclaim, apart from rows snapshots pin.
+func (c *Collection) DeletedRows() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.dead.GetCardinality()
+}
+
+// DiskBytes returns the bytes of the collection's current files: the rows
+// in use of the vector and checksum files, the payload bytes in use
+// (garbage included: replaced and deleted payloads stay until compaction),
+// and the saved index file. Old generations still being removed are not
+// counted.
+func (c *Collection) DiskBytes() int64 {
+	c.mu.RLock()
+	n := int64(c.vecs.nrows)*c.vecs.rowSize + sumsOffset(c.vecs.nrows) + int64(c.pays.size)
+	ixFile := filepath.Join(c.indexDir(), ivfpq.FileName)
+	c.mu.RUnlock()
+	if st, err := c.db.fs.Stat(ixFile); err == nil {
+		n += st.Size()
+	}
+	return n
+}
+
+// runCompact runs the claimed compaction: copy, swap, remove.
+func (c *Collection) runCompact() (st CompactStats, err error) {
+	db := c.db
+	start := time.Now()
+	defer db.compacts.Done()
+	defer func() {
+		c.mu.Lock()
+		c.cs.running = false
+		if err == nil {
+			c.cs.last, c.cs.hasLast = st, true
+		}
+		c.mu.Unlock()
+	}()
+	st.BytesBefore = c.DiskBytes()
+	c.mu.RLock()
+	gen, frozen := c.gen, c.vecs.nrows
+	c.mu.RUnlock()
+	st.RowsBefore = frozen
+
+	ng, err := c.createGen(gen + 1)
+	if err != nil {
+		return st, err
+	}
+	swapped := false
+	defer func() {
+		if !swapped {
+			ng.discard()
+		}
+	}()
+	if err := ng.copyFrozen(frozen); err != nil {
+		return st, err
+	}
+	// The bulk of the new files reaches the disk before the swap, so the
+	// swap syncs only the tail.
+	if err := ng.sync(); err != nil {
+		return st, err
+	}
+	ng.remapIndex()
+	old, stall, err := ng.swap()
+	st.Stall = stall
+	if err != nil {
+		return st, err
+	}
+	swapped = true
+	// The checkpoint naming the new generation is durable: nothing reads
+	// the old files any more (the swap replaced them under the write
+	// lock). A failure to remove them is logged; the next open removes
+	// them (removeStaleGensLocked).
+	old.vecs.unmap()
+	if err := c.removeGen(gen); err != nil {
+		db.opts.Logf("memrl: collection %q: removing the files compaction replaced: %v", c.name, err)
+	}
+	c.closeRetired()
+	c.mu.RLock()
+	st.RowsAfter = c.vecs.nrows
+	c.mu.RUnlock()
+	st.BytesAfter = c.DiskBytes()
+	st.Took = time.Since(start)
+	db.opts.Logf("memrl: collection %q: compacted %d rows to %d, %d bytes to %d, in %v (writes stalled %v)",
+		c.name, st.RowsBefore, st.RowsAfter, st.BytesBefore, st.BytesAfter, st.Took.Round(time.Millisecond), stall.Round(time.Millisecond))
+	return st, nil
+}
+
+// createGen creates the empty files of generation gen, removing any
+// leftover of an earlier attempt at it first, and makes their names
+// durable.
+func (c *Collection) createGen(gen uint64) (*nextGen, error) {
+	if err := c.removeGen(gen); err != nil {
+		return nil, err
+	}
+	vecs, err := openVectorStoreGen(c.db.files, c.dir, gen, c.cfg.Dim, 0, true)
+	if err != nil {
+		return nil, err
+	}
+	pays, err := openPayloadStore(c.db.files, filepath.Join(c.dir, genName(payBase, payExt, gen)), 0, 0)
+	if err != nil {
+		vecs.close()
+		return nil, err
+	}
+	if err := c.db.fs.SyncDir(c.dir); err != nil {
+		vecs.close()
+		pays.close()
+		return nil, fdError(err)
+	}
+	return &nextGen{c: c, gen: gen, vecs: vecs, pays: pays}, nil
+}
+
+// discard closes and removes the files of a generation that was not
+// swapped in.
+func (ng *nextGen) discard() {
+	if ng.ix != nil {
+		ng.ix.Close()
+	}
+	ng.vecs.close()
+	ng.pays.close()
+	if err := ng.c.removeGen(ng.gen); err != nil {
+		ng.c.db.opts.Logf("memrl: collection %q: removing an abandoned compaction's files: %v", ng.c.name, err)
+	}
+}
+
+// sync makes the new files durable up to what is written.
+func (ng *nextGen) sync() error {
+	if err := ng.vecs.syncTo(ng.vecs.nrows); err != nil {
+		return err
+	}
+	return ng.pays.syncTo(ng.pays.size)
+}
+
+// remapIndex remaps the collection's index to the rows copyFrozen kept,
+// before the swap and without the collection's lock (the index's is held
+// one list at a time), so that the swap only adds the rows it copies
+// itself. A failure is logged; the swap then remaps under the lock.
+func (ng *nextGen) remapIndex() {
+	c := ng.c
+	c.mu.RLock()
+	ix, nrows := c.ivf, c.vecs.nrows
+	c.mu.RUnlock()
+	if ix == nil {
+		return
+	}
+	newOf := make([]uint32, nrows) // every kept row is below nrows
+	for i, k := range ng.kept {
+		newOf[k.old] = uint32(i) + 1
+	}
+	out, err := ix.Remap(func(old uint32) (uint32, bool) {
+		if old >= uint32(len(newOf)) || newOf[old] == 0 {
+			return 0, false
+		}
+		return newOf[old] - 1, true
+	}, uint32(len(ng.kept)))
+	if err != nil {
+		if !errors.Is(err, ivfpq.ErrClosed) { // a build replaced it meanwhile
+			c.db.opts.Logf("memrl: collection %q: compaction: remapping the index: %v", c.name, err)
+		}
+		return
+	}
+	ng.ix, ng.ixFrom, ng.ixRows = out, ix, uint32(len(ng.kept))
+}
+
+// compactChunk is how many rows copyFrozen reads per hold of the read
+// lock; a variable so that tests can make it tiny.
+var compactChunk uint32 = 1024
+
+// rowCopy is one row read out of the old files.
+type rowCopy struct {
+	id  uint64
+	m   memory
+	old uint32
+	vec []float32
+	pay []byte
+}
+
+// copyFrozen copies the live rows below frozen into the new files, a chunk
+// at a time: each chunk is read (and verified: damage is never copied
+// forward, it stops the compaction) under the read lock and written after
+// releasing it, paced like a checkpoint's copy. Rows deleted after their
+// chunk was copied are settled by the swap.
+func (ng *nextGen) copyFrozen(frozen uint32) error {
+	c := ng.c
+	pace := newPacer()
+	var buf []rowCopy
+	for from := uint32(0); from < frozen; {
+		pace.step()
+		select {
+		case <-c.db.stop:
+			return ErrClosed // Close is waiting for this compaction
+		default:
+		}
+		to := min(from+compactChunk, frozen)
+		c.mu.RLock()
+		if c.dropped {
+			c.mu.RUnlock()
+			return fmt.Errorf("%w: %q", ErrNoCollection, c.name)
+		}
+		var err error
+		buf, err = c.readLiveRowsLocked(buf[:0], from, to)
+		c.mu.RUnlock()
+		if err != nil {
+			return err
+		}
+		for _, r := range buf {
+			if err := ng.put(r); err != nil {
+				return err
+			}
+		}
+		from = to
+	}
+	return nil
+}
+
+// readLiveRowsLocked appends copies of the live rows of [from, to), with
+// their payloads, to dst. REQUIRES: c.mu held at least for reading.
+func (c *Collection) readLiveRowsLocked(dst []rowCopy, from, to uint32) ([]rowCopy, error) {
+	for r := from; r < to && int(r) < len(c.rowIDs); r++ {
+		id := c.rowIDs[r]
+		m, ok := c.mems[id]
+		if !ok || m.row != r {
+			continue
+		}
+		rc, err := c.readRowLocked(id, m)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, rc)
+	}
+	return dst, nil
+}
+
+// readRowLocked reads and verifies memory id's row and payload.
+// REQUIRES: c.mu held at least for reading.
+func (c *Collection) readRowLocked(id uint64, m memory) (rowCopy, error) {
+	if err := c.vecs.checkRow(m.row); err != nil {
+		return rowCopy{}, c.reportLocked(fmt.Errorf("compaction: memory %d: %w", id, err))
+	}
+	p, err := c.pays.get(id, m.payOff, m.payLen)
+	if err != nil {
+		return rowCopy{}, c.reportLocked(fmt.Errorf("compaction: %w", err))
+	}
+	return rowCopy{id: id, m: m, old: m.row, vec: append([]float32(nil), c.vecs.row(m.row)...), pay: p}, nil
+}
+
+// put appends a row and its payload to the new files.
+func (ng *nextGen) put(r rowCopy) error {
+	row := ng.vecs.nrows
+	if err := ng.vecs.put(row, r.vec); err != nil {
+		return err
+	}
+	off, err := ng.putPayload(r.id, r.pay)
+	if err != nil {
+		return err
+	}
+	ng.kept = append(ng.kept, keptRow{id: r.id, old: r.old, payLen: uint32(len(r.pay)), oldOff: r.m.payOff, newOff: off})
+	return nil
+}
+
+// putPayload appends a payload record to the new payload file.
+func (ng *nextGen) putPayload(id uint64, p []byte) (uint64, error) {
+	off := ng.pays.size
+	if err := ng.pays.put(id, off, p); err != nil {
+		return 0, err
+	}
+	if len(p) == 0 {
+		// put writes nothing for an empty record without a checksum;
+		// every new record has one, so this cannot happen: keep offsets
+		// distinct anyway.
+		ng.pays.size = max(ng.pays.size, off)
+	}
+	return off, nil
+}
+
+// oldState is what a swap replaces, kept to undo it if the committing
+// checkpoint is not committed.
+type oldState struct {
+	vecs      *vectorStore
+	pays      *payloadStore
+	rowIDs    []uint64
+	dead      *roaring.Bitmap
+	ivf       *ivfpq.Index
+	index     phase1
+	savedRows uint32
+	gen       uint64
+	mems      []keptRow // memories moved: id, old row and old offset
+	pinned    map[uint64]keptRow
+}
+
+// swap finishes the new generation under the database's checkpoint lock
+// and the collection's write lock (so no change is logged for the
+// collection meanwhile): it copies the rows added since copyFrozen's
+// snapshot, the payloads replaced since, and the rows snapshots pin;
+// settles deletes; syncs; moves the memories, the row map, the index and
+// the attribute index to the new rows; and writes the full checkpoint
+// that records the new generation. If that checkpoint is not committed,
+// everything is put back. It returns the replaced state and how long the
+// write lock was held.
+func (ng *nextGen) swap() (oldState, time.Duration, error) {
+	c, db := ng.c, ng.c.db
+	db.ckptMu.Lock()
+	defer db.ckptMu.Unlock()
+	// The committing checkpoint's log position and list of collections
+	// are taken now, under db.mu (before c.mu: the lock order), which is
+	// released at once: from here to the checkpoint nothing of c is
+	// logged (its write lock is held), and other collections' records
+	// after the position are replayed over their fuzzy copies as usual.
+	db.mu.RLock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	locked := time.Now()
+	list, err := db.listForCheckpointLocked()
+	db.mu.RUnlock()
+	if err != nil {
+		return oldState{}, 0, err
+	}
+	if c.dropped {
+		return oldState{}, 0, fmt.Errorf("%w: %q", ErrNoCollection, c.name)
+	}
+	if db.ckptErr != nil {
+		return oldState{}, 0, db.ckptErr
+	}
+	frozen := uint32(0)
+	if n := len(ng.kept); n > 0 {
+		frozen = ng.kept[n-1].old + 1
+	}
+	// Payloads replaced since their row was copied: copy the current one.
+	for i := range ng.kept {
+		k := &ng.kept[i]
+		if m, ok := c.mems[k.id]; ok && m.row == k.old && m.payOff != k.oldOff {
+			p, err := c.pays.get(k.id, m.payOff, m.payLen)
+			if err != nil {
+				return oldState{}, 0, c.reportLocked(fmt.Errorf("compaction: %w", err))
+			}
+			off, err := ng.putPayload(k.id, p)
+			if err != nil {
+				return oldState{}, 0, err
+			}
+			k.oldOff, k.newOff, k.payLen = m.payOff, off, m.payLen
+		}
+	}
+	// The rows added since (copyFrozen stopped at its snapshot's end; the
+	// rows past the last one it kept are all looked at again).
+	tail, err := c.readLiveRowsLocked(nil, frozen, c.vecs.nrows)
+	if err != nil {
+		return oldState{}, 0, err
+	}
+	for _, r := range tail {
+		if err := ng.put(r); err != nil {
+			return oldState{}, 0, err
+		}
+	}
+	// Rows snapshots pin: moved with the live ones, or copied now.
+	newOf := make([]uint32, c.vecs.nrows) // old row -> new row + 1; 0: not kept
+	for i, k := range ng.kept {
+		newOf[k.old] = uint32(i) + 1
+	}
+	type pinMove struct {
+		row uint32
+		off uint64
+	}
+	pinTo := map[uint64]pinMove{}
+	var pinErr error
+	c.forEachPinnedLocked(func(id uint64, m *memory) {
+		if pinErr != nil {
+			return
+		}
+		if m.row >= uint32(len(newOf)) {
+			pinErr = fmt.Errorf("engine: collection %q: pinned memory %d at row %d, past the %d rows", c.name, id, m.row, len(newOf))
+			return
+		}
+		if nr := newOf[m.row]; nr != 0 && ng.kept[nr-1].id == id && ng.kept[nr-1].oldOff == m.payOff {
+			pinTo[id] = pinMove{nr - 1, ng.kept[nr-1].newOff}
+			return
+		}
+		rc, err := c.readRowLocked(id, *m)
+		if err != nil {
+			pinErr = err
+			return
+		}
+		if nr := newOf[m.row]; nr != 0 {
+			// The row is kept (for a live memory of the same id's
+			// vector); only this payload is copied.
+			off, err := ng.putPayload(id, rc.pay)
+			pinErr = err
+			pinTo[id] = pinMove{nr - 1, off}
+			return
+		}
+		if pinErr = ng.put(rc); pinErr == nil {
+			n := uint32(len(ng.kept))
+			newOf[m.row] = n
+			pinTo[id] = pinMove{n - 1, ng.kept[n-1].newOff}
+		}
+	})
+	if pinErr != nil {
+		return oldState{}, 0, pinErr
+	}
+	if err := ng.sync(); err != nil {
+		return oldState{}, 0, err
+	}
+
+	tTail := time.Since(locked)
+	// The index, remapped to the new rows (codes copied, not re-encoded).
+	var newIx *ivfpq.Index
+	if c.ivf != nil && ng.ix != nil && c.ivf == ng.ixFrom {
+		// Remapped before the swap: add the rows copied since.
+		newIx, ng.ix, err = ng.ix, nil, nil
+		for r := ng.ixRows; r < uint32(len(ng.kept)) && err == nil; r++ {
+			err = newIx.Add(r, ng.vecs.row(r))
+		}
+		if err != nil {
+			db.opts.Logf("memrl: collection %q: compaction could not complete the remapped index, searching exactly until it is rebuilt: %v", c.name, err)
+			newIx.Close()
+			newIx = nil
+		}
+	} else if c.ivf != nil {
+		if c.ivf.Rows() == c.vecs.nrows {
+			newIx, err = c.ivf.Remap(func(old uint32) (uint32, bool) {
+				nr := newOf[old]
+				return nr - 1, nr != 0
+			}, uint32(len(ng.kept)))
+		} else {
+			err = fmt.Errorf("index holds %d rows, the collection %d", c.ivf.Rows(), c.vecs.nrows)
+		}
+		if err != nil {
+			db.opts.Logf("memrl: collection %q: compaction could not remap the index, searching exactly until it is rebuilt: %v", c.name, err)
+			newIx = nil
+		}
+	}
+
+	if ng.ix != nil { // made from an index a build has replaced since
+		ng.ix.Close()
+		ng.ix = nil
+	}
+	tIndex := time.Since(locked) - tTail
+	// Swap, remembering what to put back.
+	old := oldState{vecs: c.vecs, pays: c.pays, rowIDs: c.rowIDs, dead: c.dead, ivf: c.ivf, index: c.index,
+		savedRows: c.savedRows, gen: c.gen, pinned: map[uint64]keptRow{}}
+	rowIDs := make([]uint64, len(ng.kept))
+	for i, k := range ng.kept {
+		rowIDs[i] = k.id
+		if m, ok := c.mems[k.id]; ok && m.row == k.old {
+			old.mems = append(old.mems, keptRow{id: k.id, old: m.row, oldOff: m.payOff})
+			m.row, m.payOff = uint32(i), k.newOff
+			c.mems[k.id] = m
+		}
+	}
+	c.forEachPinnedLocked(func(id uint64, m *memory) {
+		if to, ok := pinTo[id]; ok {
+			old.pinned[id] = keptRow{old: m.row, oldOff: m.payOff}
+			m.row, m.payOff = to.row, to.off
+		}
+	})
+	c.vecs, c.pays, c.rowIDs, c.gen = ng.vecs, ng.pays, rowIDs, ng.gen
+	c.dead = roaring.New()
+	c.rebuildDeadLocked()
+	c.rebuildFilterIndexLocked()
+	c.ivf, c.index, c.savedRows = nil, exactScan{c}, 0
+	if newIx != nil {
+		c.ivf, c.index = newIx, ivfPhase1{c, newIx}
+	}
+
+	tSwap := time.Since(locked) - tTail - tIndex
+	committed, err := db.checkpointListed(true, c, list, nil)
+	if err != nil && !committed {
+		// The disk still names the old generation, and no record was
+		// logged for the collection since: put everything back.
+		for _, k := range old.mems {
+			m := c.mems[k.id]
+			m.row, m.payOff = k.old, k.oldOff
+			c.mems[k.id] = m
+		}
+		c.forEachPinnedLocked(func(id uint64, m *memory) {
+			if k, ok := old.pinned[id]; ok {
+				m.row, m.payOff = k.old, k.oldOff
+			}
+		})
+		c.vecs, c.pays, c.rowIDs, c.dead, c.gen = old.vecs, old.pays, old.rowIDs, old.dead, old.gen
+		c.ivf, c.index, c.savedRows = old.ivf, old.index, old.savedRows
+		c.rebuildFilterIndexLocked()
+		if newIx != nil {
+			newIx.Close()
+		}
+		return oldState{}, time.Since(locked), fmt.Errorf("engine: compaction's checkpoint: %w", err)
+	}
+	if err != nil {
+		// Committed or not, the disk cannot say: refuse writes until a
+		// restart reads whichever checkpoint it kept, with its files
+		// (both generations are left in place).
+		c.cs.failed = fmt.Errorf("%w: collection %q: the checkpoint committing a compaction failed: %w", ErrCheckpointsStopped, c.name, err)
+		return oldState{}, time.Since(locked), c.cs.failed
+	}
+	if old.ivf != nil {
+		c.retired = append(c.retired, old.ivf)
+	}
+	c.cs.keptDead = c.dead.GetCardinality()
+	c.saveIndexAsyncLocked()
+	c.maybeBuildLocked()
+	stall := time.Since(locked)
+	db.opts.Logf("memrl: collection %q: compaction held the write lock %v: tail copy %v, index remap %v, swap %v, checkpoint %v",
+		c.name, stall.Round(time.Millisecond), tTail.Round(time.Millisecond), tIndex.Round(time.Millisecond),
+		tSwap.Round(time.Millisecond), (stall - tTail - tIndex - tSwap).Round(time.Millisecond))
+	return old, stall, nil
+}
+
+// snapshotHeldTo is snapshotTo for a collection whose write lock the
+// caller holds (compaction's swap): the whole collection is copied under
+// that one hold, in chunks only to bound the memory used.
+// REQUIRES: c.mu held for writing; db.ckptMu held.
+func (c *Collection) snapshotHeldTo(cw *ckptWriter) (ckptSizes, int) {
+	c.deleted = make(map[uint64]struct{})
+	var discard []qtable.IDEntry
+	for i := 0; i < qtable.NumStripes; i++ {
+		discard = c.q.TakeDirty(i, discard[:0])
+	}
+	cw.tombstones(nil)
+	chunk := make([]ckptMemory, 0, snapshotChunk)
+	n := 0
+	for row := uint32(0); row < c.vecs.nrows; {
+		end := min(row+snapshotChunk, c.vecs.nrows)
+		chunk = c.snapshotRowsLocked(chunk[:0], row, end)
+		cw.memories(chunk)
+		n += len(chunk)
+		row = end
+	}
+	return ckptSizes{nrows: c.vecs.nrows, paySize: c.pays.size, nextID: c.nextID, sections: c.ckptSectionsLocked()}, n
+}

@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/memrl/memrl/vfs"
+)
+
+// The files of a collection are named by their generation (compact.go):
+// generation 0, the names from before compaction existed, is
+// vectors.f32, vectors.sum, payloads.dat and ivfpq/; generation g > 0 is
+// vectors.<g>.f32, vectors.<g>.sum, payloads.<g>.dat and ivfpq.<g>/. A
+// compaction writes generation g+1 beside g, and the checkpoint that
+// commits it records g+1 in the collection's compaction section, so the
+// files a checkpoint refers to and the checkpoint become current in one
+// atomic rename. Files of any other generation are leftovers (of an
+// unfinished compaction, or of the one before a finished one) and are
+// removed at open (removeStaleGensLocked).
+const (
+	vecBase   = "vectors"
+	vecExt    = ".f32"
+	sumsExt   = ".sum"
+	payBase   = "payloads"
+	payExt    = ".dat"
+	indexBase = "ivfpq"
+)
+
+// genFiles lists the (base, extension) of every generation-named file.
+var genFiles = [][2]string{{vecBase, vecExt}, {vecBase, sumsExt}, {payBase, payExt}, {indexBase, ""}}
+
+// genName names the file base+ext of generation gen.
+func genName(base, ext string, gen uint64) string {
+	if gen == 0 {
+		return base + ext
+	}
+	return base + "." + strconv.FormatUint(gen, 10) + ext
+}
+
+// fileGen reports the generation of a collection folder entry, and
+// whether it is a generation-named file at all.
+func fileGen(name string) (uint64, bool) {
+	for _, f := range genFiles {
+		base, ext := f[0], f[1]
+		if name == base+ext {
+			return 0, true
+		}
+		mid, ok := strings.CutPrefix(name, base+".")
+		if !ok || !strings.HasSuffix(mid, ext) {
+			continue
+		}
+		mid = strings.TrimSuffix(mid, ext)
+		if g, err := strconv.ParseUint(mid, 10, 64); err == nil && g > 0 && mid == strconv.FormatUint(g, 10) {
+			return g, true
+		}
+	}
+	return 0, false
+}
+
+// genPaths returns the files (not the index folder) of generation gen in dir.
+func genPaths(dir string, gen uint64) []string {
+	return []string{
+		filepath.Join(dir, genName(vecBase, vecExt, gen)),
+		filepath.Join(dir, genName(vecBase, sumsExt, gen)),
+		filepath.Join(dir, genName(payBase, payExt, gen)),
+	}
+}
+
+// removeGen removes the files and index folder of generation gen,
+// paced (they can be gigabytes), and syncs the folder.
+func (c *Collection) removeGen(gen uint64) error {
+	fs := c.db.fs
+	for _, p := range genPaths(c.dir, gen) {
+		if err := c.db.files.forget(p); err != nil {
+			return err
+		}
+	}
+	if err := vfs.RemoveFilesPaced(fs, c.dir, genPaths(c.dir, gen)); err != nil {
+		return err
+	}
+	if err := vfs.RemoveAllPaced(fs, filepath.Join(c.dir, genName(indexBase, "", gen))); err != nil {
+		return err
+	}
+	return fs.SyncDir(c.dir)
+}
+
+// removeStaleGensLocked removes every generation-named file of the
+// collection's folder but the current generation's: what an unfinished
+// compaction wrote, or what a finished one had not yet removed when the
+// process stopped. Nothing refers to them: the checkpoint names c.gen, and
+// the log's records after it refer to c.gen's rows.
+// REQUIRES: c not yet shared (Open).
+func (c *Collection) removeStaleGensLocked() error {
+	names, err := c.db.fs.List(c.dir)
+	if err != nil {
+		return err
+	}
+	stale := map[uint64]bool{}
+	for _, n := range names {
+		if g, ok := fileGen(n); ok && g != c.gen {
+			stale[g] = true
+		}
+	}
+	for g := range stale {
+		if err := c.removeGen(g); err != nil {
+			return fmt.Errorf("engine: collection %q: removing files of generation %d: %w", c.name, g, err)
+		}
+	}
+	return nil
+}
+
+// The compaction section (tag sectCompact) of a collection's checkpoint
+// records the generation of its files:
+//
+//	version u8 = 1 | gen u64
+//
+// A collection that was never compacted writes none (generation 0). The
+// checkpoint's checksum covers it; a version or length this build does not
+// know is damage (ErrCorruptCheckpoint).
+const compactSectVersion = 1
+
+func encodeCompactSection(gen uint64) []byte {
+	return le.AppendUint64([]byte{compactSectVersion}, gen)
+}
+
+// errBadCompactSection: the compaction section is 9 bytes of version 1.
+var errBadCompactSection = errors.New("compaction section: want 9 bytes of version 1")
+
+// collGen returns the file generation a checkpointed collection records.
+func collGen(cc ckptCollection) (uint64, error) {
+	for _, s := range cc.sections {
+		if s.tag != sectCompact {
+			continue
+		}
+		if len(s.data) != 9 || s.data[0] != compactSectVersion {
+			return 0, fmt.Errorf("%w: collection %q: %w", ErrCorruptCheckpoint, cc.name, errBadCompactSection)
+		}
+		return le.Uint64(s.data[1:]), nil
+	}
+	return 0, nil
+}
