@@ -54,13 +54,10 @@ const (
 // section tag.
 func knownCollSection(tag uint16) bool {
 	switch tag {
-	case sectSnapshots:
-	case sectCompact:
+	case sectSnapshots, sectCompact, sectPrunePolicy:
 		return true
 	case sectTest:
 		return testSections
-	case sectPrunePolicy:
-		return true
 	}
 	return false
 }
