@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/memrl/memrl/engine/filter"
 	"github.com/memrl/memrl/vfs"
@@ -333,5 +334,54 @@ func TestSnapshotConcurrent(t *testing.T) {
 		if st := collState(t, c); len(st) != s.Memories {
 			t.Fatalf("rollback to %s: %d memories, want %d", s.Name, len(st), s.Memories)
 		}
+	}
+}
+
+// TestRollbackRestoresExpiry: a snapshot leaves out memories already
+// expired (unswept), and a rollback gives back each memory's expiry as it
+// was (an absolute time): removed by PERSIST, it returns; a memory swept
+// after the snapshot comes back with its expiry, which the next sweep
+// applies again.
+func TestRollbackRestoresExpiry(t *testing.T) {
+	clk := newFakeClock()
+	db, c := openAttrsDB(t, vfs.NewMemFS(), Options{Now: clk.Now, SweepInterval: -1})
+	defer db.Close()
+	add := func(ttl time.Duration) uint64 {
+		id, err := c.Add(AddRequest{Vector: []float32{1, 0, 0, 0}, TTL: ttl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	gone, short, long := add(time.Second), add(10*time.Second), add(100*time.Second)
+	clk.advance(2 * time.Second) // gone has expired, not yet swept
+	if err := c.Snapshot("s"); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := c.Snapshots(); l[0].Memories != 2 {
+		t.Fatalf("snapshot holds %d memories, want 2 (the expired one left out)", l[0].Memories)
+	}
+	if _, t2, err := c.PersistDeferred(ByID(long)); err != nil || db.WaitDurable(t2) != nil {
+		t.Fatal(err)
+	}
+	clk.advance(10 * time.Second) // short expires
+	if n, err := db.SweepExpired(); err != nil || n != 2 {
+		t.Fatalf("sweep: %d %v", n, err)
+	}
+	if _, err := c.Rollback("s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(gone); !errors.Is(err, ErrNoMemory) {
+		t.Fatalf("expired before the snapshot, back after it: %v", err)
+	}
+	if ttl, ok, err := c.TTL(ByID(long)); err != nil || !ok || ttl != 88*time.Second {
+		t.Fatalf("TTL of the persisted memory after rollback: %v %v %v, want 88s", ttl, ok, err)
+	}
+	// short came back with its past expiry: gone to readers, swept again.
+	if _, err := c.Get(short); !errors.Is(err, ErrNoMemory) {
+		t.Fatalf("memory whose restored expiry is past: %v", err)
+	}
+	if n, err := db.SweepExpired(); err != nil || n != 1 {
+		t.Fatalf("second sweep: %d %v", n, err)
 	}
 }
