@@ -67,6 +67,8 @@ var recordNames = map[byte]string{
 	recCreate: "create", recDrop: "drop", recAdd: "add", recDelete: "delete", recQ: "q",
 	recAddExt: "add", recSetAttrs: "setattrs", recSetPayload: "setpayload", recExpire: "expire",
 	recIndexed: "indexed", recCreateIndexed: "create",
+	recSnapshot: "snapshot", recDelSnapshot: "delsnapshot", recRollback: "rollback",
+	recRollbackBatch: "rollback-batch", recPrunePolicy: "prune-policy",
 }
 
 // describeRecord returns a record's type and fields on one line. dims
@@ -147,6 +149,32 @@ func describeRecord(rec []byte, dims map[uint64]int) string {
 		var r indexedRec
 		if r, err = decodeIndexed(rec); err == nil {
 			s = fmt.Sprintf("uid=%d fields=%s", r.uid, strings.Join(r.fields, ","))
+		}
+	case recSnapshot:
+		var r snapshotRec
+		if r, err = decodeSnapshot(rec); err == nil {
+			s = fmt.Sprintf("uid=%d seq=%d name=%q created=%s memories=%d", r.uid, r.seq, r.name, fmtNanos(r.created), r.count)
+		}
+	case recDelSnapshot:
+		var r delSnapshotRec
+		if r, err = decodeDelSnapshot(rec); err == nil {
+			s = fmt.Sprintf("uid=%d seq=%d", r.uid, r.seq)
+		}
+	case recRollback:
+		var r rollbackRec
+		if r, err = decodeRollback(rec); err == nil {
+			s = fmt.Sprintf("uid=%d seq=%d changed=%d", r.uid, r.seq, r.n)
+		}
+	case recRollbackBatch:
+		var uid uint64
+		var b rbBatch
+		if uid, b, err = decodeRollbackBatch(rec); err == nil {
+			s = fmt.Sprintf("uid=%d deletes=%d changes=%d", uid, len(b.dels), len(b.changes))
+		}
+	case recPrunePolicy:
+		var r policyRec
+		if r, err = decodePolicyRec(rec); err == nil {
+			s = fmt.Sprintf("uid=%d kind=%d at=%s pruned=%d", r.uid, r.kind, fmtNanos(r.at), r.count)
 		}
 	}
 	if err != nil {

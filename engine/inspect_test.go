@@ -229,3 +229,49 @@ func TestDumpIndexAndVectors(t *testing.T) {
 		t.Fatalf("vectors: %v\n%s", err, out.String())
 	}
 }
+
+// TestDumpWALMaintenanceRecords: the records of snapshots, rollbacks and
+// prune policies are named and decoded, not "unknown to this build".
+func TestDumpWALMaintenanceRecords(t *testing.T) {
+	fs := vfs.NewMemFS()
+	db, err := Open("/db", crashOpts(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mustColl(t, db, "m", NewConfig(4))
+	for id := uint64(1); id <= 5; id++ {
+		if _, err := c.Add(AddRequest{Vector: []float32{1, float32(id), 0, 0}, ID: id, HasID: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Snapshot("before"); err != nil {
+		t.Fatal(err)
+	}
+	c.Delete([]uint64{2})
+	if _, err := c.Rollback("before"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteSnapshot("before"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetPrunePolicy(&PrunePolicy{Prune: PruneOptions{MaxCount: 3, HasMaxCount: true}, Every: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := DumpWAL(&out, fs.Crash(vfs.DropUnsynced, nil), "/db"); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	s := out.String()
+	for _, want := range []string{`snapshot uid=1 seq=`, `name="before"`, "memories=5", "rollback-batch uid=1",
+		"rollback uid=1", "changed=1", "delsnapshot uid=1", "prune-policy uid=1"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("dump lacks %q", want)
+		}
+	}
+	if strings.Contains(s, "unknown") || strings.Contains(s, "UNDECODABLE") {
+		t.Errorf("dump has records it cannot name or decode")
+	}
+	if t.Failed() {
+		t.Log(s)
+	}
+}
