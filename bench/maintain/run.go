@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/memrl/memrl/bench/ann"
 	"github.com/memrl/memrl/bench/serverann"
 	"github.com/memrl/memrl/client"
@@ -94,11 +96,15 @@ func run(cfg Config, work string, start func(dir string) (serverann.Server, erro
 			srv.Stop()
 		}
 	}()
-	c, err := client.New(client.Options{Addr: srv.Addr()})
+	// go-redis gives up reading a reply after 3 s by default: a prune of
+	// half a million memories or a compaction takes longer, so the
+	// maintenance commands get half an hour.
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, Protocol: 2, ReadTimeout: 30 * time.Minute})
+	defer rdb.Close()
+	c, err := client.New(client.Options{Redis: rdb})
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
 	do := func(args ...any) (any, error) { return c.Redis().Do(ctx, args...).Result() }
 
 	create := []any{"MEM.CREATE", cfg.Collection, "DIM", dim, "METRIC", "L2"}
