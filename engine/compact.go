@@ -553,11 +553,15 @@ func (ng *nextGen) swap() (oldState, time.Duration, error) {
 	// The index, remapped to the new rows (codes copied, not re-encoded).
 	var newIx *ivfpq.Index
 	if c.ivf != nil && ng.ix != nil && c.ivf == ng.ixFrom {
-		// Remapped before the swap: add the rows copied since.
-		newIx, ng.ix, err = ng.ix, nil, nil
-		for r := ng.ixRows; r < uint32(len(ng.kept)) && err == nil; r++ {
-			err = newIx.Add(r, ng.vecs.row(r))
-		}
+		// Remapped before the swap: append the rows copied since, their
+		// codes copied from the index too (every old row is in it).
+		newIx, ng.ix = ng.ix, nil
+		err = c.ivf.RemapAppend(newIx, func(old uint32) (uint32, bool) {
+			if int(old) < len(newOf) && newOf[old] > ng.ixRows {
+				return newOf[old] - 1, true
+			}
+			return 0, false
+		}, uint32(len(ng.kept)))
 		if err != nil {
 			db.opts.Logf("memrl: collection %q: compaction could not complete the remapped index, searching exactly until it is rebuilt: %v", c.name, err)
 			newIx.Close()
@@ -566,8 +570,10 @@ func (ng *nextGen) swap() (oldState, time.Duration, error) {
 	} else if c.ivf != nil {
 		if c.ivf.Rows() == c.vecs.nrows {
 			newIx, err = c.ivf.Remap(func(old uint32) (uint32, bool) {
-				nr := newOf[old]
-				return nr - 1, nr != 0
+				if int(old) >= len(newOf) || newOf[old] == 0 {
+					return 0, false
+				}
+				return newOf[old] - 1, true
 			}, uint32(len(ng.kept)))
 		} else {
 			err = fmt.Errorf("index holds %d rows, the collection %d", c.ivf.Rows(), c.vecs.nrows)

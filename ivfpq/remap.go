@@ -26,42 +26,78 @@ func (ix *Index) Remap(remap func(old uint32) (uint32, bool), rows uint32) (*Ind
 		ix.mu.RUnlock()
 		return nil, ErrClosed
 	}
-	p, nlist := ix.p, len(ix.lists)
-	out := newIndex(p, ix.coarse, ix.book) // immutable: shared
+	out := newIndex(ix.p, ix.coarse, ix.book) // immutable: shared
 	out.trainedFor = ix.trainedFor
 	ix.mu.RUnlock()
-	seen := make([]bool, rows)
+	if err := ix.remapInto(out, remap, rows); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// RemapAppend appends to out, an index Remap made from ix, the entries of
+// ix that remap keeps as rows [out.Rows(), rows), as Remap does: codes
+// copied, not re-encoded. Compaction uses it for the rows added while its
+// Remap ran. remap must leave out every row below out.Rows() (those are in
+// out already). On an error (a row mapped twice, past rows, or not at all:
+// ErrBadParams) out is unchanged.
+func (ix *Index) RemapAppend(out *Index, remap func(old uint32) (uint32, bool), rows uint32) error {
+	if &out.coarse[0] != &ix.coarse[0] {
+		return fmt.Errorf("%w: RemapAppend to an index not remapped from this one", ErrBadParams)
+	}
+	return ix.remapInto(out, remap, rows)
+}
+
+// remapInto appends the entries of ix that remap keeps, as rows
+// [out.Rows(), rows), to out's lists, each list kept in increasing row
+// order (the kept rows' new numbers are above every row out holds).
+func (ix *Index) remapInto(out *Index, remap func(old uint32) (uint32, bool), rows uint32) error {
+	ix.mu.RLock()
+	if ix.closed {
+		ix.mu.RUnlock()
+		return ErrClosed
+	}
+	p, nlist := ix.p, len(ix.lists)
+	ix.mu.RUnlock()
+	out.mu.RLock()
+	from := out.rows
+	out.mu.RUnlock()
+	if rows < from {
+		return fmt.Errorf("%w: remap to %d rows, the index holds %d", ErrBadParams, rows, from)
+	}
+	seen := make([]bool, rows-from)
 	m := p.M
 	type entry struct {
 		row  uint32
 		code []byte
 		term float32
 	}
-	var ents []entry
+	lists := make([][]entry, nlist)
 	var codes []byte // backing store of the unpacked codes of one list
 	for l := 0; l < nlist; l++ {
-		ents, codes = ents[:0], codes[:0]
 		ix.mu.RLock()
 		if ix.closed {
 			ix.mu.RUnlock()
-			return nil, ErrClosed
+			return ErrClosed
 		}
 		if err := ix.checkList(l); err != nil {
 			ix.mu.RUnlock()
-			return nil, err
+			return err
 		}
 		lst := ix.lists[l] // segments are append-only: a copy of the headers is a snapshot
 		ix.mu.RUnlock()
+		codes = nil
+		var ents []entry
 		for _, seg := range [2]*segment{&lst.base, &lst.tail} {
 			for i, old := range seg.ids {
 				nr, keep := remap(old)
 				if !keep {
 					continue
 				}
-				if nr >= rows || seen[nr] {
-					return nil, fmt.Errorf("%w: remap of row %d to %d: past %d rows or taken twice", ErrBadParams, old, nr, rows)
+				if nr < from || nr >= rows || seen[nr-from] {
+					return fmt.Errorf("%w: remap of row %d to %d: outside [%d, %d) or taken twice", ErrBadParams, old, nr, from, rows)
 				}
-				seen[nr] = true
+				seen[nr-from] = true
 				start := len(codes)
 				if p.Bits == 8 {
 					codes = append(codes, seg.codes[i*m:(i+1)*m]...)
@@ -79,15 +115,26 @@ func (ix *Index) Remap(remap func(old uint32) (uint32, bool), rows uint32) (*Ind
 		// Lists are kept in increasing row order; a remap that moves a
 		// row past others (compaction appends pinned rows) reorders them.
 		slices.SortFunc(ents, func(a, b entry) int { return int(int64(a.row) - int64(b.row)) })
+		lists[l] = ents
+	}
+	for r, ok := range seen {
+		if !ok {
+			return fmt.Errorf("%w: remap leaves row %d of %d without an entry", ErrBadParams, from+uint32(r), rows)
+		}
+	}
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	if out.closed {
+		return ErrClosed
+	}
+	if out.rows != from {
+		return fmt.Errorf("%w: index grew during the remap", ErrOutOfOrder)
+	}
+	for l, ents := range lists {
 		for _, e := range ents {
 			out.appendLocked(int32(l), e.row, e.code, e.term)
 		}
 	}
-	for r, ok := range seen {
-		if !ok {
-			return nil, fmt.Errorf("%w: remap leaves row %d of %d without an entry", ErrBadParams, r, rows)
-		}
-	}
 	out.rows = rows
-	return out, nil
+	return nil
 }

@@ -1,7 +1,9 @@
 package ivfpq
 
 import (
+	"bytes"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -99,5 +101,52 @@ func TestRemapRefusesABadMap(t *testing.T) {
 	}
 	if ix.Rows() != n {
 		t.Fatal("the original changed")
+	}
+}
+
+// TestRemapAppend remaps a prefix, then appends the rest of the rows (as
+// compaction does for rows added during its remap): the result equals a
+// remap of everything at once.
+func TestRemapAppend(t *testing.T) {
+	const d, n = 16, 1200
+	base := clustered(n, d, 8, 5)
+	p := Params{Dim: d, NList: 16, M: 4, Bits: 4, Metric: L2}
+	ix := buildIndex(t, p, base, n)
+	defer ix.Close()
+	// Keep odd rows: rows below 800 first, the rest appended.
+	keep := func(old uint32) (uint32, bool) { return old / 2, old%2 == 1 }
+	out, err := ix.Remap(func(old uint32) (uint32, bool) {
+		if old >= 800 {
+			return 0, false
+		}
+		return keep(old)
+	}, 400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if err := ix.RemapAppend(out, func(old uint32) (uint32, bool) {
+		if old < 800 {
+			return 0, false
+		}
+		return keep(old)
+	}, n/2); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := ix.Remap(keep, n/2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer whole.Close()
+	for l := range whole.lists {
+		a, ca, _ := out.mergedListLocked(l)
+		b, cb, _ := whole.mergedListLocked(l)
+		if !slices.Equal(a, b) || !bytes.Equal(ca, cb) {
+			t.Fatalf("list %d differs: %v vs %v", l, a, b)
+		}
+	}
+	// A map that misses a row, or one already held, is refused.
+	if err := ix.RemapAppend(out, keep, n/2+1); !errors.Is(err, ErrBadParams) {
+		t.Fatalf("RemapAppend of held rows: %v", err)
 	}
 }
