@@ -12,12 +12,18 @@
 //	    [--pqm M] [--pqbits 4|8] [--nprobe 1,4,16,…] [--refine 1,4,…]
 //	    [--k 10] [--json FILE] [--out-ids PREFIX]
 //	    [--metric l2|ip] [--nq N] [--nbase N] [--train-size N]
-//	    [--threads N] [--synthetic N --dim D] [--index-dir DIR] [--seed S]
+//	    [--threads N] [--synthetic N --dim D] [--index-dir DIR [--reuse-index]]
+//	    [--cpuprofile FILE] [--seed S]
 //
 // Settings left out get the engine's defaults (ivfpq.DefaultParams,
 // DefaultNProbe, DefaultRefine). Files are TEXMEX .fvecs/.bvecs (vectors)
 // and .ivecs (ground truth, 0-based rows of base, best first). Without
 // --learn the index trains on min(n, 100·nlist) random base vectors.
+//
+// --index-dir keeps the saved index (and its build time, in DIR/build_s);
+// --reuse-index then opens it instead of training and adding again (a 1M
+// build takes minutes), refusing an index of another shape or row count.
+// --cpuprofile profiles the search sweep only.
 //
 // --json writes a JSON array with one object per swept setting, with the
 // fields nprobe, refine, recall1, recall10, qps, mean_us, p50_us, p99_us,

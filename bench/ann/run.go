@@ -1,12 +1,16 @@
 package ann
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math/rand"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/memrl/memrl/ivfpq"
@@ -153,23 +157,7 @@ func run(cfg *config, w io.Writer) error {
 		refines = []int{ivfpq.DefaultRefine(p.Bits)}
 	}
 
-	train := trainingSet(cfg, ds, p)
-	start := time.Now()
-	ix, err := ivfpq.Train(p, train, cfg.threads, cfg.seed)
-	if err != nil {
-		return err
-	}
-	trainS := time.Since(start).Seconds()
-	if err := ix.AddBatch(0, ds.base, cfg.threads); err != nil {
-		return err
-	}
-	buildS := time.Since(start).Seconds()
 	name := fmt.Sprintf("IVF%d,PQ%dx%d", p.NList, p.M, p.Bits)
-	fmt.Fprintf(w, "index: %s %v, trained on %d vectors in %.1fs, built in %.1fs (%d threads)\n",
-		name, p.Metric, len(train)/ds.dim, trainS, buildS, cfg.threads)
-
-	// Save, drop, reopen: the sweep runs on the mmap'd index as the engine
-	// would after a restart, and the open + first query is timed.
 	dir := cfg.indexDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "annbench"); err != nil {
@@ -177,16 +165,20 @@ func run(cfg *config, w io.Writer) error {
 		}
 		defer os.RemoveAll(dir)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	buildS, reused, err := reusedBuild(cfg, ds, p, dir)
+	if err != nil {
 		return err
 	}
-	if err := ix.Save(vfs.Default, dir); err != nil {
-		return err
+	if !reused {
+		if buildS, err = build(cfg, ds, p, name, dir, w); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(w, "index: %s %v reused from %s (built in %.1fs)\n", name, p.Metric, dir, buildS)
 	}
-	ix.Close()
 	src := source{ds.base, ds.dim}
-	start = time.Now()
-	ix, err = ivfpq.Open(vfs.Default, dir)
+	start := time.Now()
+	ix, err := ivfpq.Open(vfs.Default, dir)
 	if err != nil {
 		return err
 	}
@@ -283,4 +275,66 @@ func sweepOne(ix *ivfpq.Index, ds *dataset, src source, k int, sp ivfpq.SearchPa
 		P99US:    us(lat[min(nq-1, nq*99/100)]),
 		ids:      ids,
 	}, nil
+}
+
+// buildSFile holds, next to a saved index, the seconds its build took, so
+// that a run with --reuse-index reports the building run's figure.
+const buildSFile = "build_s"
+
+// build trains and fills the index, saves it in dir (with its build time)
+// and returns the build time in seconds.
+func build(cfg *config, ds *dataset, p ivfpq.Params, name, dir string, w io.Writer) (float64, error) {
+	train := trainingSet(cfg, ds, p)
+	start := time.Now()
+	ix, err := ivfpq.Train(p, train, cfg.threads, cfg.seed)
+	if err != nil {
+		return 0, err
+	}
+	trainS := time.Since(start).Seconds()
+	if err := ix.AddBatch(0, ds.base, cfg.threads); err != nil {
+		return 0, err
+	}
+	buildS := time.Since(start).Seconds()
+	fmt.Fprintf(w, "index: %s %v, trained on %d vectors in %.1fs, built in %.1fs (%d threads)\n",
+		name, p.Metric, len(train)/ds.dim, trainS, buildS, cfg.threads)
+	// Save, drop, reopen: the sweep runs on the mmap'd index as the engine
+	// would after a restart, and the open + first query is timed.
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, err
+	}
+	if err := ix.Save(vfs.Default, dir); err != nil {
+		return 0, err
+	}
+	ix.Close()
+	return buildS, os.WriteFile(filepath.Join(dir, buildSFile), []byte(strconv.FormatFloat(buildS, 'g', -1, 64)), 0o644)
+}
+
+// reusedBuild reports whether --reuse-index applies (an index is saved in
+// dir) and the build time recorded with it. The saved index must have
+// the shape asked for and hold every base row; else it is an error, not a
+// silent rebuild.
+func reusedBuild(cfg *config, ds *dataset, p ivfpq.Params, dir string) (float64, bool, error) {
+	if !cfg.reuseIndex {
+		return 0, false, nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, buildSFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	buildS, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("--reuse-index: %s: %w", filepath.Join(dir, buildSFile), err)
+	}
+	ix, err := ivfpq.Open(vfs.Default, dir)
+	if err != nil {
+		return 0, false, fmt.Errorf("--reuse-index: %w", err)
+	}
+	defer ix.Close()
+	if got := ix.Params(); got != p || int(ix.Rows()) != ds.n() {
+		return 0, false, fmt.Errorf("--reuse-index: %s holds %+v with %d rows, want %+v with %d", dir, got, ix.Rows(), p, ds.n())
+	}
+	return buildS, true, nil
 }
