@@ -46,3 +46,10 @@ func fastScan4AVX512(codes *byte, groups int, lut *byte, thresh uint16, sums *ui
 //
 //go:noescape
 func scanPQ8AMD64(codes *byte, m int, lut *float32, out *float32, n int)
+
+// dotBlocked8AVX2 is DotBlocked's kernel (blocked_avx2_amd64.s).
+// REQUIRES: dim >= 1, nblocks >= 1; blocks covers nblocks*dim*8 floats,
+// q dim floats, out nblocks*8 floats.
+//
+//go:noescape
+func dotBlocked8AVX2(q, blocks *float32, dim int, out *float32, nblocks int)
