@@ -31,7 +31,10 @@
 //
 // Search(q, k, SearchParams{NProbe, Refine}, deleted, src):
 //  1. the NProbe lists whose centroids are nearest q (L2) are scanned,
-//     nearest first;
+//     nearest first. The distances come from one simd.DotBlocked pass over
+//     a copy of the centroids in simd's blocked layout, plus their squared
+//     norms (computed at Train and Open, not stored in the file):
+//     ‖q−c‖² = ‖q‖² + ‖c‖² − 2⟨q, c⟩;
 //  2. each code gets an asymmetric distance from a per-query table. An IP
 //     index whose training sample has unit norm (cosine collections) is
 //     scored exactly as an L2 index: for unit vectors ‖q−x‖² ranks as
@@ -47,7 +50,8 @@
 //  3. the best k·Refine candidates are kept in a heap; the deleted bitmap
 //     is consulted only for candidates good enough to enter it;
 //  4. the candidates are re-scored exactly from src and the best k returned,
-//     best first. Sim is −‖q−x‖² for L2 and ⟨q, x⟩ for IP.
+//     best first. All their rows are prefetched (simd.Prefetch) before the
+//     first is read, so the cache misses of these scattered rows overlap. Sim is −‖q−x‖² for L2 and ⟨q, x⟩ for IP.
 //
 // SearchFiltered(q, k, sp, Filter{Deleted, Allow, Match, MinSim}, src) is
 // Search with a filter and widening (filter.go): a candidate must be in
