@@ -58,6 +58,7 @@ var avx2Kernels = &kernels{
 		fastScanCall(fastScan4AVX2, codes, m, lut, thresh, sums, masks)
 	},
 	dotBlocked: dotBlockedCall,
+	min:        minCall,
 }
 
 var avx512Kernels = &kernels{
@@ -73,6 +74,7 @@ var avx512Kernels = &kernels{
 	// The 256-bit kernel: DotBlocked reads 8-row blocks, one ymm register
 	// each, and is bound by loads rather than by vector width.
 	dotBlocked: dotBlockedCall,
+	min:        minCall,
 }
 
 // pairCall checks the slices (panicking, as the Go version does, when b is
@@ -161,4 +163,11 @@ func dotBlockedCall(q, blocks, out []float32) {
 	}
 	blocks = blocks[:n*d]
 	dotBlocked8AVX2(&q[0], &blocks[0], d, &out[0], n/BlockRows)
+}
+
+// minCall checks v (panicking like the Go version on an empty one) and
+// calls the AVX2 minimum kernel.
+func minCall(v []float32) float32 {
+	_ = v[0]
+	return minAVX2(&v[0], len(v))
 }

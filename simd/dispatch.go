@@ -37,6 +37,7 @@ type kernels struct {
 	scanPQ8    func(codes []byte, m int, lut, out []float32)
 	fastScan4  func(codes []byte, m int, lut []byte, thresh uint16, sums []uint16, masks []uint32)
 	dotBlocked func(q, blocks, out []float32)
+	min        func(v []float32) float32
 }
 
 var genericKernels = &kernels{
@@ -48,6 +49,7 @@ var genericKernels = &kernels{
 	scanPQ8:    scanPQ8Go,
 	fastScan4:  fastScan4Generic,
 	dotBlocked: dotBlockedGeneric,
+	min:        minGeneric,
 }
 
 // cur is the kernel set in use. INVARIANT: never nil after package init.

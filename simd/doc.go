@@ -59,6 +59,9 @@
 // amd64): ivfpq prefetches all its re-rank rows before scoring them, so
 // their cache and TLB misses overlap.
 //
+// Min is the smallest of a slice (four 8-lane VMINPS accumulators): the
+// 4-bit scan's bound on each 256-code chunk's stored terms.
+//
 // ScanPQ8 is scalar code unrolled over four sub-spaces (the loads of code
 // bytes and LUT entries bound it, so a gather would not help). FastScan4
 // uses byte shuffles (VPSHUFB) as 16-entry table look-ups, 32 vectors per

@@ -126,3 +126,17 @@ func TestNoOverreadDotBlocked(t *testing.T) {
 		}
 	})
 }
+
+// TestNoOverreadMin puts v against an unmapped page.
+func TestNoOverreadMin(t *testing.T) {
+	forEachLevel(t, func(t testing.TB, level string) {
+		r := rand.New(rand.NewPCG(27, 28))
+		for n := 1; n <= 80; n++ {
+			v, free := guardedFloats(t, r, n)
+			if got, want := Min(v), minGeneric(v); got != want {
+				t.Fatalf("%s n=%d: %g, reference %g", level, n, got, want)
+			}
+			free()
+		}
+	})
+}
