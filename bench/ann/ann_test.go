@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -51,10 +52,13 @@ func TestMainSyntheticWritesJSONAndIDs(t *testing.T) {
 	if len(rs) != 4 {
 		t.Fatalf("%d results, want 4:\n%s", len(rs), out.String())
 	}
-	for _, k := range []string{"nprobe", "refine", "recall1", "recall10", "qps", "p50_us", "p99_us", "build_s", "index_bytes"} {
+	for _, k := range []string{"nprobe", "refine", "recall1", "recall10", "qps", "cpu_us", "p50_us", "p99_us", "build_s", "index_bytes"} {
 		if _, ok := rs[0][k]; !ok {
 			t.Errorf("JSON lacks %q", k)
 		}
+	}
+	if runtime.GOOS == "linux" && rs[0]["cpu_us"].(float64) <= 0 {
+		t.Errorf("cpu_us %v, want the thread CPU time per query", rs[0]["cpu_us"])
 	}
 	if r := rs[3]["recall10"].(float64); r < 0.9 {
 		t.Errorf("nprobe 16 refine 8 recall@10 %.3f:\n%s", r, out.String())
