@@ -35,6 +35,14 @@
 //     a copy of the centroids in simd's blocked layout, plus their squared
 //     norms (computed at Train and Open, not stored in the file):
 //     ‖q−c‖² = ‖q‖² + ‖c‖² − 2⟨q, c⟩;
+//     From the 8th list on, a list is skipped when the Voronoi bound proves
+//     it holds none of the k nearest rows (prune.go: the distance from q to
+//     the bisector of the list's centroid and the nearest one, against the
+//     exact k-th distance of the best candidates so far, refreshed at the
+//     8th, 16th, 32nd, … list). Recall never drops; on sift1m-deb at
+//     IVF4096 it skips 6% of 32 probed lists, 10% of 64, 14% of 128.
+//     Needs a VectorSource and L2 geometry; SearchParams.NoPrune turns it
+//     off;
 //  2. each code gets an asymmetric distance from a per-query table. An IP
 //     index whose training sample has unit norm (cosine collections) is
 //     scored exactly as an L2 index: for unit vectors ‖q−x‖² ranks as

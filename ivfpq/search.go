@@ -31,6 +31,8 @@ type searchScratch struct {
 	cands      topK      // best k*refine candidates by approximate score
 	rerank     []Neighbor
 	vecs       [][]float32 // the candidates' raw vectors, in s.cands order
+	qq         float32     // ‖q‖², set by prepareLocked
+	best       []int       // kthExactLocked's selection
 }
 
 func (ix *Index) getScratch() *searchScratch {
@@ -97,10 +99,8 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 	}
 	q4 := ix.prepareLocked(q, nprobe, s)
 	s.cands.reset(k * refine)
-	for _, l := range s.probeOrder {
-		if err := ix.probeLocked(q, l, q4, f, s); err != nil {
-			return nil, err
-		}
+	if _, err := ix.probeListsLocked(q, q4, f, s, k, src, ix.canPrune(src, sp)); err != nil {
+		return nil, err
 	}
 	return ix.rerank(q, k, src, s), nil
 }
@@ -116,9 +116,9 @@ func (ix *Index) prepareLocked(q []float32, nprobe int, s *searchScratch) lut4 {
 	// ‖q−c‖² = ‖q‖² + ‖c‖² − 2⟨q, c⟩ with the norms precomputed: one pass
 	// of dot products over the blocked centroids.
 	simd.DotBlocked(q, ix.coarseBlk, s.coarseDist)
-	qq := simd.Dot(q, q)
+	s.qq = simd.Dot(q, q)
 	for l, dot := range s.coarseDist[:p.NList] {
-		s.coarseDist[l] = qq + ix.coarseNorm[l] - 2*dot
+		s.coarseDist[l] = s.qq + ix.coarseNorm[l] - 2*dot
 	}
 	s.probes.reset(nprobe)
 	for l, d := range s.coarseDist[:p.NList] {

@@ -13,7 +13,7 @@
 //	    [--k 10] [--json FILE] [--out-ids PREFIX]
 //	    [--metric l2|ip] [--nq N] [--nbase N] [--train-size N]
 //	    [--threads N] [--synthetic N --dim D] [--index-dir DIR [--reuse-index]]
-//	    [--cpuprofile FILE] [--seed S]
+//	    [--cpuprofile FILE] [--no-prune] [--seed S]
 //
 // Settings left out get the engine's defaults (ivfpq.DefaultParams,
 // DefaultNProbe, DefaultRefine). Files are TEXMEX .fvecs/.bvecs (vectors)
@@ -23,7 +23,8 @@
 // --index-dir keeps the saved index (and its build time, in DIR/build_s);
 // --reuse-index then opens it instead of training and adding again (a 1M
 // build takes minutes), refusing an index of another shape or row count.
-// --cpuprofile profiles the search sweep only.
+// --cpuprofile profiles the search sweep only. --no-prune turns off
+// ivfpq's list pruning (the Voronoi bound), to measure what it saves.
 //
 // --json writes a JSON array with one object per swept setting, with the
 // fields nprobe, refine, recall1, recall10, qps, mean_us, cpu_us (mean

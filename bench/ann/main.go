@@ -26,6 +26,7 @@ type config struct {
 	synthetic, dim         int
 	indexDir               string
 	reuseIndex             bool
+	noPrune                bool
 	cpuProfile             string
 	seed                   int64
 }
@@ -65,6 +66,7 @@ func parseArgs(args []string, stdout io.Writer) (*config, error) {
 	fs.IntVar(&cfg.dim, "dim", 64, "dimension of --synthetic data")
 	fs.StringVar(&cfg.indexDir, "index-dir", "", "save the index here, reopen it (mmap) and time the open and first query (default: a temporary directory)")
 	fs.BoolVar(&cfg.reuseIndex, "reuse-index", false, "open the index already saved in --index-dir (same data and shape) instead of building one; build_s is the building run's")
+	fs.BoolVar(&cfg.noPrune, "no-prune", false, "scan every probed list (ivfpq.SearchParams.NoPrune), to measure what list pruning saves")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the search sweep to this file")
 	fs.Int64Var(&cfg.seed, "seed", 1, "random seed for training and synthetic data")
 	if err := cliflag.Parse(fs, args, 0); err != nil {

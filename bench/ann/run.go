@@ -205,7 +205,7 @@ func run(cfg *config, w io.Writer) error {
 	var results []result
 	for _, np := range nprobes {
 		for _, rf := range refines {
-			r, err := sweepOne(ix, ds, src, cfg.k, ivfpq.SearchParams{NProbe: np, Refine: rf})
+			r, err := sweepOne(ix, ds, src, cfg.k, ivfpq.SearchParams{NProbe: np, Refine: rf, NoPrune: cfg.noPrune})
 			if err != nil {
 				return err
 			}
