@@ -34,7 +34,7 @@
 //     nearest first. The distances come from one simd.DotBlocked pass over
 //     a copy of the centroids in simd's blocked layout, plus their squared
 //     norms (computed at Train and Open, not stored in the file):
-//     ‖q−c‖² = ‖q‖² + ‖c‖² − 2⟨q, c⟩;
+//     ‖q−c‖² = ‖q‖² + ‖c‖² − 2⟨q, c⟩.
 //     From the 8th list on, a list is skipped when the Voronoi bound proves
 //     it holds none of the k nearest rows (prune.go: the distance from q to
 //     the bisector of the list's centroid and the nearest one, against the
