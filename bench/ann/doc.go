@@ -29,7 +29,8 @@
 // --json writes a JSON array with one object per swept setting, with the
 // fields nprobe, refine, recall1, recall10, qps, mean_us, cpu_us (mean
 // thread CPU time per query, Linux only: comparable across a loaded
-// machine's moods where qps is not), p50_us, p99_us,
+// machine's moods where qps is not), pruned_lists (mean lists per query
+// skipped by ivfpq's Voronoi bound), p50_us, p99_us,
 // build_s, index_bytes, rss_bytes, open_first_query_ms, engine and index.
 // --out-ids writes each setting's returned ids to
 // PREFIX.nprobeN.refineR.ivecs.
