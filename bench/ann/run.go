@@ -119,7 +119,7 @@ type result struct {
 	Recall10   float64 `json:"recall10"`
 	QPS        float64 `json:"qps"`
 	MeanUS     float64 `json:"mean_us"`
-	CPUUS      float64 `json:"cpu_us"` // mean thread CPU time per query (0 where not measured)
+	CPUUS      float64 `json:"cpu_us"`       // mean thread CPU time per query (0 where not measured)
 	Pruned     float64 `json:"pruned_lists"` // mean lists per query skipped by ivfpq's Voronoi bound
 	P50US      float64 `json:"p50_us"`
 	P99US      float64 `json:"p99_us"`
