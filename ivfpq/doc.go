@@ -31,7 +31,18 @@
 //
 // Search(q, k, SearchParams{NProbe, Refine}, deleted, src):
 //  1. the NProbe lists whose centroids are nearest q (L2) are scanned,
-//     nearest first;
+//     nearest first. The distances come from one simd.DotBlocked pass over
+//     a copy of the centroids in simd's blocked layout, plus their squared
+//     norms (computed at Train and Open, not stored in the file):
+//     ‖q−c‖² = ‖q‖² + ‖c‖² − 2⟨q, c⟩.
+//     From the 8th list on, a list is skipped when the Voronoi bound proves
+//     it holds none of the k nearest rows (prune.go: the distance from q to
+//     the bisector of the list's centroid and the nearest one, against the
+//     exact k-th distance of the best candidates so far, refreshed at the
+//     8th, 16th, 32nd, … list). Recall never drops; on sift1m-deb at
+//     IVF4096 it skips 6% of 32 probed lists, 10% of 64, 14% of 128.
+//     Needs a VectorSource and L2 geometry; SearchParams.NoPrune turns it
+//     off;
 //  2. each code gets an asymmetric distance from a per-query table. An IP
 //     index whose training sample has unit norm (cosine collections) is
 //     scored exactly as an L2 index: for unit vectors ‖q−x‖² ranks as
@@ -47,7 +58,8 @@
 //  3. the best k·Refine candidates are kept in a heap; the deleted bitmap
 //     is consulted only for candidates good enough to enter it;
 //  4. the candidates are re-scored exactly from src and the best k returned,
-//     best first. Sim is −‖q−x‖² for L2 and ⟨q, x⟩ for IP.
+//     best first. All their rows are prefetched (simd.Prefetch) before the
+//     first is read, so the cache misses of these scattered rows overlap. Sim is −‖q−x‖² for L2 and ⟨q, x⟩ for IP.
 //
 // SearchFiltered(q, k, sp, Filter{Deleted, Allow, Match, MinSim}, src) is
 // Search with a filter and widening (filter.go): a candidate must be in

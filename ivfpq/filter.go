@@ -40,7 +40,8 @@ func (f *Filter) keep(row uint32) bool {
 
 // SearchStats describes how a SearchFiltered call went.
 type SearchStats struct {
-	Probed int // inverted lists scanned, NProbe or more after widening
+	Probed int // inverted lists scanned or pruned, NProbe or more after widening
+	Pruned int // of those, lists skipped by the Voronoi bound (prune.go)
 	Rounds int // probing rounds: 1, plus one per widening
 }
 
@@ -101,12 +102,13 @@ func (ix *Index) SearchFiltered(q []float32, k int, sp SearchParams, f Filter, s
 	}
 	q4 := ix.prepareLocked(q, nprobe, s)
 	s.cands.reset(k * refine)
-	for _, l := range s.probeOrder {
-		if err := ix.probeLocked(q, l, q4, fp, s); err != nil {
-			return nil, st, err
-		}
+	skipped, err := ix.probeListsLocked(q, q4, fp, s, k, src, ix.canPrune(src, sp))
+	if err != nil {
+		return nil, st, err
 	}
-	st.Probed, st.Rounds = len(s.probeOrder), 1
+	// A pruned list counts as probed: it provably holds none of the k
+	// nearest rows that pass, so widening need not come back to it.
+	st.Probed, st.Pruned, st.Rounds = len(s.probeOrder), skipped, 1
 	// order is every list nearest first, built only when a search widens;
 	// next indexes it. Lists already probed are skipped by s.probed, not
 	// by position: the coarse step's heap and this sort may break ties

@@ -2,6 +2,7 @@ package ivfpq
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -34,7 +35,15 @@ func (l *invList) len() int { return len(l.base.ids) + len(l.tail.ids) }
 type Index struct {
 	p      Params
 	coarse []float32 // [NList][Dim] coarse centroids; immutable
-	book   []float32 // [M][ksub][dsub] PQ codebooks; immutable
+	// coarseBlk holds the same centroids in simd's blocked layout (NList
+	// rounded up to simd.BlockRows, padding rows zero) and coarseNorm their
+	// squared norms (padding +Inf): the search's coarse step is then one
+	// simd.DotBlocked pass, ‖q−c‖² = ‖q‖² + ‖c‖² − 2⟨q, c⟩, about 30% less
+	// time than L2SqBatch over the row-major copy (simd.BenchmarkCoarse4096).
+	// Derived from coarse in newIndex; immutable.
+	coarseBlk  []float32
+	coarseNorm []float32
+	book       []float32 // [M][ksub][dsub] PQ codebooks; immutable
 
 	// mu guards lists, rows, listBytes, closed, mm, file and trainedFor. Search and Save
 	// hold it shared; Add holds it exclusively only while appending.
@@ -147,19 +156,36 @@ func TrainPaced(p Params, sample []float32, workers int, seed int64, pace func()
 }
 
 func newIndex(p Params, coarse, book []float32) *Index {
+	norms := make([]float32, coarseSlots(p.NList))
+	for l := range norms {
+		if l >= p.NList {
+			norms[l] = float32(math.Inf(1))
+			continue
+		}
+		c := coarse[l*p.Dim : (l+1)*p.Dim]
+		norms[l] = simd.Dot(c, c)
+	}
 	ix := &Index{
-		p:         p,
-		coarse:    coarse,
-		book:      book,
-		lists:     make([]invList, p.NList),
-		baseBytes: make([][]byte, p.NList),
-		baseSum:   make([]uint64, p.NList),
-		baseState: make([]atomic.Uint32, p.NList),
+		p:          p,
+		coarse:     coarse,
+		coarseBlk:  simd.Blocked(coarse, p.Dim),
+		coarseNorm: norms,
+		book:       book,
+		lists:      make([]invList, p.NList),
+		baseBytes:  make([][]byte, p.NList),
+		baseSum:    make([]uint64, p.NList),
+		baseState:  make([]atomic.Uint32, p.NList),
 	}
 	for l := range ix.baseState {
 		ix.baseState[l].Store(listGood) // no base segments yet
 	}
 	return ix
+}
+
+// coarseSlots is NList rounded up to whole blocks of simd.BlockRows: the
+// length of coarseNorm and of a search's coarse distances.
+func coarseSlots(nlist int) int {
+	return (nlist + simd.BlockRows - 1) / simd.BlockRows * simd.BlockRows
 }
 
 // unitNorm reports whether every vector of x has norm 1 (to within float32
@@ -211,11 +237,12 @@ func (ix *Index) TrainedFor() uint64 {
 	return ix.trainedFor
 }
 
-// Bytes returns the size of the index: centroids, codebooks, row ids and codes.
+// Bytes returns the size of the index in memory: centroids (both layouts,
+// and their norms), codebooks, row ids, codes and terms.
 func (ix *Index) Bytes() int64 {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	return int64(4*(len(ix.coarse)+len(ix.book))) + ix.listBytes
+	return int64(4*(len(ix.coarse)+len(ix.coarseBlk)+len(ix.coarseNorm)+len(ix.book))) + ix.listBytes
 }
 
 // Close releases the file mapping. The index must not be used afterwards;

@@ -2,12 +2,14 @@ package ivfpq
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
+	"github.com/memrl/memrl/simd"
 	"github.com/memrl/memrl/vfs"
 )
 
@@ -152,6 +154,7 @@ func TestAddOutOfOrderChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	empty := ix.Bytes()
 	v := make([]float32, d)
 	if err := ix.Add(1, v); !errors.Is(err, ErrOutOfOrder) {
 		t.Fatalf("Add(1) on empty index: %v", err)
@@ -162,7 +165,7 @@ func TestAddOutOfOrderChangesNothing(t *testing.T) {
 	if err := ix.AddBatch(5, make([]float32, 2*d), 1); !errors.Is(err, ErrOutOfOrder) {
 		t.Fatalf("AddBatch(5): %v", err)
 	}
-	if ix.Rows() != 0 || ix.Bytes() != int64(4*(len(ix.coarse)+len(ix.book))) {
+	if ix.Rows() != 0 || ix.Bytes() != empty || ix.listBytes != 0 {
 		t.Fatalf("failed adds changed the index: rows %d bytes %d", ix.Rows(), ix.Bytes())
 	}
 }
@@ -335,5 +338,50 @@ func TestOddMFastScan(t *testing.T) {
 		if diff := -g.Sim - want[g.Row]; diff > 0.02*maxD || diff < -0.02*maxD {
 			t.Fatalf("row %d: approximate distance %g, reconstruction %g", g.Row, -g.Sim, want[g.Row])
 		}
+	}
+}
+
+// TestCoarseStepMatchesL2 holds the search's coarse step (dot products over
+// the blocked centroids plus precomputed norms) to the plain squared L2
+// distance of every centroid, for list counts that do and do not fill the
+// last block, and checks that the probed lists are the nearest ones.
+func TestCoarseStepMatchesL2(t *testing.T) {
+	const d = 16
+	for _, nlist := range []int{1, 7, 8, 13, 64} {
+		data := clustered(4000, d, 20, int64(nlist))
+		ix, err := Train(Params{Dim: d, NList: nlist, M: 4, Bits: 8}, data, 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := ix.getScratch()
+		want := make([]float32, nlist)
+		for qi := 0; qi < 20; qi++ {
+			q := data[qi*d : (qi+1)*d]
+			nprobe := max(1, nlist/3)
+			ix.mu.RLock()
+			ix.prepareLocked(q, nprobe, s)
+			ix.mu.RUnlock()
+			simd.L2SqBatch(q, ix.coarse, want)
+			for l, w := range want {
+				got := s.coarseDist[l]
+				if diff := math.Abs(float64(got - w)); diff > 1e-4*float64(simd.Dot(q, q)+ix.coarseNorm[l])+1e-4 {
+					t.Fatalf("nlist %d query %d list %d: coarse distance %g, L2 %g", nlist, qi, l, got, w)
+				}
+			}
+			// Every probed list is at least as near as every list left out
+			// (up to the rounding allowed above).
+			probed := map[int]bool{}
+			far := float32(0)
+			for _, l := range s.probeOrder {
+				probed[l] = true
+				far = max(far, want[l])
+			}
+			for l, w := range want {
+				if !probed[l] && w < far*(1-1e-4) {
+					t.Fatalf("nlist %d query %d: list %d (%g) left out, list at %g probed", nlist, qi, l, w, far)
+				}
+			}
+		}
+		ix.scratch.Put(s)
 	}
 }

@@ -143,6 +143,11 @@ type SearchParams struct {
 	// approximate distance are re-scored exactly from the raw vectors.
 	// <= 0 means DefaultRefine (8 for 8-bit codes, 16 for 4-bit codes).
 	Refine int
+	// NoPrune turns off list pruning (prune.go): every one of the NProbe
+	// lists is scanned even when the Voronoi bound proves it cannot hold
+	// one of the k nearest rows. Pruning never lowers recall; this is for
+	// tests and for measuring what pruning saves.
+	NoPrune bool
 }
 
 // DefaultNProbe is the nprobe used when SearchParams.NProbe <= 0: √nlist

@@ -124,3 +124,31 @@ func BenchmarkScanPQ8(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCoarse4096 is ivfpq's coarse step at 1M (4,096 centroids of
+// 128 floats, 2 MB): L2SqBatch over the row-major centroids against
+// DotBlocked over the blocked ones (the distance then needs only the
+// precomputed norms added).
+func BenchmarkCoarse4096(b *testing.B) {
+	const n, dim = 4096, 128
+	r := rand.New(rand.NewPCG(5, 6))
+	rows := make([]float32, n*dim)
+	randFloats(r, rows)
+	q := rows[:dim]
+	blk := Blocked(rows, dim)
+	out := make([]float32, n)
+	b.Run("L2SqBatch", func(b *testing.B) {
+		benchLevels(b, func(b *testing.B) {
+			for b.Loop() {
+				L2SqBatch(q, rows, out)
+			}
+		})
+	})
+	b.Run("DotBlocked", func(b *testing.B) {
+		benchLevels(b, func(b *testing.B) {
+			for b.Loop() {
+				DotBlocked(q, blk, out)
+			}
+		})
+	})
+}

@@ -57,6 +57,8 @@ var avx2Kernels = &kernels{
 	fastScan4: func(codes []byte, m int, lut []byte, thresh uint16, sums []uint16, masks []uint32) {
 		fastScanCall(fastScan4AVX2, codes, m, lut, thresh, sums, masks)
 	},
+	dotBlocked: dotBlockedCall,
+	min:        minCall,
 }
 
 var avx512Kernels = &kernels{
@@ -69,6 +71,10 @@ var avx512Kernels = &kernels{
 	fastScan4: func(codes []byte, m int, lut []byte, thresh uint16, sums []uint16, masks []uint32) {
 		fastScanCall(fastScan4AVX512, codes, m, lut, thresh, sums, masks)
 	},
+	// The 256-bit kernel: DotBlocked reads 8-row blocks, one ymm register
+	// each, and is bound by loads rather than by vector width.
+	dotBlocked: dotBlockedCall,
+	min:        minCall,
 }
 
 // pairCall checks the slices (panicking, as the Go version does, when b is
@@ -139,4 +145,29 @@ func pick512(dim int, k256, k512 func(q, rows *float32, dim int, out *float32, n
 		return k256
 	}
 	return k512
+}
+
+// dotBlockedCall checks the slices (panicking like the Go version) and
+// calls the AVX2 blocked dot-product kernel.
+func dotBlockedCall(q, blocks, out []float32) {
+	n, d := len(out), len(q)
+	if n%BlockRows != 0 {
+		panic("simd: DotBlocked: len(out) is not a multiple of BlockRows")
+	}
+	if n == 0 {
+		return
+	}
+	if d == 0 {
+		clear(out)
+		return
+	}
+	blocks = blocks[:n*d]
+	dotBlocked8AVX2(&q[0], &blocks[0], d, &out[0], n/BlockRows)
+}
+
+// minCall checks v (panicking like the Go version on an empty one) and
+// calls the AVX2 minimum kernel.
+func minCall(v []float32) float32 {
+	_ = v[0]
+	return minAVX2(&v[0], len(v))
 }

@@ -29,23 +29,27 @@ var (
 // built; switching levels swaps the pointer, so a call in flight finishes
 // with the set it loaded and concurrent SetLevel calls are race-free.
 type kernels struct {
-	level     string
-	l2Sq      func(a, b []float32) float32
-	dot       func(a, b []float32) float32
-	l2SqBatch func(q, rows, out []float32)
-	dotBatch  func(q, rows, out []float32)
-	scanPQ8   func(codes []byte, m int, lut, out []float32)
-	fastScan4 func(codes []byte, m int, lut []byte, thresh uint16, sums []uint16, masks []uint32)
+	level      string
+	l2Sq       func(a, b []float32) float32
+	dot        func(a, b []float32) float32
+	l2SqBatch  func(q, rows, out []float32)
+	dotBatch   func(q, rows, out []float32)
+	scanPQ8    func(codes []byte, m int, lut, out []float32)
+	fastScan4  func(codes []byte, m int, lut []byte, thresh uint16, sums []uint16, masks []uint32)
+	dotBlocked func(q, blocks, out []float32)
+	min        func(v []float32) float32
 }
 
 var genericKernels = &kernels{
-	level:     LevelGeneric,
-	l2Sq:      l2SqGeneric,
-	dot:       dotGeneric,
-	l2SqBatch: l2SqBatchGeneric,
-	dotBatch:  dotBatchGeneric,
-	scanPQ8:   scanPQ8Go,
-	fastScan4: fastScan4Generic,
+	level:      LevelGeneric,
+	l2Sq:       l2SqGeneric,
+	dot:        dotGeneric,
+	l2SqBatch:  l2SqBatchGeneric,
+	dotBatch:   dotBatchGeneric,
+	scanPQ8:    scanPQ8Go,
+	fastScan4:  fastScan4Generic,
+	dotBlocked: dotBlockedGeneric,
+	min:        minGeneric,
 }
 
 // cur is the kernel set in use. INVARIANT: never nil after package init.

@@ -49,6 +49,19 @@
 // PQLUTDot are one batch call per sub-space. Float results differ from the
 // references only by summation order.
 //
+// DotBlocked scores a query against rows in the blocked layout (Blocked:
+// blocks of BlockRows rows stored coordinate-major, [dim][8]), 64 rows per
+// loop with one broadcast of each query coordinate and no horizontal sums;
+// ivfpq's coarse step uses it with precomputed centroid norms. Both the avx2
+// and avx512 levels run the 256-bit kernel (generic runs the reference).
+//
+// Prefetch issues a cache prefetch for every line of a slice (a no-op off
+// amd64): ivfpq prefetches all its re-rank rows before scoring them, so
+// their cache and TLB misses overlap.
+//
+// Min is the smallest of a slice (four 8-lane VMINPS accumulators): the
+// 4-bit scan's bound on each 256-code chunk's stored terms.
+//
 // ScanPQ8 is scalar code unrolled over four sub-spaces (the loads of code
 // bytes and LUT entries bound it, so a gather would not help). FastScan4
 // uses byte shuffles (VPSHUFB) as 16-entry table look-ups, 32 vectors per

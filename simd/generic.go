@@ -95,3 +95,14 @@ func fastScan4Generic(codes []byte, m int, lut []byte, thresh uint16, sums []uin
 		masks[b] = mask
 	}
 }
+
+// minGeneric is the reference for Min.
+func minGeneric(v []float32) float32 {
+	m := v[0]
+	for _, x := range v[1:] {
+		if x < m {
+			m = x
+		}
+	}
+	return m
+}

@@ -95,3 +95,48 @@ func TestNoOverreadFastScan(t *testing.T) {
 		}
 	})
 }
+
+// TestPrefetchAtPageEnd prefetches slices that end at an unmapped page:
+// the kernel must touch only lines the slice covers (a prefetch would not
+// fault anyway, so this checks that nothing else reads there).
+func TestPrefetchAtPageEnd(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for n := 1; n <= 80; n++ {
+		v, free := guardedFloats(t, r, n)
+		Prefetch(v)
+		free()
+	}
+}
+
+// TestNoOverreadDotBlocked puts the query, the blocks and the output each
+// against an unmapped page.
+func TestNoOverreadDotBlocked(t *testing.T) {
+	forEachLevel(t, func(t testing.TB, level string) {
+		r := rand.New(rand.NewPCG(25, 26))
+		for _, dim := range []int{1, 3, 8, 9} {
+			for _, n := range []int{8, 16, 64, 72} {
+				q, fq := guardedFloats(t, r, dim)
+				blk, fb := guardedFloats(t, r, n*dim)
+				out, fo := guardedFloats(t, r, n)
+				DotBlocked(q, blk, out)
+				fq()
+				fb()
+				fo()
+			}
+		}
+	})
+}
+
+// TestNoOverreadMin puts v against an unmapped page.
+func TestNoOverreadMin(t *testing.T) {
+	forEachLevel(t, func(t testing.TB, level string) {
+		r := rand.New(rand.NewPCG(27, 28))
+		for n := 1; n <= 80; n++ {
+			v, free := guardedFloats(t, r, n)
+			if got, want := Min(v), minGeneric(v); got != want {
+				t.Fatalf("%s n=%d: %g, reference %g", level, n, got, want)
+			}
+			free()
+		}
+	})
+}

@@ -46,3 +46,16 @@ func fastScan4AVX512(codes *byte, groups int, lut *byte, thresh uint16, sums *ui
 //
 //go:noescape
 func scanPQ8AMD64(codes *byte, m int, lut *float32, out *float32, n int)
+
+// minAVX2 is Min's kernel (min_amd64.s). REQUIRES: n >= 1; v covers n
+// floats.
+//
+//go:noescape
+func minAVX2(v *float32, n int) float32
+
+// dotBlocked8AVX2 is DotBlocked's kernel (blocked_avx2_amd64.s).
+// REQUIRES: dim >= 1, nblocks >= 1; blocks covers nblocks*dim*8 floats,
+// q dim floats, out nblocks*8 floats.
+//
+//go:noescape
+func dotBlocked8AVX2(q, blocks *float32, dim int, out *float32, nblocks int)

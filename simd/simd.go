@@ -59,3 +59,7 @@ func ScanPQ8(codes []byte, m int, lut []float32, out []float32) {
 func FastScan4(codes []byte, m int, lut []byte, thresh uint16, sums []uint16, masks []uint32) {
 	cur.Load().fastScan4(codes, m, lut, thresh, sums, masks)
 }
+
+// Min returns the smallest value of v. v holds no NaN (with one, the
+// result is unspecified). REQUIRES: len(v) >= 1 (an empty v panics).
+func Min(v []float32) float32 { return cur.Load().min(v) }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -51,10 +52,13 @@ func TestMainSyntheticWritesJSONAndIDs(t *testing.T) {
 	if len(rs) != 4 {
 		t.Fatalf("%d results, want 4:\n%s", len(rs), out.String())
 	}
-	for _, k := range []string{"nprobe", "refine", "recall1", "recall10", "qps", "p50_us", "p99_us", "build_s", "index_bytes"} {
+	for _, k := range []string{"nprobe", "refine", "recall1", "recall10", "qps", "cpu_us", "p50_us", "p99_us", "build_s", "index_bytes"} {
 		if _, ok := rs[0][k]; !ok {
 			t.Errorf("JSON lacks %q", k)
 		}
+	}
+	if runtime.GOOS == "linux" && rs[0]["cpu_us"].(float64) <= 0 {
+		t.Errorf("cpu_us %v, want the thread CPU time per query", rs[0]["cpu_us"])
 	}
 	if r := rs[3]["recall10"].(float64); r < 0.9 {
 		t.Errorf("nprobe 16 refine 8 recall@10 %.3f:\n%s", r, out.String())
@@ -62,5 +66,49 @@ func TestMainSyntheticWritesJSONAndIDs(t *testing.T) {
 	ids, err := readIvecs(filepath.Join(dir, "ids.nprobe16.refine8.ivecs"), 0)
 	if err != nil || len(ids) != 50 || len(ids[0]) != 10 {
 		t.Fatalf("ids file: %v, %d rows", err, len(ids))
+	}
+}
+
+// TestReuseIndex: a second run with --reuse-index opens the saved index
+// (same recall, the first run's build time) and refuses one of another
+// shape instead of silently rebuilding.
+func TestReuseIndex(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--synthetic", "3000", "--dim", "16", "--nq", "50", "--nlist", "16", "--pqm", "8",
+		"--nprobe", "4", "--refine", "4", "--index-dir", filepath.Join(dir, "ix")}
+	run := func(extra ...string) ([]map[string]any, string, error) {
+		jsonPath := filepath.Join(dir, "r.json")
+		var out strings.Builder
+		if err := Main(append(append(slices.Clone(args), extra...), "--json", jsonPath), &out); err != nil {
+			return nil, out.String(), err
+		}
+		var rs []map[string]any
+		b, err := os.ReadFile(jsonPath)
+		if err == nil {
+			err = json.Unmarshal(b, &rs)
+		}
+		return rs, out.String(), err
+	}
+	first, _, err := run("--reuse-index") // nothing saved yet: builds
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, out, err := run("--reuse-index")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "reused from") {
+		t.Fatalf("second run did not reuse the index:\n%s", out)
+	}
+	for _, k := range []string{"recall10", "build_s", "index_bytes"} {
+		if first[0][k] != second[0][k] {
+			t.Errorf("%s: built %v, reused %v", k, first[0][k], second[0][k])
+		}
+	}
+	if _, out, err := run("--reuse-index", "--nlist", "32"); err == nil {
+		t.Fatalf("reused an index of another shape:\n%s", out)
+	}
+	if err := Main([]string{"--synthetic", "100", "--reuse-index"}, &strings.Builder{}); err == nil {
+		t.Fatal("--reuse-index without --index-dir accepted")
 	}
 }

@@ -12,15 +12,25 @@
 //	    [--pqm M] [--pqbits 4|8] [--nprobe 1,4,16,…] [--refine 1,4,…]
 //	    [--k 10] [--json FILE] [--out-ids PREFIX]
 //	    [--metric l2|ip] [--nq N] [--nbase N] [--train-size N]
-//	    [--threads N] [--synthetic N --dim D] [--index-dir DIR] [--seed S]
+//	    [--threads N] [--synthetic N --dim D] [--index-dir DIR [--reuse-index]]
+//	    [--cpuprofile FILE] [--no-prune] [--seed S]
 //
 // Settings left out get the engine's defaults (ivfpq.DefaultParams,
 // DefaultNProbe, DefaultRefine). Files are TEXMEX .fvecs/.bvecs (vectors)
 // and .ivecs (ground truth, 0-based rows of base, best first). Without
 // --learn the index trains on min(n, 100·nlist) random base vectors.
 //
+// --index-dir keeps the saved index (and its build time, in DIR/build_s);
+// --reuse-index then opens it instead of training and adding again (a 1M
+// build takes minutes), refusing an index of another shape or row count.
+// --cpuprofile profiles the search sweep only. --no-prune turns off
+// ivfpq's list pruning (the Voronoi bound), to measure what it saves.
+//
 // --json writes a JSON array with one object per swept setting, with the
-// fields nprobe, refine, recall1, recall10, qps, mean_us, p50_us, p99_us,
+// fields nprobe, refine, recall1, recall10, qps, mean_us, cpu_us (mean
+// thread CPU time per query, Linux only: comparable across a loaded
+// machine's moods where qps is not), pruned_lists (mean lists per query
+// skipped by ivfpq's Voronoi bound), p50_us, p99_us,
 // build_s, index_bytes, rss_bytes, open_first_query_ms, engine and index.
 // --out-ids writes each setting's returned ids to
 // PREFIX.nprobeN.refineR.ivecs.

@@ -25,6 +25,8 @@ type config struct {
 	threads                int
 	synthetic, dim         int
 	indexDir               string
+	reuseIndex             bool
+	noPrune                bool
 	cpuProfile             string
 	seed                   int64
 }
@@ -63,6 +65,8 @@ func parseArgs(args []string, stdout io.Writer) (*config, error) {
 	fs.IntVar(&cfg.synthetic, "synthetic", 0, "generate N clustered base vectors instead of reading files")
 	fs.IntVar(&cfg.dim, "dim", 64, "dimension of --synthetic data")
 	fs.StringVar(&cfg.indexDir, "index-dir", "", "save the index here, reopen it (mmap) and time the open and first query (default: a temporary directory)")
+	fs.BoolVar(&cfg.reuseIndex, "reuse-index", false, "open the index already saved in --index-dir (same data and shape) instead of building one; build_s is the building run's")
+	fs.BoolVar(&cfg.noPrune, "no-prune", false, "scan every probed list (ivfpq.SearchParams.NoPrune), to measure what list pruning saves")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the search sweep to this file")
 	fs.Int64Var(&cfg.seed, "seed", 1, "random seed for training and synthetic data")
 	if err := cliflag.Parse(fs, args, 0); err != nil {
@@ -88,6 +92,9 @@ func parseArgs(args []string, stdout io.Writer) (*config, error) {
 	}
 	if cfg.k <= 0 {
 		return nil, fmt.Errorf("--k %d must be positive", cfg.k)
+	}
+	if cfg.reuseIndex && cfg.indexDir == "" {
+		return nil, errors.New("--reuse-index needs --index-dir")
 	}
 	if cfg.pqbits != 0 && cfg.pqbits != 4 && cfg.pqbits != 8 {
 		return nil, fmt.Errorf("--pqbits %d: want 4 or 8", cfg.pqbits)

@@ -1,12 +1,17 @@
 package ann
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math/rand"
 	"os"
+	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/memrl/memrl/ivfpq"
@@ -114,6 +119,8 @@ type result struct {
 	Recall10   float64 `json:"recall10"`
 	QPS        float64 `json:"qps"`
 	MeanUS     float64 `json:"mean_us"`
+	CPUUS      float64 `json:"cpu_us"`       // mean thread CPU time per query (0 where not measured)
+	Pruned     float64 `json:"pruned_lists"` // mean lists per query skipped by ivfpq's Voronoi bound
 	P50US      float64 `json:"p50_us"`
 	P99US      float64 `json:"p99_us"`
 	BuildS     float64 `json:"build_s"`
@@ -153,23 +160,7 @@ func run(cfg *config, w io.Writer) error {
 		refines = []int{ivfpq.DefaultRefine(p.Bits)}
 	}
 
-	train := trainingSet(cfg, ds, p)
-	start := time.Now()
-	ix, err := ivfpq.Train(p, train, cfg.threads, cfg.seed)
-	if err != nil {
-		return err
-	}
-	trainS := time.Since(start).Seconds()
-	if err := ix.AddBatch(0, ds.base, cfg.threads); err != nil {
-		return err
-	}
-	buildS := time.Since(start).Seconds()
 	name := fmt.Sprintf("IVF%d,PQ%dx%d", p.NList, p.M, p.Bits)
-	fmt.Fprintf(w, "index: %s %v, trained on %d vectors in %.1fs, built in %.1fs (%d threads)\n",
-		name, p.Metric, len(train)/ds.dim, trainS, buildS, cfg.threads)
-
-	// Save, drop, reopen: the sweep runs on the mmap'd index as the engine
-	// would after a restart, and the open + first query is timed.
 	dir := cfg.indexDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "annbench"); err != nil {
@@ -177,16 +168,20 @@ func run(cfg *config, w io.Writer) error {
 		}
 		defer os.RemoveAll(dir)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	buildS, reused, err := reusedBuild(cfg, ds, p, dir)
+	if err != nil {
 		return err
 	}
-	if err := ix.Save(vfs.Default, dir); err != nil {
-		return err
+	if !reused {
+		if buildS, err = build(cfg, ds, p, name, dir, w); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(w, "index: %s %v reused from %s (built in %.1fs)\n", name, p.Metric, dir, buildS)
 	}
-	ix.Close()
 	src := source{ds.base, ds.dim}
-	start = time.Now()
-	ix, err = ivfpq.Open(vfs.Default, dir)
+	start := time.Now()
+	ix, err := ivfpq.Open(vfs.Default, dir)
 	if err != nil {
 		return err
 	}
@@ -211,7 +206,7 @@ func run(cfg *config, w io.Writer) error {
 	var results []result
 	for _, np := range nprobes {
 		for _, rf := range refines {
-			r, err := sweepOne(ix, ds, src, cfg.k, ivfpq.SearchParams{NProbe: np, Refine: rf})
+			r, err := sweepOne(ix, ds, src, cfg.k, ivfpq.SearchParams{NProbe: np, Refine: rf, NoPrune: cfg.noPrune})
 			if err != nil {
 				return err
 			}
@@ -240,20 +235,28 @@ func run(cfg *config, w io.Writer) error {
 
 // sweepOne answers every query one at a time on this goroutine.
 func sweepOne(ix *ivfpq.Index, ds *dataset, src source, k int, sp ivfpq.SearchParams) (result, error) {
+	// One thread for the whole sweep, so that its CPU clock is the
+	// search's (see threadCPU).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	nq := ds.nq()
 	lat := make([]time.Duration, nq)
+	cpu0 := threadCPU()
 	ids := make([][]int32, nq)
-	var hit1, hit10 int
+	var hit1, hit10, pruned int
 	var total time.Duration
 	for qi := 0; qi < nq; qi++ {
 		q := ds.queries[qi*ds.dim : (qi+1)*ds.dim]
 		t0 := time.Now()
-		got, err := ix.Search(q, k, sp, nil, src)
+		// SearchFiltered with no filter is what the engine runs (and costs
+		// what Search does); it also reports the lists pruned.
+		got, st, err := ix.SearchFiltered(q, k, sp, ivfpq.Filter{}, src)
 		d := time.Since(t0)
 		if err != nil {
 			return result{}, err
 		}
 		lat[qi] = d
+		pruned += st.Pruned
 		total += d
 		row := make([]int32, len(got))
 		for i, g := range got {
@@ -270,6 +273,7 @@ func sweepOne(ix *ivfpq.Index, ds *dataset, src source, k int, sp ivfpq.SearchPa
 			}
 		}
 	}
+	cpuNS := threadCPU() - cpu0
 	slices.Sort(lat)
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
 	return result{
@@ -279,8 +283,72 @@ func sweepOne(ix *ivfpq.Index, ds *dataset, src source, k int, sp ivfpq.SearchPa
 		Recall10: float64(hit10) / float64(10*nq),
 		QPS:      float64(nq) / total.Seconds(),
 		MeanUS:   us(total) / float64(nq),
+		CPUUS:    float64(cpuNS) / 1000 / float64(nq),
+		Pruned:   float64(pruned) / float64(nq),
 		P50US:    us(lat[nq/2]),
 		P99US:    us(lat[min(nq-1, nq*99/100)]),
 		ids:      ids,
 	}, nil
+}
+
+// buildSFile holds, next to a saved index, the seconds its build took, so
+// that a run with --reuse-index reports the building run's figure.
+const buildSFile = "build_s"
+
+// build trains and fills the index, saves it in dir (with its build time)
+// and returns the build time in seconds.
+func build(cfg *config, ds *dataset, p ivfpq.Params, name, dir string, w io.Writer) (float64, error) {
+	train := trainingSet(cfg, ds, p)
+	start := time.Now()
+	ix, err := ivfpq.Train(p, train, cfg.threads, cfg.seed)
+	if err != nil {
+		return 0, err
+	}
+	trainS := time.Since(start).Seconds()
+	if err := ix.AddBatch(0, ds.base, cfg.threads); err != nil {
+		return 0, err
+	}
+	buildS := time.Since(start).Seconds()
+	fmt.Fprintf(w, "index: %s %v, trained on %d vectors in %.1fs, built in %.1fs (%d threads)\n",
+		name, p.Metric, len(train)/ds.dim, trainS, buildS, cfg.threads)
+	// Save, drop, reopen: the sweep runs on the mmap'd index as the engine
+	// would after a restart, and the open + first query is timed.
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, err
+	}
+	if err := ix.Save(vfs.Default, dir); err != nil {
+		return 0, err
+	}
+	ix.Close()
+	return buildS, os.WriteFile(filepath.Join(dir, buildSFile), []byte(strconv.FormatFloat(buildS, 'g', -1, 64)), 0o644)
+}
+
+// reusedBuild reports whether --reuse-index applies (an index is saved in
+// dir) and the build time recorded with it. The saved index must have
+// the shape asked for and hold every base row; else it is an error, not a
+// silent rebuild.
+func reusedBuild(cfg *config, ds *dataset, p ivfpq.Params, dir string) (float64, bool, error) {
+	if !cfg.reuseIndex {
+		return 0, false, nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, buildSFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	buildS, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("--reuse-index: %s: %w", filepath.Join(dir, buildSFile), err)
+	}
+	ix, err := ivfpq.Open(vfs.Default, dir)
+	if err != nil {
+		return 0, false, fmt.Errorf("--reuse-index: %w", err)
+	}
+	defer ix.Close()
+	if got := ix.Params(); got != p || int(ix.Rows()) != ds.n() {
+		return 0, false, fmt.Errorf("--reuse-index: %s holds %+v with %d rows, want %+v with %d", dir, got, ix.Rows(), p, ds.n())
+	}
+	return buildS, true, nil
 }

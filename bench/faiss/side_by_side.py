@@ -10,7 +10,9 @@ recall). "-" means no setting of that peer reached that recall. For hnswlib
 the nprobe column holds ef.
 
 A last table gives, for recall targets from 0.90 to 0.995, each engine's best
-QPS among its settings reaching the target.
+QPS among its settings reaching the target; and when every row has cpu_us
+(thread CPU time per query), the same by least CPU time, with hnswlib's
+over memrl's (> 1: memrl needs less CPU per query).
 """
 import json
 import sys
@@ -78,6 +80,30 @@ def main():
             desc = "-" if b is None else "%.0f (%s)" % (b["qps"], setting(b))
             line += f" {desc:>32}"
         print(line)
+    # The same by thread CPU time per query, when every row has it (memrl's
+    # bench ann and hnsw_ann.py write cpu_us): on a loaded machine QPS moves
+    # with the load, CPU time much less.
+    if all(r.get("cpu_us") for rs in engines.values() for r in rs):
+        print()
+        head = f"{'recall@10 >=':<13}"
+        for e in engines:
+            head += f" {e + ' least cpu_us (setting)':>32}"
+        if "hnswlib" in engines:
+            head += f" {'memrl/hnswlib by CPU':>22}"
+        print(head)
+        for target in (0.90, 0.95, 0.98, 0.99, 0.995):
+            line = f"{target:<13}"
+            best = {}
+            for e, rs in engines.items():
+                ok = [r for r in rs if r["recall10"] >= target]
+                b = min(ok, key=lambda r: r["cpu_us"]) if ok else None
+                best[e] = b
+                desc = "-" if b is None else "%.1f (%s)" % (b["cpu_us"], setting(b))
+                line += f" {desc:>32}"
+            if "hnswlib" in engines:
+                m, h = best.get("memrl"), best.get("hnswlib")
+                line += f" {'-' if not (m and h) else '%.2f' % (h['cpu_us'] / m['cpu_us']):>22}"
+            print(line)
 
 
 if __name__ == "__main__":

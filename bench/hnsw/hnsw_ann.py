@@ -7,7 +7,9 @@ by default: the settings users pick and the issue measured against) on
 query per call, as a server answers them. Writes the same JSON fields as
 memrl and bench/faiss (nprobe, refine, recall1, recall10, qps, mean_us,
 p50_us, p99_us, build_s, index_bytes, rss_bytes, engine, index); nprobe
-holds ef (the knob that trades recall for speed) and refine is 1.
+holds ef (the knob that trades recall for speed) and refine is 1; cpu_us
+is the search thread's CPU time per query (as memrl's), Python call
+included.
 
 The IVF-PQ flags that compare.sh passes to every engine (--nlist, --pqm,
 --pqbits, --refine, --learn, --train-size) are accepted and ignored, so the
@@ -120,14 +122,19 @@ def main():
         nq = xq.shape[0]
         lat = np.empty(nq)
         ids = np.empty((nq, a.k), dtype=np.int64)
+        # Thread CPU time of the whole sweep (search runs on this thread:
+        # set_num_threads(1)), as memrl's cpu_us: unlike QPS it does not
+        # move with other work on the machine. It includes the Python call.
+        cpu0 = time.thread_time_ns()
         for i in range(nq):
             q = xq[i:i + 1]
             s = time.perf_counter()
             labels, _ = index.knn_query(q, k=a.k)
             lat[i] = time.perf_counter() - s
             ids[i] = labels[0]
+        cpu_us = (time.thread_time_ns() - cpu0) / 1000 / nq
         r = summarize(ids, gt, lat, nprobe=ef, refine=1, ef=ef, build_s=build_s, index_bytes=nbytes,
-                      engine="hnswlib", index=name)
+                      engine="hnswlib", index=name, cpu_us=cpu_us)
         results.append(r)
         print(row_line(name, ef, 1, r), flush=True)
         if a.out_ids:

@@ -1,0 +1,51 @@
+package simd
+
+// BlockRows is the number of rows per block of the blocked layout that
+// DotBlocked reads.
+const BlockRows = 8
+
+// Blocked returns rows (n rows of dim floats, row-major) in the blocked
+// layout: ceil(n/BlockRows) blocks, block b holding rows
+// b·BlockRows … b·BlockRows+7 as [dim][BlockRows] floats (coordinate d of
+// those 8 rows side by side). Rows past n in the last block are zero.
+// The layout lets a kernel score 8 rows per vector instruction without
+// horizontal sums (DotBlocked).
+// REQUIRES: dim >= 1, len(rows) % dim == 0.
+func Blocked(rows []float32, dim int) []float32 {
+	n := len(rows) / dim
+	nb := (n + BlockRows - 1) / BlockRows
+	out := make([]float32, nb*dim*BlockRows)
+	for i := 0; i < n; i++ {
+		blk := out[i/BlockRows*dim*BlockRows:]
+		j := i % BlockRows
+		for d, v := range rows[i*dim : (i+1)*dim] {
+			blk[d*BlockRows+j] = v
+		}
+	}
+	return out
+}
+
+// DotBlocked sets out[i] to the dot product of q with row i of blocks, a
+// Blocked layout of rows of len(q) floats. Padding rows score 0.
+// REQUIRES: len(out) % BlockRows == 0, len(blocks) >= len(out)*len(q).
+func DotBlocked(q, blocks, out []float32) { cur.Load().dotBlocked(q, blocks, out) }
+
+// dotBlockedGeneric is the reference for DotBlocked: each row's sum in
+// coordinate order, as the assembly takes it.
+func dotBlockedGeneric(q, blocks, out []float32) {
+	dim := len(q)
+	if len(out)%BlockRows != 0 {
+		panic("simd: DotBlocked: len(out) is not a multiple of BlockRows")
+	}
+	blocks = blocks[:len(out)*dim]
+	for b := 0; b < len(out)/BlockRows; b++ {
+		blk := blocks[b*dim*BlockRows : (b+1)*dim*BlockRows]
+		var acc [BlockRows]float32
+		for d, x := range q {
+			for j := range acc {
+				acc[j] += x * blk[d*BlockRows+j]
+			}
+		}
+		copy(out[b*BlockRows:], acc[:])
+	}
+}
