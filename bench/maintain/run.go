@@ -282,6 +282,26 @@ func run(cfg Config, work string, start func(dir string) (serverann.Server, erro
 		skip("after MEM.ROLLBACK "+snapshotName, "not available: no snapshot (MEM.SNAPSHOT was not available)", 0)
 	}
 
+	// With no snapshot left to pin them, prune half again and compact:
+	// the space of the pruned rows is reclaimed.
+	if cerr == nil {
+		t0 = time.Now()
+		pruned, err := c.Prune(ctx, cfg.Collection, client.PruneOptions{MaxCount: &keep})
+		if err != nil {
+			return nil, fmt.Errorf("MEM.PRUNE: %w", err)
+		}
+		pruneS := time.Since(t0).Seconds()
+		t0 = time.Now()
+		reply, err := do("MEM.COMPACT", cfg.Collection, "WAIT")
+		if err != nil {
+			return nil, fmt.Errorf("MEM.COMPACT: %w", err)
+		}
+		if _, err := measure(fmt.Sprintf("no snapshot: MEM.PRUNE MAXCOUNT %d, then MEM.COMPACT WAIT", keep), time.Since(t0).Seconds(),
+			fmt.Sprintf("pruned %d in %s; %s", pruned, formatSeconds(pruneS), compactNote(flatMap(reply)))); err != nil {
+			return nil, err
+		}
+	}
+
 	err = srv.Stop()
 	srv = nil
 	if err != nil {
