@@ -23,20 +23,14 @@ const (
 // tests can make it short.
 var compactCheckInterval = time.Second
 
+// compactTrigger starts a background compaction of every collection whose
+// reclaimable rows call for one, every compactCheckInterval until Close.
 func (db *DB) compactTrigger() {
-	defer close(db.compactDone)
+	interval := compactCheckInterval
 	if db.opts.CompactShare < 0 {
-		<-db.stop
-		return
+		interval = -1
 	}
-	tick := time.NewTicker(compactCheckInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-db.stop:
-			return
-		case <-tick.C:
-		}
+	db.runEvery(interval, db.compactDone, func() {
 		db.mu.RLock()
 		colls := make([]*Collection, 0, len(db.byUID))
 		for _, c := range db.byUID {
@@ -50,7 +44,7 @@ func (db *DB) compactTrigger() {
 				}
 			}
 		}
-	}
+	})
 }
 
 // compactDue reports whether c's reclaimable rows call for a compaction.

@@ -236,24 +236,9 @@ func (c *Collection) isDropped() bool {
 
 // sweeper runs SweepExpired every Options.SweepInterval until Close.
 func (db *DB) sweeper() {
-	defer close(db.sweepDone)
-	if db.opts.SweepInterval < 0 {
-		<-db.stop
-		return
-	}
-	tick := time.NewTicker(db.opts.SweepInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-db.stop:
-			return
-		case <-tick.C:
-			if db.log.Err() != nil {
-				continue
-			}
-			if _, err := db.SweepExpired(); err != nil {
-				db.opts.Logf("memrl: expiry sweep: %v", err)
-			}
+	db.runEvery(db.opts.SweepInterval, db.sweepDone, func() {
+		if _, err := db.SweepExpired(); err != nil {
+			db.opts.Logf("memrl: expiry sweep: %v", err)
 		}
-	}
+	})
 }

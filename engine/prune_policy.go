@@ -255,26 +255,11 @@ func (db *DB) RunPrunePolicies() (int, error) {
 
 // pruner runs RunPrunePolicies every Options.PruneInterval until Close.
 func (db *DB) pruner() {
-	defer close(db.pruneDone)
-	if db.opts.PruneInterval < 0 {
-		<-db.stop
-		return
-	}
-	tick := time.NewTicker(db.opts.PruneInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-db.stop:
-			return
-		case <-tick.C:
-			if db.log.Err() != nil {
-				continue
-			}
-			if _, err := db.RunPrunePolicies(); err != nil {
-				db.opts.Logf("memrl: prune policy: %v", err)
-			}
+	db.runEvery(db.opts.PruneInterval, db.pruneDone, func() {
+		if _, err := db.RunPrunePolicies(); err != nil {
+			db.opts.Logf("memrl: prune policy: %v", err)
 		}
-	}
+	})
 }
 
 // loadPruneSectionLocked takes the policy state from a checkpoint section.
