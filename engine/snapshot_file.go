@@ -81,17 +81,7 @@ func encodeSnapFile(f snapFile) []byte {
 	b = append(b, f.name...)
 	b = le.AppendUint64(b, uint64(len(f.entries)))
 	for _, e := range f.entries {
-		b = le.AppendUint64(b, e.id)
-		b = putF64(b, e.q)
-		b = le.AppendUint64(b, e.visits)
-		b = putF64(b, e.lastReward)
-		b = putF64(b, e.rewardSum)
-		b = le.AppendUint64(b, uint64(e.updated))
-		b = le.AppendUint64(b, uint64(e.expires))
-		b = le.AppendUint16(b, uint16(len(e.key)))
-		b = append(b, e.key...)
-		b = le.AppendUint32(b, uint32(len(e.attrs)))
-		b = append(b, e.attrs...)
+		b = appendSnapEntry(b, e)
 	}
 	return le.AppendUint64(b, xxhash.Sum64(b))
 }
@@ -123,13 +113,8 @@ func decodeSnapFile(b []byte, uid, seq uint64) (snapFile, error) {
 	f.entries = make([]snapEntry, n)
 	for i := range f.entries {
 		e := &f.entries[i]
-		e.id, e.q, e.visits = d.u64(), d.f64(), d.u64()
-		e.lastReward, e.rewardSum, e.updated = d.f64(), d.f64(), int64(d.u64())
-		e.expires = int64(d.u64())
-		e.key = string(d.take(int(d.u16())))
-		if an := d.u32(); an > 0 {
-			e.attrs = slices.Clone(d.take(int(an)))
-		}
+		e.id = d.u64()
+		decodeSnapEntryRest(&d, e)
 		if d.err {
 			return f, fmt.Errorf("%w: truncated entry %d", errSnapshotDamaged, i)
 		}
@@ -164,4 +149,33 @@ func (c *Collection) readSnapFile(seq uint64) (snapFile, error) {
 		return snapFile{}, err
 	}
 	return decodeSnapFile(b, c.uid, seq)
+}
+
+// appendSnapEntry appends e as snapshot files and rollback records hold
+// it: id u64 | q f64 | visits u64 | lastReward f64 | rewardSum f64 |
+// updated i64 | expires i64 | key u16-len bytes | attrs u32-len bytes.
+func appendSnapEntry(b []byte, e snapEntry) []byte {
+	b = le.AppendUint64(b, e.id)
+	b = putF64(b, e.q)
+	b = le.AppendUint64(b, e.visits)
+	b = putF64(b, e.lastReward)
+	b = putF64(b, e.rewardSum)
+	b = le.AppendUint64(b, uint64(e.updated))
+	b = le.AppendUint64(b, uint64(e.expires))
+	b = le.AppendUint16(b, uint16(len(e.key)))
+	b = append(b, e.key...)
+	b = le.AppendUint32(b, uint32(len(e.attrs)))
+	return append(b, e.attrs...)
+}
+
+// decodeSnapEntryRest decodes what follows the id in appendSnapEntry's
+// layout into e; the key and attributes are copied. A short input sets
+// d.err.
+func decodeSnapEntryRest(d *decoder, e *snapEntry) {
+	e.q, e.visits, e.lastReward, e.rewardSum = d.f64(), d.u64(), d.f64(), d.f64()
+	e.updated, e.expires = int64(d.u64()), int64(d.u64())
+	e.key = string(d.take(int(d.u16())))
+	if an := d.u32(); an > 0 {
+		e.attrs = slices.Clone(d.take(int(an)))
+	}
 }

@@ -156,19 +156,8 @@ func encodeRollbackBatch(uid uint64, rb rbBatch) []byte {
 }
 
 func appendRBChange(b []byte, ch rbChange) []byte {
-	e := ch.e
 	b = append(b, ch.kind)
-	b = le.AppendUint64(b, e.id)
-	b = putF64(b, e.q)
-	b = le.AppendUint64(b, e.visits)
-	b = putF64(b, e.lastReward)
-	b = putF64(b, e.rewardSum)
-	b = le.AppendUint64(b, uint64(e.updated))
-	b = le.AppendUint64(b, uint64(e.expires))
-	b = le.AppendUint16(b, uint16(len(e.key)))
-	b = append(b, e.key...)
-	b = le.AppendUint32(b, uint32(len(e.attrs)))
-	b = append(b, e.attrs...)
+	b = appendSnapEntry(b, ch.e)
 	if ch.kind == rbRevive {
 		b = le.AppendUint32(b, ch.m.row)
 		b = le.AppendUint64(b, ch.m.payOff)
@@ -208,13 +197,7 @@ func decodeRollbackBatch(b []byte) (uint64, rbBatch, error) {
 			return bad(fmt.Sprintf("change of kind %d", kind))
 		}
 		ch := rbChange{kind: kind, e: snapEntry{id: id}}
-		e := &ch.e
-		e.q, e.visits, e.lastReward, e.rewardSum = d.f64(), d.u64(), d.f64(), d.f64()
-		e.updated, e.expires = int64(d.u64()), int64(d.u64())
-		e.key = string(d.take(int(d.u16())))
-		if an := d.u32(); an > 0 {
-			e.attrs = append([]byte(nil), d.take(int(an))...)
-		}
+		decodeSnapEntryRest(&d, &ch.e)
 		if kind == rbRevive {
 			ch.m.row, ch.m.payOff, ch.m.payLen, ch.m.created = d.u32(), d.u64(), d.u32(), int64(d.u64())
 		}
