@@ -17,7 +17,8 @@ every file of the folder (and of the binary) is read from the disk again.
 --cold copy: the folder is copied with O_DIRECT writes (dd oflag=direct) to
 DATA.cold-copy and the server runs on the copy, so the copy's pages are not
 cached (for a container where drop_caches is refused). --cold none: warm
-restart, for comparison.
+restart, for comparison. The folder's bytes in the page cache just before
+the start (util-linux fincore) are reported as cached_bytes_before_start.
 
 Then it starts `BIN serve --dir DATA --addr 127.0.0.1:PORT --sync none`
 and measures, from the moment the process is started:
@@ -29,7 +30,9 @@ and measures, from the moment the process is started:
     disk as they are touched);
   - then --warm queries to warm the caches, and the same first --first
     queries again (warm), with their recall@10 against --gt.
-The client is a minimal RESP writer/reader over a socket, the same for the
+At the first answer it also records the server's CPU seconds, major page
+faults and bytes read from the disk (/proc/PID/stat, /proc/PID/io), which
+the machine's load does not change. The client is a minimal RESP writer/reader over a socket, the same for the
 cold and warm passes, so its own cost (a few µs) is in both.
 """
 import argparse
@@ -160,6 +163,7 @@ def main():
     elif a.cold == "drop":
         drop_caches()
     du = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(datadir) for f in fs)
+    cached = cached_bytes(datadir)
 
     addr = ("127.0.0.1", a.port)
     log = open(os.path.join(os.path.dirname(os.path.abspath(datadir)), "cold_open_server.log"), "ab")
@@ -185,6 +189,7 @@ def main():
             cold_lat.append(time.perf_counter() - ts)
             if i == 0:
                 t_first = time.perf_counter() - t0
+                at_first = proc_usage(proc.pid)
         t_first100 = time.perf_counter() - t0
         rss_after_first = rss_kb(proc.pid)
         for i in range(a.first, nq):
@@ -199,9 +204,10 @@ def main():
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=300)
     res = {
-        "cold": a.cold, "dir": datadir, "folder_bytes": du,
+        "cold": a.cold, "dir": datadir, "folder_bytes": du, "cached_bytes_before_start": cached,
         "listening_ms": t_listen * 1e3, "first_answer_ms": t_first * 1e3,
         "first_n_done_ms": t_first100 * 1e3, "rss_kb_after_first_n": rss_after_first,
+        "server_at_first_answer": at_first,
         "first_n_cold": summarize(cold_lat), "first_n_warm": summarize(warm_lat),
         "recall10_cold": recall10(cold_ids, gt), "recall10_warm": recall10(warm_ids, gt),
         "first_query_us": cold_lat[0] * 1e6,
@@ -213,6 +219,38 @@ def main():
             json.dump(res, f, indent=1)
     if a.cold == "copy":
         shutil.rmtree(datadir)
+
+
+def cached_bytes(folder):
+    """Bytes of the folder's files in the page cache (util-linux fincore),
+    or -1 if fincore is missing."""
+    files = [os.path.join(r, f) for r, _, fs in os.walk(folder) for f in fs]
+    try:
+        out = subprocess.run(["fincore", "-b", "-n", "-o", "RES"] + files, capture_output=True, text=True,
+                             check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return -1
+    return sum(int(x) for x in out.split())
+
+
+def proc_usage(pid):
+    """The server's CPU seconds (user, system), major page faults and bytes
+    read from the disk so far (/proc/PID/stat and io): facts about the open
+    that the machine's load does not change, unlike its wall time."""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            st = f.read().rsplit(")", 1)[1].split()
+        tick = os.sysconf("SC_CLK_TCK")
+        out.update(user_s=int(st[11]) / tick, system_s=int(st[12]) / tick, major_faults=int(st[9]))
+        with open(f"/proc/{pid}/io") as f:
+            for line in f:
+                k, v = line.split(":")
+                if k == "read_bytes":
+                    out["disk_read_bytes"] = int(v)
+    except OSError:
+        pass
+    return out
 
 
 def rss_kb(pid):
