@@ -166,7 +166,8 @@
 //
 //   - Open, after replay: everything (Collection.Verify): every row against
 //     its checksum, vectors.sum against the copy in memory, every live
-//     payload, and the IVF-PQ index's header and directory (ivfpq.Open).
+//     payload (records next to each other in the file are read a chunk at
+//     a time), and the IVF-PQ index's header and directory (ivfpq.Open).
 //     Damage is logged, and damaged rows are left out of searches (as
 //     tombstones are); Get keeps reporting them. A damaged vectors.sum
 //     header stops Open (ErrCorrupt): without it the payloads cannot be

@@ -83,10 +83,7 @@ func (s *payloadStore) get(id, off uint64, n uint32) ([]byte, error) {
 	if !s.checked(off) && n == 0 {
 		return []byte{}, nil
 	}
-	rn := uint64(n)
-	if s.checked(off) {
-		rn += payloadSumSize
-	}
+	rn := s.recordLen(off, n)
 	cf, err := s.files.acquire(s.path)
 	if err != nil {
 		return nil, err
@@ -99,6 +96,22 @@ func (s *payloadStore) get(id, off uint64, n uint32) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("engine: read payload: %w", err)
 	}
+	return s.checkRecord(id, off, n, rec)
+}
+
+// recordLen is the length in the file of the record of a payload of n
+// bytes at off: n, plus the checksum unless the record is legacy.
+func (s *payloadStore) recordLen(off uint64, n uint32) uint64 {
+	if s.checked(off) {
+		return uint64(n) + payloadSumSize
+	}
+	return uint64(n)
+}
+
+// checkRecord verifies rec, the recordLen(off, n) bytes read at off for
+// memory id's payload of n bytes, and returns the payload (a sub-slice of
+// rec). A record that fails its checksum is an error wrapping ErrCorrupt.
+func (s *payloadStore) checkRecord(id, off uint64, n uint32, rec []byte) ([]byte, error) {
 	if !s.checked(off) {
 		return rec, nil
 	}
@@ -107,6 +120,23 @@ func (s *payloadStore) get(id, off uint64, n uint32) ([]byte, error) {
 		return nil, fmt.Errorf("%w: payload of memory %d (%s, offset %d) fails its checksum", ErrCorrupt, id, s.path, off)
 	}
 	return p, nil
+}
+
+// readSpan reads bytes [from, to) of the file in one call, for checking
+// many records at once (verify.go). A span past the end of the file is
+// an error; the caller then reads the records one by one, which names the
+// records cut short.
+func (s *payloadStore) readSpan(from, to uint64) ([]byte, error) {
+	cf, err := s.files.acquire(s.path)
+	if err != nil {
+		return nil, err
+	}
+	defer s.files.release(cf)
+	buf := make([]byte, to-from)
+	if _, err := cf.f.ReadAt(buf, int64(from)); err != nil {
+		return nil, err
+	}
+	return buf, nil
 }
 
 // syncTo makes bytes [0, size) durable (see syncMark).
