@@ -83,6 +83,9 @@ class HistoryEntry:
     reward: float
     q: float
     visits: int
+
+
+@dataclass
 class Snapshot:
     """One entry of MEM.SNAPSHOTS."""
 
