@@ -123,6 +123,14 @@ type CollectionInfo struct {
 	Rows                int64  // vector rows, deleted ones included
 	NextID              int64  // the id an add without ID gets now; 0 when none is left
 	Index               string // "flat", "ivfpq" or "flat+building"…, as the server names it
+
+	// Maintenance (docs/PROTOCOL.md "Maintenance"); zero values from a
+	// server that does not report them.
+	PrunePolicy string // the background prune policy in SET PRUNE's syntax; "" when none
+	Snapshots   int64  // snapshots the collection holds
+	Compacting  bool   // a compaction is running
+	DeletedRows int64  // vector rows holding no live memory
+	DiskBytes   int64  // the collection's files' bytes
 }
 
 func parseInfo(v any) (*CollectionInfo, error) {
@@ -153,6 +161,24 @@ func parseInfo(v any) (*CollectionInfo, error) {
 		}
 	}
 	in.Dim, in.Metric = int(dim), Metric(strings.ToUpper(metric))
+	var compacting int64
+	for _, f := range []struct {
+		name string
+		into func(v any) error
+	}{
+		{"prune_policy", func(v any) error { return into(&in.PrunePolicy, v, parseString) }},
+		{"snapshots", func(v any) error { return into(&in.Snapshots, v, parseInt) }},
+		{"compacting", func(v any) error { return into(&compacting, v, parseInt) }},
+		{"deleted_rows", func(v any) error { return into(&in.DeletedRows, v, parseInt) }},
+		{"disk_bytes", func(v any) error { return into(&in.DiskBytes, v, parseInt) }},
+	} {
+		if v, ok := m[f.name]; ok {
+			if err := f.into(v); err != nil {
+				return nil, fieldErr("MEM.INFO", f.name, err)
+			}
+		}
+	}
+	in.Compacting = compacting != 0
 	return in, nil
 }
 

@@ -15,6 +15,10 @@ func TestCompact(t *testing.T) {
 	if _, err := c.Del(ctx, name, client.ID(1), client.ID(3), client.ID(5)); err != nil {
 		t.Fatal(err)
 	}
+	in, err := c.Info(ctx, name)
+	if err != nil || in.DeletedRows != 3 || in.DiskBytes <= 0 || in.Compacting || in.Snapshots != 0 || in.PrunePolicy != "" {
+		t.Fatalf("Info before compaction = %+v, %v", in, err)
+	}
 	st, err := c.CompactWait(ctx, name)
 	if err != nil {
 		t.Fatal(err)
@@ -31,6 +35,9 @@ func TestCompact(t *testing.T) {
 	}
 	if n, _ := c.Count(ctx, name); n != 3 {
 		t.Fatalf("count %d after compaction", n)
+	}
+	if after, err := c.Info(ctx, name); err != nil || after.DeletedRows != 0 || after.DiskBytes >= in.DiskBytes {
+		t.Fatalf("Info after compaction = %+v, %v (before: %+v)", after, err, in)
 	}
 	if err := c.Compact(ctx, name); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package client_test
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,9 @@ func TestPrunePolicy(t *testing.T) {
 	want.Filter = `(.user == "u1")` // the server keeps the canonical form
 	if !reflect.DeepEqual(*got, want) {
 		t.Fatalf("PrunePolicy = %+v, want %+v", *got, want)
+	}
+	if in, err := c.Info(ctx, name); err != nil || !strings.HasPrefix(in.PrunePolicy, "QBELOW 0.25 ") {
+		t.Fatalf("Info's PrunePolicy = %q, %v", in.PrunePolicy, err)
 	}
 	// Every 0: the server's default, 60 s.
 	if err := c.SetPrunePolicy(ctx, name, client.PrunePolicy{PruneOptions: client.PruneOptions{MaxCount: ptr(int64(3))}}); err != nil {

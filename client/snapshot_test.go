@@ -17,6 +17,9 @@ func TestSnapshotRollback(t *testing.T) {
 	if err := c.Snapshot(ctx, name, "base"); err != nil {
 		t.Fatal(err)
 	}
+	if in, err := c.Info(ctx, name); err != nil || in.Snapshots != 1 {
+		t.Fatalf("Info's Snapshots = %d, %v; want 1", in.Snapshots, err)
+	}
 	if err := c.Snapshot(ctx, name, "base"); !errors.Is(err, client.ErrSnapshotExists) {
 		t.Fatalf("second Snapshot: %v", err)
 	}
