@@ -418,6 +418,11 @@ func (d *histDecoder) entry() (dms, dv int64, reward, q float64) {
 		}
 	}
 	q = math.Float64frombits(le.Uint64(d.fixed(8)))
+	// Rewards and Q are finite (MEM.REWARD refuses others, and the update
+	// keeps them so): a NaN or an infinity is damage.
+	if d.err == nil && (!finite(reward) || !finite(q)) {
+		d.err = fmt.Errorf("history entry before byte %d: reward %v, q %v: not finite", d.off, reward, q)
+	}
 	return
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"reflect"
 	"testing"
 
@@ -82,4 +83,25 @@ func FuzzDecodeHistLog(f *testing.F) {
 			t.Fatalf("trimmed to 1: %v %v", last, err)
 		}
 	})
+}
+
+// TestDecodeHistLogRefusesNonFinite: a history entry whose reward or Q is
+// NaN or infinite (which no reward can produce) is damage, refused; the
+// fuzzer found the NaN accepted.
+func TestDecodeHistLogRefusesNonFinite(t *testing.T) {
+	for _, e := range []histEntry{
+		{ms: 1, reward: math.NaN(), q: 0.5, visits: 1},
+		{ms: 1, reward: 0.25, q: math.NaN(), visits: 1},
+		{ms: 1, reward: math.Inf(1), q: 0.5, visits: 1},
+		{ms: 1, reward: 0.25, q: math.Inf(-1), visits: 1},
+	} {
+		b := histPush(nil, 7, e, MaxHistoryLen)
+		if _, _, err := decodeHistLog(b); err == nil {
+			t.Errorf("entry %+v accepted", e)
+		}
+	}
+	b := histPush(nil, 7, histEntry{ms: 1, reward: 0.25, q: 0.5, visits: 1}, MaxHistoryLen)
+	if _, _, err := decodeHistLog(b); err != nil {
+		t.Fatalf("a finite entry refused: %v", err)
+	}
 }
