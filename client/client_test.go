@@ -76,8 +76,10 @@ func TestCollections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := client.CollectionInfo{Name: name, Dim: 4, Metric: client.L2, Alpha: 0.5, Gamma: 0.25, QInit: 0.1, NextID: 1, Index: in.Index}
-	if *in != want || in.Index == "" {
+	// DiskBytes: the new collection's files (their headers), whatever they take.
+	want := client.CollectionInfo{Name: name, Dim: 4, Metric: client.L2, Alpha: 0.5, Gamma: 0.25, QInit: 0.1, NextID: 1, Index: in.Index,
+		DiskBytes: in.DiskBytes}
+	if *in != want || in.Index == "" || in.DiskBytes <= 0 {
 		t.Fatalf("Info = %+v, want %+v", *in, want)
 	}
 	// Defaults.
