@@ -207,27 +207,7 @@ func TestRollbackThroughCompactedIndex(t *testing.T) {
 	defer func() { db.Close() }()
 	c := mustColl(t, db, "ix", cfg)
 	rng := rand.New(rand.NewSource(5))
-	vecs := map[uint64][]float32{}
-	for _, v := range clustered(rng, 2500, 32) {
-		id, err := c.Add(AddRequest{Vector: v})
-		if err != nil {
-			t.Fatal(err)
-		}
-		vecs[id] = v
-	}
-	waitIndexed(t, c)
-	if err := c.Snapshot("s"); err != nil {
-		t.Fatal(err)
-	}
-	deleted := map[uint64]bool{}
-	var del []uint64
-	for id := uint64(1); id <= 2500; id += 3 {
-		deleted[id] = true
-		del = append(del, id)
-	}
-	if _, err := c.Delete(del); err != nil {
-		t.Fatal(err)
-	}
+	vecs, deleted, _ := snapshotThenDelete(t, c, rng, 3)
 	// Memories added after the snapshot and deleted: compaction drops them.
 	for i := range 100 {
 		id, err := c.Add(AddRequest{Vector: clustered(rng, 1, 32)[0]})

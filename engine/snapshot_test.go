@@ -254,28 +254,7 @@ func TestRollbackThroughIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, _ := db.Collection("ix")
-	rng := rand.New(rand.NewSource(3))
-	vecs := map[uint64][]float32{}
-	for _, v := range clustered(rng, 2500, 32) {
-		id, err := c.Add(AddRequest{Vector: v})
-		if err != nil {
-			t.Fatal(err)
-		}
-		vecs[id] = v
-	}
-	waitIndexed(t, c)
-	if err := c.Snapshot("s"); err != nil {
-		t.Fatal(err)
-	}
-	deleted := map[uint64]bool{}
-	var del []uint64
-	for id := uint64(1); id <= 2500; id += 5 {
-		deleted[id] = true
-		del = append(del, id)
-	}
-	if _, err := c.Delete(del); err != nil {
-		t.Fatal(err)
-	}
+	vecs, deleted, del := snapshotThenDelete(t, c, rand.New(rand.NewSource(3)), 5)
 	if r := recallAt1(t, c, vecs, deleted); r < 0.95 { // fails if a deleted memory is retrieved
 		t.Fatalf("recall@1 of the rest %.3f", r)
 	}
@@ -310,4 +289,34 @@ func TestRollbackThroughIndex(t *testing.T) {
 	if float64(hit) < 0.95*float64(len(deleted)) {
 		t.Fatalf("revived memories found first %d of %d times", hit, len(deleted))
 	}
+}
+
+// snapshotThenDelete adds 2,500 clustered vectors of dimension 32 to c
+// (ids 1 to 2500), waits for its index, takes snapshot "s", then deletes
+// every every-th memory from id 1. It returns every memory's vector, the
+// deleted ids as a set and as a list.
+func snapshotThenDelete(t *testing.T, c *Collection, rng *rand.Rand, every uint64) (map[uint64][]float32, map[uint64]bool, []uint64) {
+	t.Helper()
+	vecs := map[uint64][]float32{}
+	for _, v := range clustered(rng, 2500, 32) {
+		id, err := c.Add(AddRequest{Vector: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vecs[id] = v
+	}
+	waitIndexed(t, c)
+	if err := c.Snapshot("s"); err != nil {
+		t.Fatal(err)
+	}
+	deleted := map[uint64]bool{}
+	var del []uint64
+	for id := uint64(1); id <= 2500; id += every {
+		deleted[id] = true
+		del = append(del, id)
+	}
+	if _, err := c.Delete(del); err != nil {
+		t.Fatal(err)
+	}
+	return vecs, deleted, del
 }
