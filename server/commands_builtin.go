@@ -20,6 +20,7 @@ func (s *Server) registerBuiltins() {
 	s.mu.Unlock()
 	s.registerObservability() // SLOWLOG and more INFO sections (stats.go)
 	s.registerTx()            // MULTI, EXEC, DISCARD, WATCH, UNWATCH, RESET (tx.go)
+	s.registerCluster()       // READONLY, READWRITE, ASKING, ROLE, CLUSTER (commands_cluster.go)
 }
 
 // PING [message]
