@@ -190,14 +190,16 @@ func startCluster(o startOptions, out *os.File) error {
 	}
 	// Every shard, through every node: each node must know every
 	// shard's leader before a client may pick any of them.
-	for s := range cluster.Shards(nodes) {
-		if err := probeShard(ctx, nodes, slots, s); err != nil {
-			for _, n := range nodes {
-				if !processAlive(n.PID) {
-					err = fmt.Errorf("%w; node %s exited: see %s", err, n.ID, filepath.Join(o.dir, n.ID+".log"))
-					break
-				}
+	exited := func() error {
+		for _, n := range nodes {
+			if !processAlive(n.PID) {
+				return fmt.Errorf("node %s exited: see %s", n.ID, filepath.Join(o.dir, n.ID+".log"))
 			}
+		}
+		return nil
+	}
+	for s := range cluster.Shards(nodes) {
+		if err := probeShard(ctx, nodes, slots, s, exited); err != nil {
 			return fail(err)
 		}
 	}
@@ -214,8 +216,8 @@ func startCluster(o startOptions, out *os.File) error {
 // each node in turn it creates and drops a collection whose name hashes
 // to the shard, following MOVED, retrying on CLUSTERDOWN (the node does
 // not know the shard's leader yet) and refused connections until ctx
-// ends.
-func probeShard(ctx context.Context, nodes []cluster.Node, slots *cluster.SlotMap, shard int) error {
+// ends or exited reports a node gone.
+func probeShard(ctx context.Context, nodes []cluster.Node, slots *cluster.SlotMap, shard int, exited func() error) error {
 	name := ""
 	for j := 0; ; j++ {
 		name = "memrl-probe-" + strconv.Itoa(j)
@@ -228,6 +230,9 @@ func probeShard(ctx context.Context, nodes []cluster.Node, slots *cluster.SlotMa
 		for {
 			if ctx.Err() != nil {
 				return fmt.Errorf("shard %d did not accept a write through node %s in time: %v", shard, n.ID, last)
+			}
+			if err := exited(); err != nil {
+				return err
 			}
 			last = redirected(ctx, n.Addr, "MEM.CREATE", name, "DIM", "1")
 			if last == nil || strings.Contains(last.Error(), "already exists") {
