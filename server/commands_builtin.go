@@ -127,10 +127,17 @@ func cmdHello(c *Ctx, args [][]byte) error {
 	c.WriteInt(2)
 	c.WriteBulkString("id")
 	c.WriteInt(c.ClientID())
+	mode, role := "standalone", "master"
+	if cr := c.Server().clusterRouter(); cr != nil {
+		mode = "cluster"
+		if !cr.State().IsLeader() {
+			role = "replica"
+		}
+	}
 	c.WriteBulkString("mode")
-	c.WriteBulkString("standalone")
+	c.WriteBulkString(mode)
 	c.WriteBulkString("role")
-	c.WriteBulkString("master")
+	c.WriteBulkString(role)
 	c.WriteBulkString("modules")
 	c.WriteArrayHeader(0)
 	return nil

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"context"
 	"net"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/memrl/memrl/cluster"
 )
@@ -472,4 +474,64 @@ func (v *clusterView) infoText() string {
 		b.WriteString("\r\n")
 	}
 	return b.String()
+}
+
+// listClusterTimeout bounds MEM.LIST CLUSTER's question to each shard.
+const listClusterTimeout = 2 * time.Second
+
+// MEM.LIST CLUSTER: the union of every shard's collections, sorted. The
+// leader of each shard is asked MEM.LIST (this node answers for its own
+// shard if it leads it); a shard without a leader gives CLUSTERDOWN and
+// an unreachable one an error naming it, as a partial list would be
+// silently wrong. local lists this node's collections.
+func listCluster(c *Ctx, local func() []string) error {
+	cr := c.Server().clusterRouter()
+	if cr == nil {
+		return errClusterDisabled
+	}
+	if c.conn.inExec {
+		// It would hold the transaction lock, which stops every
+		// command of this node, across network round trips.
+		return NewError("MEM.LIST CLUSTER cannot run inside MULTI")
+	}
+	st := cr.State()
+	t := st.Topology()
+	self := st.Self()
+	var names []string
+	// The questions go over the network: let go of the transaction lock
+	// meanwhile, as for any wait (tx.go).
+	paused := c.conn.pauseShared()
+	defer c.conn.resumeShared(paused)
+	for s := range t.Shards {
+		l, ok := st.Leader(s)
+		if !ok {
+			return &ReplyError{Code: "CLUSTERDOWN", Msg: "shard " + strconv.Itoa(s) + " has no leader now; retry"}
+		}
+		if l.ID == self.ID {
+			names = append(names, local()...)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(c.Context(), listClusterTimeout)
+		v, err := cluster.Do(ctx, l.Addr, listClusterTimeout, "MEM.LIST")
+		cancel()
+		list, isList := v.([]any)
+		if err != nil || !isList {
+			if err == nil {
+				err = errSyntax
+			}
+			return NewError("MEM.LIST CLUSTER: shard " + strconv.Itoa(s) + " (node " + l.ID + ", " + l.Addr + "): " + err.Error())
+		}
+		for _, n := range list {
+			if name, ok := n.(string); ok {
+				names = append(names, name)
+			}
+		}
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	c.WriteArrayHeader(len(names))
+	for _, n := range names {
+		c.WriteBulkString(n)
+	}
+	return nil
 }

@@ -499,3 +499,54 @@ func TestClusterReloadMovesSlot(t *testing.T) {
 func writeFile(path, s string) error {
 	return os.WriteFile(path, []byte(s), 0o644)
 }
+
+// MEM.LIST lists this node's collections; MEM.LIST CLUSTER asks every
+// shard's leader and returns the union.
+func TestClusterMemListCluster(t *testing.T) {
+	tc := startTestCluster(t, 0, 1, 1) // n2 follows n1 in shard 1
+	ctx := context.Background()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{tc.addr("n0")}})
+	defer cc.Close()
+	var all []string
+	for i := range 3 {
+		for s := range 2 {
+			n := nameInShard(s, 2, i)
+			all = append(all, n)
+			if err := cc.Do(ctx, "MEM.CREATE", n, "DIM", 2).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	slices.Sort(all)
+	for _, id := range []string{"n0", "n1", "n2"} {
+		got, err := tc.client(t, id).Do(ctx, "MEM.LIST", "cluster").StringSlice()
+		if err != nil || !slices.Equal(got, all) {
+			t.Fatalf("MEM.LIST CLUSTER on %s = %v, %v; want %v", id, got, err, all)
+		}
+	}
+	if got, _ := tc.client(t, "n0").Do(ctx, "MEM.LIST").StringSlice(); len(got) != 3 {
+		t.Fatalf("MEM.LIST on n0 = %v, want its 3", got)
+	}
+	if err := tc.client(t, "n0").Do(ctx, "MEM.LIST", "x").Err(); err == nil || !strings.Contains(err.Error(), "wrong number of arguments") {
+		t.Fatalf("MEM.LIST x: %v", err)
+	}
+	tc.setLeader(t, 1, "")
+	if err := tc.client(t, "n0").Do(ctx, "MEM.LIST", "CLUSTER").Err(); err == nil || !strings.HasPrefix(err.Error(), "CLUSTERDOWN ") {
+		t.Fatalf("MEM.LIST CLUSTER without a leader: %v", err)
+	}
+	if v, err := tc.client(t, "n2").Do(ctx, "HELLO", "2").Slice(); err != nil || v[9] != "cluster" || v[11] != "replica" {
+		t.Fatalf("HELLO on a follower = %v, %v", v, err)
+	}
+}
+
+func TestMemListClusterStandalone(t *testing.T) {
+	db, err := engine.Open(t.TempDir(), engine.Options{Sync: wal.SyncNone, CheckpointInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ts := startServer(t, Config{}, func(s *Server) { s.RegisterMem(db) })
+	if err := ts.client(t).Do(context.Background(), "MEM.LIST", "CLUSTER").Err(); err == nil || err.Error() != "ERR This instance has cluster support disabled" {
+		t.Fatalf("MEM.LIST CLUSTER standalone: %v", err)
+	}
+}
