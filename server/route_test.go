@@ -248,7 +248,7 @@ func TestClusterMovedRaw(t *testing.T) {
 	if err != nil || !strings.Contains(info, "cluster_state:ok\r\n") || !strings.Contains(info, "cluster_size:2\r\n") {
 		t.Fatalf("CLUSTER INFO = %q, %v", info, err)
 	}
-	if s, err := c0.Info(ctx, "cluster").Result(); err != nil || !strings.Contains(s, "cluster_enabled:1") {
+	if s, err := c0.Info(ctx, "cluster", "server").Result(); err != nil || !strings.Contains(s, "cluster_enabled:1") || !strings.Contains(s, "redis_mode:cluster") {
 		t.Fatalf("INFO cluster = %q, %v", s, err)
 	}
 }
