@@ -193,7 +193,8 @@ func startCluster(o startOptions, out *os.File) error {
 	exited := func() error {
 		for _, n := range nodes {
 			if !processAlive(n.PID) {
-				return fmt.Errorf("node %s exited: see %s", n.ID, filepath.Join(o.dir, n.ID+".log"))
+				logPath := filepath.Join(o.dir, n.ID+".log")
+				return fmt.Errorf("node %s exited: see %s; its last line: %s", n.ID, logPath, lastLine(logPath))
 			}
 		}
 		return nil
@@ -341,4 +342,11 @@ func isNodeProcess(n cluster.Node) bool {
 func dirExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.IsDir()
+}
+
+// lastLine returns the last non-blank line of the file at path, or "".
+func lastLine(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"net"
@@ -343,5 +344,33 @@ func TestServeClusterFlags(t *testing.T) {
 		if _, err := parseServeFlags(tc.args, noEnv); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// Without a replication layer a shard of several nodes is refused: each
+// node would take writes alone.
+func TestClusterNeedsReplication(t *testing.T) {
+	path := filepath.Join(t.TempDir(), cluster.NodesFile)
+	if err := cluster.WriteNodes(path, []cluster.Node{{ID: "a", Addr: "127.0.0.1:1"}, {ID: "b", Addr: "127.0.0.1:2"}, {ID: "c", Addr: "127.0.0.1:3", Shard: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	topo, err := cluster.LoadTopology(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := needsReplication(topo, 0, false); !errors.Is(err, errNoReplication) {
+		t.Fatalf("two nodes, no replication: %v", err)
+	}
+	if needsReplication(topo, 0, true) != nil || needsReplication(topo, 1, false) != nil {
+		t.Fatal("refused a replicated shard or a shard of one")
+	}
+	// Through memrl cluster start: the nodes refuse to start and start
+	// says which.
+	bin := clusterBin(t)
+	port := freePortRange(t, 2)
+	out, err := exec.Command(bin, "cluster", "start", "--dir", t.TempDir(), "--shards", "1", "--replicas", "2",
+		"--port", strconv.Itoa(port), "--wait", "10s").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "exited: see") || !strings.Contains(string(out), "no replication layer") {
+		t.Fatalf("cluster start --replicas 2 without replication: %v\n%s", err, out)
 	}
 }

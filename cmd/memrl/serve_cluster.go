@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -25,7 +26,8 @@ type clusterFlags struct {
 
 	// leader, if set before start, reports the leader of this node's
 	// shard (the replication layer sets it: replica.Node.Leader). Nil:
-	// this node always leads its shard (a shard of one node).
+	// this node always leads its shard, which start allows only for a
+	// shard of one node (needsReplication).
 	leader func() (id string, ok bool)
 }
 
@@ -86,6 +88,9 @@ func (f *clusterFlags) start(srv *server.Server, db *engine.DB, logger *slog.Log
 	if err != nil {
 		return nil, err
 	}
+	if err := needsReplication(st.Topology(), f.node.Shard, f.leader != nil); err != nil {
+		return nil, err
+	}
 	srv.SetRouter(server.NewClusterRouter(server.ClusterConfig{State: st, Collections: db.List}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -100,4 +105,18 @@ func (f *clusterFlags) start(srv *server.Server, db *engine.DB, logger *slog.Log
 		cancel()
 		<-done
 	}, nil
+}
+
+// errNoReplication refuses a shard of several nodes when nothing replicates
+// them: each node would lead its shard alone and accept writes the others
+// never see, so the shard's copies would silently diverge.
+var errNoReplication = errors.New("cluster: shard has more than one node but no replication layer reports its leader")
+
+// needsReplication returns errNoReplication if shard has more than one node
+// in t and replicated is false.
+func needsReplication(t *cluster.Topology, shard int, replicated bool) error {
+	if n := len(t.ShardNodes(shard)); n > 1 && !replicated {
+		return fmt.Errorf("%w (shard %d has %d nodes; run one node per shard, memrl cluster start --replicas 1, until replication is built in)", errNoReplication, shard, n)
+	}
+	return nil
 }
