@@ -68,7 +68,7 @@ func serve(args []string) error {
 		return err
 	}
 	srv.RegisterMem(db)
-	stopCluster, err := o.cluster.start(srv, db, logger) // serve_cluster.go; standalone: nothing
+	stopCluster, err := o.cluster.start(srv, db.List, logger) // serve_cluster.go; standalone: nothing
 	if err != nil {
 		db.Close()
 		return err

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 
 	"github.com/memrl/memrl/cluster"
-	"github.com/memrl/memrl/engine"
 	"github.com/memrl/memrl/internal/cliflag"
 	"github.com/memrl/memrl/server"
 )
@@ -78,9 +77,11 @@ func (f *clusterFlags) check(o *serveOptions, addrSet bool) error {
 
 // start puts srv in cluster mode: it loads the cluster state, routes
 // commands with a ClusterRouter and starts polling the other shards'
-// nodes. The returned func stops the polling. Standalone, it does
-// nothing.
-func (f *clusterFlags) start(srv *server.Server, db *engine.DB, logger *slog.Logger) (stop func(), err error) {
+// nodes. collections lists this node's collections (the engine's List;
+// with replication, that of the replica's current engine). The returned
+// func stops the polling. Standalone, it does nothing.
+// REQUIRES: f.leader set first when the node is replicated.
+func (f *clusterFlags) start(srv *server.Server, collections func() []string, logger *slog.Logger) (stop func(), err error) {
 	if !f.enabled() {
 		return func() {}, nil
 	}
@@ -91,7 +92,7 @@ func (f *clusterFlags) start(srv *server.Server, db *engine.DB, logger *slog.Log
 	if err := needsReplication(st.Topology(), f.node.Shard, f.leader != nil); err != nil {
 		return nil, err
 	}
-	srv.SetRouter(server.NewClusterRouter(server.ClusterConfig{State: st, Collections: db.List}))
+	srv.SetRouter(server.NewClusterRouter(server.ClusterConfig{State: st, Collections: collections}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
