@@ -162,3 +162,20 @@ func TestSlotsFile(t *testing.T) {
 		t.Fatal("a damaged slots file was accepted")
 	}
 }
+
+// As for the nodes file: no single flipped bit of a written slots file
+// is read as a different map.
+func TestSlotsFileCorruptionDetected(t *testing.T) {
+	m := DefaultSlots(3)
+	m[100], m[9000] = 2, 0
+	good := FormatSlots(m, 3)
+	for i := range good {
+		for bit := range 8 {
+			bad := append([]byte(nil), good...)
+			bad[i] ^= 1 << bit
+			if got, err := ParseSlots(bad, 3); err == nil && *got != *m {
+				t.Fatalf("flip of bit %d at byte %d read as a different map", bit, i)
+			}
+		}
+	}
+}

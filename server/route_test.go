@@ -550,3 +550,41 @@ func TestMemListClusterStandalone(t *testing.T) {
 		t.Fatalf("MEM.LIST CLUSTER standalone: %v", err)
 	}
 }
+
+// go-redis's ClusterClient with ReadOnly sends READONLY and routes the
+// commands COMMAND flags readonly to a replica of the slot's shard, and
+// the others to its leader.
+func TestClusterGoRedisReadOnlyReplicas(t *testing.T) {
+	tc := startTestCluster(t, 0, 1, 0) // shard 0: n0 leads, n2 follows
+	ctx := context.Background()
+	name := nameInShard(0, 2, 0)
+	// No replication here: give the follower its own, different copy so
+	// the answer shows which node served.
+	if err := tc.db["n2"].Create(name, engine.NewConfig(2)); err != nil {
+		t.Fatal(err)
+	}
+	c2 := tc.db["n2"]
+	coll, err := c2.Collection(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := coll.Add(engine.AddRequest{Vector: []float32{1, 2}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{tc.addr("n0")}, ReadOnly: true})
+	defer cc.Close()
+	if err := cc.Do(ctx, "MEM.CREATE", name, "DIM", 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cc.Do(ctx, "MEM.ADD", name, "VALUES", 2, 1, 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := cc.Do(ctx, "MEM.COUNT", name).Int(); err != nil || n != 5 {
+		t.Fatalf("READONLY MEM.COUNT = %d, %v: want the follower's 5", n, err)
+	}
+	if n, _ := tc.client(t, "n0").Do(ctx, "MEM.COUNT", name).Int(); n != 1 {
+		t.Fatalf("the leader holds %d, want the 1 written", n)
+	}
+}
