@@ -47,4 +47,15 @@
 //
 // with inclusive ranges that together cover every slot exactly once. It
 // carries the same optional "# sum" line as the nodes file.
+//
+// # Leaders
+//
+// State holds the topology (replaced whole by Reload) and who leads each
+// shard: this node's own shard from Config.Leader (the replication layer;
+// nil means the node leads alone, for a shard of one node), every other
+// shard from its nodes' answers to ROLE, asked over loopback every
+// PollInterval (Run). The node that answers "master" leads; if two do, the
+// first in the nodes file; if none does, the shard has no leader known
+// until the next round. Do is the minimal RESP2 client those questions
+// use.
 package cluster

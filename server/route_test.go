@@ -588,3 +588,24 @@ func TestClusterGoRedisReadOnlyReplicas(t *testing.T) {
 		t.Fatalf("the leader holds %d, want the 1 written", n)
 	}
 }
+
+// BenchmarkClusterRoute is the router's cost per command: a collection
+// name's slot, the slot map, the leader check.
+func BenchmarkClusterRoute(b *testing.B) {
+	path := filepath.Join(b.TempDir(), cluster.NodesFile)
+	if err := cluster.WriteNodes(path, []cluster.Node{{ID: "a", Addr: "127.0.0.1:1"}, {ID: "b", Addr: "127.0.0.1:2", Shard: 1}}); err != nil {
+		b.Fatal(err)
+	}
+	st, err := cluster.NewState(cluster.Config{NodesPath: path, Self: "a"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := NewClusterRouter(ClusterConfig{State: st})
+	args := [][]byte{[]byte(nameInShard(0, 2, 0)), []byte("1"), []byte("7")}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := r.Route(nil, "mem.reward", args, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
