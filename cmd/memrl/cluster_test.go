@@ -122,9 +122,24 @@ func TestClusterStartGoRedis(t *testing.T) {
 	dir := t.TempDir()
 	nodes := startTestCluster(t, bin, dir, 2, 1)
 	ctx := context.Background()
+	// Once start returns, every node knows every shard's leader: a
+	// command for any shard sent to any node is served or redirected,
+	// never answered CLUSTERDOWN (start once probed through one node per
+	// shard only, and a node that had not polled the others yet said
+	// CLUSTERDOWN for ~250 ms).
+	slots := cluster.DefaultSlots(2)
+	for _, node := range nodes {
+		rc := redis.NewClient(&redis.Options{Addr: node.Addr, MaxRetries: -1})
+		for s := range 2 {
+			err := rc.Do(ctx, "MEM.INFO", collectionIn(slots, s, 99)).Err()
+			if err == nil || !(strings.HasPrefix(err.Error(), "MOVED ") || strings.Contains(err.Error(), "no such collection")) {
+				t.Fatalf("right after start, node %s for shard %d: %v", node.ID, s, err)
+			}
+		}
+		rc.Close()
+	}
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{nodes[1].Addr}})
 	defer cc.Close()
-	slots := cluster.DefaultSlots(2)
 	names := []string{collectionIn(slots, 0, 0), collectionIn(slots, 1, 0), collectionIn(slots, 0, 1), collectionIn(slots, 1, 1)}
 	for _, n := range names {
 		if err := cc.Do(ctx, "MEM.CREATE", n, "DIM", 2).Err(); err != nil {
