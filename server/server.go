@@ -117,6 +117,9 @@ type Server struct {
 	// interleaves with a transaction (tx.go).
 	txMu sync.RWMutex
 
+	// router, if set, decides where each command is served (route.go).
+	router atomic.Pointer[routerBox]
+
 	auth   *authenticator // immutable after New
 	budget Budget         // client memory (budget.go); its limit is set by New
 

@@ -275,6 +275,7 @@ func cmdReset(c *Ctx, args [][]byte) error {
 	}
 	cn.endTx()
 	cn.setName("")
+	cn.readonly = false
 	if cn.srv.auth.required() {
 		cn.mu.Lock()
 		cn.user = nil
@@ -311,6 +312,9 @@ func cmdExec(c *Ctx, args [][]byte) error {
 	}
 	if tx.aborted {
 		return errExecAbort
+	}
+	if err := cn.routeTx(tx); err != nil { // cluster mode: route.go
+		return err
 	}
 	reply, ok := cn.runTx(tx)
 	if !ok {

@@ -68,6 +68,12 @@ func serve(args []string) error {
 		return err
 	}
 	srv.RegisterMem(db)
+	stopCluster, err := o.cluster.start(srv, db.List, logger) // serve_cluster.go; standalone: nothing
+	if err != nil {
+		db.Close()
+		return err
+	}
+	defer stopCluster()
 	srv.AddInfoSection("simd", func() [][2]string {
 		return [][2]string{{"simd_level", simd.Level()}, {"simd_supported", strings.Join(simd.Levels(), ",")}}
 	})
