@@ -65,7 +65,7 @@ def ivfpq_bytes(path):
     terms = np.vectorize(pad8)(4 * n).sum() if l2_terms else 0
     ksub = 1 << bits
     centroids = 4 * nlist * dim
-    books = 4 * m * ksub * (dim // m)
+    books = 4 * ksub * dim  # every dimension has ksub centroid coordinates, whatever the sub-space widths
     directory = 32 * nlist
     # Go bookkeeping per list: invList{base, tail segment{ids, codes, terms}}
     # = 6 slice headers (24 B) = 144 B; baseBytes (slice header 24 B),
