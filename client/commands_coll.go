@@ -38,7 +38,7 @@ type CreateOptions struct {
 	QInit  float64  // Q of memories added without one; default 0
 	Index  IndexKind
 	NList  int    // IVF-PQ coarse lists; 0 is chosen at training
-	PQM    int    // PQ sub-spaces (divides the dimension); 0 is chosen
+	PQM    int    // PQ sub-spaces (at most the dimension; need not divide it); 0 is chosen
 	PQBits int    // 8 or 4; 0 is 8
 	Train  *int64 // memories before the index trains; nil is 10,000
 	// Indexed names attribute fields to index for filters

@@ -70,7 +70,7 @@ const MaxTrainThreshold = math.MaxUint32
 type IndexConfig struct {
 	Kind           IndexKind
 	NList          int // coarse centroids; 0 means the default
-	PQM            int // PQ sub-spaces; must divide the dimension; 0 means the default
+	PQM            int // PQ sub-spaces, at most the dimension (need not divide it); 0 means the default
 	PQBits         int // 4 or 8; 0 means the default (see above)
 	TrainThreshold int // memories before training; 0 means DefaultTrainThreshold (and at least 40·NList and 256)
 }
@@ -88,8 +88,10 @@ func (ic IndexConfig) validate(dim int) error {
 		return fmt.Errorf("%w: NLIST must be at most %d at DIM %d (a list needs %d training vectors, and the training sample is at most %d MiB), got %d",
 			ErrBadParam, most, dim, minPointsPerList, TrainSampleBytes>>20, ic.NList)
 	}
-	if ic.PQM < 0 || ic.PQM > 0 && (dim%ic.PQM != 0 || ic.PQM > 256) {
-		return fmt.Errorf("%w: PQM must divide DIM %d (and be at most 256), got %d", ErrBadParam, dim, ic.PQM)
+	// PQM need not divide DIM: the sub-spaces then have two widths
+	// (ivfpq.Params.M), but each needs at least one dimension.
+	if ic.PQM < 0 || ic.PQM > min(dim, 256) {
+		return fmt.Errorf("%w: PQM must be at most DIM %d and 256, got %d", ErrBadParam, dim, ic.PQM)
 	}
 	if ic.PQBits != 0 && ic.PQBits != 4 && ic.PQBits != 8 {
 		return fmt.Errorf("%w: PQBITS must be 4 or 8, got %d", ErrBadParam, ic.PQBits)

@@ -84,8 +84,23 @@ func recallAt1(t *testing.T, c *Collection, vecs map[uint64][]float32, skip map[
 }
 
 func TestIndexBuildsSearchesAndSurvivesRestart(t *testing.T) {
+	indexBuildsSearchesAndSurvivesRestart(t, IndexConfig{NList: 16, TrainThreshold: 2000}, "ivfpq nlist=16 pqm=8 pqbits=8")
+}
+
+// TestUnequalSubspaceIndexSurvivesRestart: the same with a PQM that does
+// not divide DIM (32 as 12 sub-spaces of 3 and 2 dimensions, 4-bit codes),
+// whose index file is format version 3.
+func TestUnequalSubspaceIndexSurvivesRestart(t *testing.T) {
+	indexBuildsSearchesAndSurvivesRestart(t, IndexConfig{NList: 16, PQM: 12, PQBits: 4, TrainThreshold: 2000}, "ivfpq nlist=16 pqm=12 pqbits=4")
+}
+
+// indexBuildsSearchesAndSurvivesRestart fills a DIM 32 collection with
+// index configuration ic past its training threshold, checks recall
+// through the index (whose MEM.INFO text starts with want), after a
+// restart and after a damaged index file is rebuilt.
+func indexBuildsSearchesAndSurvivesRestart(t *testing.T, ic IndexConfig, want string) {
 	dir := t.TempDir()
-	cfg := Config{Dim: 32, Metric: L2, Alpha: 0.3, Index: IndexConfig{NList: 16, TrainThreshold: 2000}}
+	cfg := Config{Dim: 32, Metric: L2, Alpha: 0.3, Index: ic}
 	db, err := Open(dir, Options{Sync: wal.SyncNone, CheckpointInterval: -1, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +120,9 @@ func TestIndexBuildsSearchesAndSurvivesRestart(t *testing.T) {
 	}
 	info := waitIndexed(t, c)
 	t.Logf("index: %s", info.Index)
+	if !strings.HasPrefix(info.Index, want) {
+		t.Fatalf("index %q, want %q…", info.Index, want)
+	}
 	// Adds after the build go into the index and are found.
 	for _, v := range clustered(rng, 500, 32) {
 		id, _ := c.Add(AddRequest{Vector: v})
@@ -137,7 +155,7 @@ func TestIndexBuildsSearchesAndSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, _ = db.Collection("ix")
-	if info, _ := c.Info(); !strings.HasPrefix(info.Index, "ivfpq") || !strings.Contains(info.Index, "rows=3500") {
+	if info, _ := c.Info(); !strings.HasPrefix(info.Index, want) || !strings.Contains(info.Index, "rows=3500") {
 		t.Fatalf("after reopen: index %q", info.Index)
 	}
 	if r := recallAt1(t, c, vecs, deleted); r < 0.95 {

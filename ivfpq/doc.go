@@ -7,9 +7,13 @@
 // Train learns NList coarse centroids (k-means, random start, at most 256
 // training points per centroid, empty clusters split) and, on the residuals
 // x − c(x) of the training sample to their nearest centroid, M codebooks of
-// 2^Bits centroids each, one per sub-space of Dim/M dimensions. A vector is
-// stored in the list of its nearest centroid (always by L2) as the PQ code of
-// its residual.
+// 2^Bits centroids each, one per sub-space. M need not divide Dim: the
+// sub-spaces are consecutive runs of dimensions, the first Dim mod M of
+// ⌈Dim/M⌉ dimensions and the rest of ⌊Dim/M⌋ (so 128 dimensions make 48
+// sub-spaces, 32 of 3 and 16 of 2, and 24-byte 4-bit codes); everything
+// past the codebooks (look-up tables, code layouts, scans) sees only M. A
+// vector is stored in the list of its nearest centroid (always by L2) as
+// the PQ code of its residual.
 //
 // Training memory is bounded by the sample, which callers bound in bytes
 // (the engine: engine.TrainSampleBytes): apart from the centroids and
@@ -111,7 +115,7 @@
 // than the checkpoint. Deleted rows stay in the lists and are filtered by
 // the bitmap given to Search.
 //
-// # File format (version 2)
+// # File format (versions 2 and 3)
 //
 // Save writes dir/ivfpq.idx through a vfs.FS atomically (vfs.AtomicFile:
 // temporary file written back in paced pieces, fsync, rename, fsync of the
@@ -122,12 +126,14 @@
 //
 //	offset  size  field
 //	     0     8  magic "MEMRLIVF"
-//	     8     4  version (2; Open also reads 1)
+//	     8     4  version: 2 when M divides Dim, 3 when it does not (the
+//	              same layout; Open refuses either on the other kind of
+//	              index); Open also reads 1
 //	    12     4  header size (128)
 //	    16    20  Dim, NList, M, Bits, Metric (uint32 each)
 //	    36     4  rows
 //	    40     8  meta offset (128)
-//	    48     8  meta length = 4·(NList·Dim + M·2^Bits·Dim/M)
+//	    48     8  meta length = 4·(NList·Dim + 2^Bits·Dim)
 //	    56     8  directory offset = meta offset + meta length, rounded up to 8
 //	    64     8  data offset = directory offset + 32·NList
 //	    72     8  data length (the data section ends the file)
@@ -140,8 +146,10 @@
 //	              have zero here and open with TrainedFor 0
 //	   108    12  reserved, zero (version 1: [100, 120) reserved, zero)
 //	   120     8  checksum of bytes [0, 120)
-//	   128        meta: coarse centroids [NList][Dim]float32, then
-//	              codebooks [M][2^Bits][Dim/M]float32
+//	   128        meta: coarse centroids [NList][Dim]float32, then the
+//	              codebooks, sub-space after sub-space:
+//	              [2^Bits][width of sub-space s]float32 for s = 0..M−1
+//	              (all Dim/M wide in version 2)
 //	              directory: NList entries of 32 bytes
 //	                0  8  segment offset from the data section start (multiple of 8)
 //	                8  4  n, vectors in the list

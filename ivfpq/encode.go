@@ -46,10 +46,10 @@ func (ix *Index) encodeOne(v []float32, code []byte, s *encodeScratch) (int32, f
 		}
 	}
 	subtract(s.resid, v, ix.coarse[bl*d:(bl+1)*d])
-	encodePQ(s.resid, ix.book, ix.p.M, ix.p.ksub(), code, s.lut)
+	encodePQ(ix.p, s.resid, ix.book, code, s.lut)
 	var term float32
 	if ix.p.hasTerms() {
-		decodePQ(code, ix.book, ix.p.M, ix.p.ksub(), s.recon)
+		decodePQ(ix.p, code, ix.book, s.recon)
 		term = simd.Dot(s.recon, s.recon) + 2*simd.Dot(ix.coarse[bl*d:(bl+1)*d], s.recon)
 	}
 	return int32(bl), term

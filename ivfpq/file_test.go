@@ -159,7 +159,7 @@ func TestCorruptFileIsRefused(t *testing.T) {
 	}
 	// A future version with a valid checksum is refused with ErrVersion.
 	v := slices.Clone(good)
-	binary.LittleEndian.PutUint32(v[8:], fileVersion+1)
+	binary.LittleEndian.PutUint32(v[8:], fileVersionUnequal+1)
 	binary.LittleEndian.PutUint64(v[headerSumOff:], xxhash.Sum64(v[:headerSumOff]))
 	cases["version"] = v
 	for name, b := range cases {

@@ -9,9 +9,9 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// On-disk format, version 2 (Open also reads version 1). See doc.go for the
-// drawing. All integers are
-// little-endian; all checksums are xxhash64.
+// On-disk format, versions 2 and 3 (Open also reads version 1). See doc.go
+// for the drawing. All integers are little-endian; all checksums are
+// xxhash64.
 
 // FileName is the name of the index file inside the directory given to Save
 // and Open.
@@ -20,9 +20,17 @@ const FileName = "ivfpq.idx"
 const (
 	fileMagic   = "MEMRLIVF"
 	fileVersion = 2
+	// fileVersionUnequal is version 2's layout for an index whose M does
+	// not divide Dim, so that its sub-spaces are of two widths (params.go).
+	// Save writes it for such indexes and only for them, so files of
+	// equal-width indexes stay readable by builds that predate it, while a
+	// build that predates it refuses an unequal one as an unknown version
+	// (ErrVersion) rather than as damage. INVARIANT (checked by Open): a
+	// file is version 3 exactly when its M does not divide its Dim.
+	fileVersionUnequal = 3
 	// fileVersionV1 is the format before the training size was recorded:
 	// the same layout, with bytes [100, 120) all zero. Open reads it with
-	// TrainedFor 0; Save always writes fileVersion.
+	// TrainedFor 0; Save never writes it.
 	fileVersionV1 = 1
 	headerSize    = 128
 	headerSumOff  = 120
@@ -51,7 +59,7 @@ func pad8(n uint64) uint64 { return (n + 7) &^ 7 }
 
 // metaLenFor is the byte length of the coarse centroids plus the codebooks.
 func metaLenFor(p Params) uint64 {
-	return 4 * uint64(p.NList*p.Dim+p.M*p.ksub()*p.dsub())
+	return 4 * uint64(p.NList*p.Dim+p.bookLen())
 }
 
 // codesLenFor is the byte length of n vectors' codes.
@@ -80,7 +88,11 @@ func (h *header) encode() []byte {
 	b := make([]byte, headerSize)
 	le := binary.LittleEndian
 	copy(b[0:8], fileMagic)
-	le.PutUint32(b[8:], fileVersion)
+	version := uint32(fileVersion)
+	if h.p.wideSubs() != 0 {
+		version = fileVersionUnequal
+	}
+	le.PutUint32(b[8:], version)
 	le.PutUint32(b[12:], headerSize)
 	le.PutUint32(b[16:], uint32(h.p.Dim))
 	le.PutUint32(b[20:], uint32(h.p.NList))
@@ -120,8 +132,8 @@ func decodeHeader(b []byte, fileSize uint64) (header, error) {
 		return h, fmt.Errorf("%w: header checksum %016x, computed %016x", ErrCorrupt, got, want)
 	}
 	version := le.Uint32(b[8:])
-	if version != fileVersion && version != fileVersionV1 {
-		return h, fmt.Errorf("%w: version %d, this build reads %d and %d", ErrVersion, version, fileVersionV1, fileVersion)
+	if version != fileVersion && version != fileVersionV1 && version != fileVersionUnequal {
+		return h, fmt.Errorf("%w: version %d, this build reads %d to %d", ErrVersion, version, fileVersionV1, fileVersionUnequal)
 	}
 	if hs := le.Uint32(b[12:]); hs != headerSize {
 		return h, fmt.Errorf("%w: header size %d", ErrCorrupt, hs)
@@ -132,6 +144,10 @@ func decodeHeader(b []byte, fileSize uint64) (header, error) {
 	}
 	if err := h.p.Validate(); err != nil {
 		return h, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if unequal := h.p.wideSubs() != 0; unequal != (version == fileVersionUnequal) {
+		return h, fmt.Errorf("%w: version %d file with M %d and Dim %d (version %d is for, and only for, M not dividing Dim)",
+			ErrCorrupt, version, h.p.M, h.p.Dim, fileVersionUnequal)
 	}
 	switch flags := le.Uint32(b[96:]); {
 	case flags&^flagUnitIP != 0:
@@ -152,7 +168,7 @@ func decodeHeader(b []byte, fileSize uint64) (header, error) {
 			return h, fmt.Errorf("%w: reserved header bytes [%d, %d) are not zero", ErrCorrupt, reservedFrom, headerSumOff)
 		}
 	}
-	if version == fileVersion {
+	if version != fileVersionV1 {
 		h.trainedFor = le.Uint64(b[100:])
 	}
 	h.rows = le.Uint32(b[36:])

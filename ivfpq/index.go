@@ -43,7 +43,7 @@ type Index struct {
 	// Derived from coarse in newIndex; immutable.
 	coarseBlk  []float32
 	coarseNorm []float32
-	book       []float32 // [M][ksub][dsub] PQ codebooks; immutable
+	book       []float32 // PQ codebooks, ksub·Dim floats (pq.go: sub-space s at ksub·subOff(s)); immutable
 
 	// mu guards lists, rows, listBytes, closed, mm, file and trainedFor. Search and Save
 	// hold it shared; Add holds it exclusively only while appending.
@@ -148,7 +148,7 @@ func TrainPaced(p Params, sample []float32, workers int, seed int64, pace func()
 			labels[i] = nearest(sample[r*p.Dim:(r+1)*p.Dim], coarse, dist)
 		}
 	})
-	book, err := trainPQ(sample, rows, labels, coarse, p.Dim, p.M, p.ksub(), workers, seed+2, pace)
+	book, err := trainPQ(sample, rows, labels, coarse, p, workers, seed+2, pace)
 	if err != nil {
 		return nil, err
 	}

@@ -254,7 +254,7 @@ func TestConcurrentSearchesAndAdds(t *testing.T) {
 func TestTrainRejectsBadInput(t *testing.T) {
 	for _, p := range []Params{
 		{Dim: 0, NList: 4, M: 1, Bits: 8},
-		{Dim: 10, NList: 4, M: 3, Bits: 8},
+		{Dim: 8, NList: 4, M: 9, Bits: 8}, // M may leave Dim undivided, not exceed it
 		{Dim: 8, NList: 4, M: 2, Bits: 6},
 		{Dim: 8, NList: 0, M: 2, Bits: 8},
 		{Dim: 8, NList: 4, M: 2, Bits: 8, Metric: 9},
@@ -348,7 +348,7 @@ func TestOddMFastScan(t *testing.T) {
 		seg := ix2.lists[l].base
 		for i, row := range seg.ids {
 			getCode4(seg.codes, i, m, code)
-			decodePQ(code, ix2.book, m, 16, rec)
+			decodePQ(ix2.p, code, ix2.book, rec)
 			var dist float32
 			for j := range q {
 				e := q[j] - ix2.coarse[l*d+j] - rec[j]

@@ -104,7 +104,8 @@ func TestPQReconstructionErrorFallsAsMGrows(t *testing.T) {
 	x := clustered(n, d, 50, 11)
 	prev := math.Inf(1)
 	for _, m := range []int{2, 4, 8, 16} {
-		book, err := trainPQ(x, nil, nil, nil, d, m, 16, 2, 5, nil)
+		p := Params{Dim: d, NList: 1, M: m, Bits: 4}
+		book, err := trainPQ(x, nil, nil, nil, p, 2, 5, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,8 +115,8 @@ func TestPQReconstructionErrorFallsAsMGrows(t *testing.T) {
 		var e float64
 		for i := 0; i < n; i++ {
 			v := x[i*d : (i+1)*d]
-			encodePQ(v, book, m, 16, code, lut)
-			decodePQ(code, book, m, 16, rec)
+			encodePQ(p, v, book, code, lut)
+			decodePQ(p, code, book, rec)
 			for j := range v {
 				e += float64((v[j] - rec[j]) * (v[j] - rec[j]))
 			}

@@ -71,7 +71,7 @@ func indexFromMapping(b []byte, size uint64) (*Index, error) {
 	}
 	nc := p.NList * p.Dim
 	coarse := floatsFrom(meta, nc)
-	book := floatsFrom(meta[4*nc:], p.M*p.ksub()*p.dsub())
+	book := floatsFrom(meta[4*nc:], p.bookLen())
 	ix := newIndex(p, coarse, book)
 	data := b[h.dataOff:]
 	var total uint64

@@ -18,7 +18,7 @@ import (
 
 // indexFileSeeds saves small real indexes of each kind the format holds
 // (4- and 8-bit codes, L2 with terms, unit-norm IP, an empty index, a
-// training size recorded, a version 1 file) and
+// training size recorded, a version 1 file, sub-spaces of two widths) and
 // returns their files: the committed seed corpus of FuzzOpenIndex
 // (TestFuzzSeedsIndexFile keeps it current).
 func indexFileSeeds(t *testing.T) map[string]corpus.Seed {
@@ -77,6 +77,9 @@ func indexFileSeeds(t *testing.T) map[string]corpus.Seed {
 		"l2-8bit":       {build(Params{Dim: 2, NList: 2, M: 1, Bits: 8}, 260, false), true},
 		"empty":         {empty(Params{Dim: 4, NList: 2, M: 2, Bits: 4}), false},
 		"l2-fixed":      {build(Params{Dim: 4, NList: 3, M: 2, Bits: 4}, 40, false), true},
+		// Sub-spaces of 2, 2 and 1 dimensions: format version 3.
+		"l2-4bit-unequal": {build(Params{Dim: 5, NList: 3, M: 3, Bits: 4}, 40, false), false},
+		"l2-8bit-unequal": {build(Params{Dim: 3, NList: 2, M: 2, Bits: 8}, 260, false), true},
 	}
 }
 

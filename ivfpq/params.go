@@ -31,7 +31,7 @@ func (m Metric) String() string {
 type Params struct {
 	Dim    int    // vector dimension
 	NList  int    // number of coarse centroids (inverted lists)
-	M      int    // number of PQ sub-spaces; must divide Dim
+	M      int    // number of PQ sub-spaces, at most Dim; see Params.subDim for their widths
 	Bits   int    // bits per sub-space code: 8 (table look-ups) or 4 (fast scan)
 	Metric Metric // L2 or IP
 
@@ -69,8 +69,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("%w: Dim %d must be positive", ErrBadParams, p.Dim)
 	case p.NList <= 0 || p.NList > 1<<24:
 		return fmt.Errorf("%w: NList %d out of range [1, 2^24]", ErrBadParams, p.NList)
-	case p.M <= 0 || p.M > 256 || p.Dim%p.M != 0:
-		return fmt.Errorf("%w: M %d must divide Dim %d and be at most 256", ErrBadParams, p.M, p.Dim)
+	case p.M <= 0 || p.M > 256 || p.M > p.Dim:
+		return fmt.Errorf("%w: M %d must be in [1, min(Dim %d, 256)]", ErrBadParams, p.M, p.Dim)
 	case p.Bits != 4 && p.Bits != 8:
 		return fmt.Errorf("%w: Bits %d must be 4 or 8", ErrBadParams, p.Bits)
 	case p.Metric != L2 && p.Metric != IP:
@@ -82,8 +82,33 @@ func (p Params) Validate() error {
 // ksub is the number of centroids per sub-space.
 func (p Params) ksub() int { return 1 << p.Bits }
 
-// dsub is the dimension of one sub-space.
-func (p Params) dsub() int { return p.Dim / p.M }
+// Sub-spaces need not be of equal width, so that M need not divide Dim
+// (128 dimensions as 48 sub-spaces give 24-byte 4-bit codes): the first
+// Dim mod M sub-spaces ("wide") have ⌈Dim/M⌉ dimensions and the others
+// ⌊Dim/M⌋. Sub-space s covers dimensions [subOff(s), subOff(s)+subDim(s))
+// in order, and its codebook, 2^Bits centroids of subDim(s) floats, starts
+// at float ksub·subOff(s) of the [M][ksub][·] codebook array, which holds
+// ksub·Dim floats in all. When M divides Dim every sub-space has Dim/M
+// dimensions and the layout is the one format version 2 describes.
+
+// subDim is the width of sub-space s. REQUIRES: p valid, 0 <= s < M.
+func (p Params) subDim(s int) int {
+	if s < p.wideSubs() {
+		return p.Dim/p.M + 1
+	}
+	return p.Dim / p.M
+}
+
+// subOff is the first dimension of sub-space s (s == M gives Dim).
+// REQUIRES: p valid, 0 <= s <= M.
+func (p Params) subOff(s int) int { return s*(p.Dim/p.M) + min(s, p.wideSubs()) }
+
+// wideSubs is how many sub-spaces (the first ones) have ⌈Dim/M⌉ dimensions;
+// 0 when M divides Dim.
+func (p Params) wideSubs() int { return p.Dim % p.M }
+
+// bookLen is the number of floats of the codebooks: ksub per dimension.
+func (p Params) bookLen() int { return p.ksub() * p.Dim }
 
 // hasTerms reports whether each stored vector carries a float32 L2 term
 // ‖r̂‖² + 2⟨c, r̂⟩ (indexes scored by L2; see search.go).

@@ -141,7 +141,7 @@ func (ix *Index) prepareLocked(q []float32, nprobe int, s *searchScratch) lut4 {
 	// and a list adds -<q,c>. L2 ADC: ‖q-c-r̂‖² = ‖q-c‖² - 2Σ<q_m, r̂_m> +
 	// (‖r̂‖² + 2<c, r̂>), so the table is -2<q_m, r_mk>, a list adds ‖q-c‖²
 	// (already computed above) and each vector its stored term.
-	simd.PQLUTDot(q, ix.book, p.M, p.ksub(), s.lut)
+	pqLUT(p, q, ix.book, s.lut, false)
 	factor := float32(-1)
 	if p.l2ADC() {
 		factor = -2

@@ -173,7 +173,7 @@ func TestMemBadInput(t *testing.T) {
 		{"ALPHA must be", []any{"MEM.CREATE", "d", "DIM", 2, "ALPHA", 7}},
 		{"unknown MEM.CREATE option", []any{"MEM.CREATE", "d", "DIM", 2, "BOGUS", 1}},
 		{"unknown index", []any{"MEM.CREATE", "d", "DIM", 2, "INDEX", "HNSW"}},
-		{"PQM must divide", []any{"MEM.CREATE", "d", "DIM", 6, "PQM", 4}},
+		{"PQM must be at most DIM", []any{"MEM.CREATE", "d", "DIM", 6, "PQM", 7}},
 		{"PQBITS must be 4 or 8", []any{"MEM.CREATE", "d", "DIM", 8, "PQBITS", 6}},
 		{"NLIST must be", []any{"MEM.CREATE", "d", "DIM", 8, "NLIST", -3}},
 		{"no such collection", []any{"MEM.ADD", "nope", "VALUES", 1, 1}},
@@ -287,43 +287,51 @@ func TestMemRedisCLI(t *testing.T) {
 	}
 }
 
-// TestMemIVFPQOverProtocol creates an IVFPQ collection with a low training
-// threshold, fills it past it, and retrieves with NPROBE and REFINE once the
-// index is in use.
+// TestMemIVFPQOverProtocol creates IVFPQ collections with a low training
+// threshold, fills them past it, and retrieves with NPROBE and REFINE once
+// the index is in use: 8-bit codes on sub-spaces of equal width, and 4-bit
+// codes with a PQM that does not divide DIM (3 sub-spaces of 3, 3 and 2
+// dimensions).
 func TestMemIVFPQOverProtocol(t *testing.T) {
 	ts, _ := startMem(t)
 	ctx := context.Background()
 	rdb := ts.client(t)
-	mustDo(t, rdb, "MEM.CREATE", "big", "DIM", 8, "METRIC", "L2", "INDEX", "IVFPQ", "NLIST", 8, "PQM", 4, "PQBITS", 8, "TRAIN", 400)
-	p := rdb.Pipeline()
-	for i := 1; i <= 800; i++ {
-		args := []any{"MEM.ADD", "big", "VALUES", 8}
+	for _, c := range []struct {
+		name      string
+		pqm, bits int
+	}{{"big", 4, 8}, {"odd", 3, 4}} {
+		mustDo(t, rdb, "MEM.CREATE", c.name, "DIM", 8, "METRIC", "L2", "INDEX", "IVFPQ", "NLIST", 8, "PQM", c.pqm, "PQBITS", c.bits, "TRAIN", 400)
+		p := rdb.Pipeline()
+		for i := 1; i <= 800; i++ {
+			args := []any{"MEM.ADD", c.name, "VALUES", 8}
+			for j := 0; j < 8; j++ {
+				args = append(args, float32((i*(j+3))%97))
+			}
+			p.Do(ctx, args...)
+		}
+		if _, err := p.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		want := fmt.Sprintf("ivfpq nlist=8 pqm=%d pqbits=%d", c.pqm, c.bits)
+		for {
+			info := mustDo(t, rdb, "MEM.INFO", c.name).([]any)
+			if s, _ := info[19].(string); strings.HasPrefix(s, want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: index not built: %v", c.name, info)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		args := []any{"MEM.RETRIEVE", c.name, "VALUES", 8}
 		for j := 0; j < 8; j++ {
-			args = append(args, float32((i*(j+3))%97))
+			args = append(args, float32((5*(j+3))%97))
 		}
-		p.Do(ctx, args...)
-	}
-	if _, err := p.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		info := mustDo(t, rdb, "MEM.INFO", "big").([]any)
-		if s, _ := info[19].(string); strings.HasPrefix(s, "ivfpq nlist=8 pqm=4 pqbits=8") {
-			break
+		res := mustDo(t, rdb, append(args, "K1", 5, "K2", 1, "LAMBDA", 0, "NPROBE", 8, "REFINE", 4)...).([]any)
+		if len(res) != 1 || res[0].([]any)[0] != int64(5) || res[0].([]any)[1] != "0" {
+			t.Fatalf("%s: nearest to memory 5: %v", c.name, res)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("index not built: %v", info)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	args := []any{"MEM.RETRIEVE", "big", "VALUES", 8}
-	for j := 0; j < 8; j++ {
-		args = append(args, float32((5*(j+3))%97))
-	}
-	res := mustDo(t, rdb, append(args, "K1", 5, "K2", 1, "LAMBDA", 0, "NPROBE", 8, "REFINE", 4)...).([]any)
-	if len(res) != 1 || res[0].([]any)[0] != int64(5) || res[0].([]any)[1] != "0" {
-		t.Fatalf("nearest to memory 5: %v", res)
 	}
 }
 

@@ -9,7 +9,9 @@ Nothing is guessed from RSS. Both files are parsed:
 memrl (ivfpq/doc.go "File format"): the header gives Dim, NList, M, Bits,
 Metric and rows; the directory gives each list's length. The index holds
 in RAM (mapped from the file, or decoded at Open) exactly: the coarse
-centroids (NList·Dim float32), the PQ codebooks (M·2^Bits·Dim/M float32),
+centroids (NList·Dim float32) and, derived at Open, their copy in the
+8-row blocked layout with their squared norms, the PQ codebooks
+(2^Bits·Dim float32, whatever the sub-space widths),
 and per list the row ids (uint32), the codes and, for L2-scored indexes,
 one float32 term per vector, each padded to 8 bytes; the directory
 (32 bytes a list) is read at Open. Per-list bookkeeping in Go (slice
@@ -65,7 +67,12 @@ def ivfpq_bytes(path):
     terms = np.vectorize(pad8)(4 * n).sum() if l2_terms else 0
     ksub = 1 << bits
     centroids = 4 * nlist * dim
-    books = 4 * m * ksub * (dim // m)
+    # Derived at Open, not stored: the centroids again in simd's 8-row
+    # blocked layout for the coarse step, and their squared norms, both
+    # over NList rounded up to 8 (ivfpq/index.go newIndex).
+    slots = (nlist + 7) // 8 * 8
+    centroids_blocked = 4 * slots * dim + 4 * slots
+    books = 4 * ksub * dim  # every dimension has ksub centroid coordinates, whatever the sub-space widths
     directory = 32 * nlist
     # Go bookkeeping per list: invList{base, tail segment{ids, codes, terms}}
     # = 6 slice headers (24 B) = 144 B; baseBytes (slice header 24 B),
@@ -73,13 +80,13 @@ def ivfpq_bytes(path):
     per_list_go = 144 + 24 + 8 + 8
     out = {
         "file": path, "version": version, "dim": dim, "nlist": nlist, "pqm": m, "pqbits": bits, "rows": rows,
-        "coarse_centroids": centroids, "pq_codebooks": books, "directory": directory,
+        "coarse_centroids": centroids, "coarse_centroids_blocked_and_norms": centroids_blocked, "pq_codebooks": books, "directory": directory,
         "row_ids": int(ids), "codes": int(codes), "l2_terms": int(terms),
         "per_list_go_bookkeeping": per_list_go * nlist,
         "data_section_file": int(data_len), "meta_section_file": int(meta_len),
         "list_len_min": int(n.min()), "list_len_median": int(np.median(n)), "list_len_max": int(n.max()),
     }
-    out["total"] = sum(out[k] for k in ("coarse_centroids", "pq_codebooks", "directory", "row_ids", "codes",
+    out["total"] = sum(out[k] for k in ("coarse_centroids", "coarse_centroids_blocked_and_norms", "pq_codebooks", "directory", "row_ids", "codes",
                                         "l2_terms", "per_list_go_bookkeeping"))
     out["bytes_per_vector"] = out["total"] / rows
     return out
@@ -138,9 +145,9 @@ def main():
     iv, hn = ivfpq_bytes(a.ivfpq), hnsw_bytes(a.hnsw)
     mb = 1e6
     print(f"memrl IVF{iv['nlist']},PQ{iv['pqm']}x{iv['pqbits']}, {iv['rows']} rows:")
-    for k in ("coarse_centroids", "pq_codebooks", "directory", "row_ids", "codes", "l2_terms",
+    for k in ("coarse_centroids", "coarse_centroids_blocked_and_norms", "pq_codebooks", "directory", "row_ids", "codes", "l2_terms",
               "per_list_go_bookkeeping", "total"):
-        print(f"  {k:<28} {iv[k] / mb:>9.2f} MB")
+        print(f"  {k:<36} {iv[k] / mb:>9.2f} MB")
     print(f"  bytes per vector {iv['bytes_per_vector']:.1f}")
     print(f"hnswlib M={hn['M']} efC={hn['ef_construction']}, {hn['elements']} elements "
           f"({hn['elements_with_upper_levels']} with upper levels, max level {hn['max_level']}):")
