@@ -84,7 +84,14 @@ func recallAt1(t *testing.T, c *Collection, vecs map[uint64][]float32, skip map[
 }
 
 func TestIndexBuildsSearchesAndSurvivesRestart(t *testing.T) {
-	indexBuildsSearchesAndSurvivesRestart(t, IndexConfig{NList: 16, TrainThreshold: 2000}, "ivfpq nlist=16 pqm=8 pqbits=8")
+	// The default code at DIM 32: 16 sub-spaces of 4 bits (DIM/4 bytes).
+	indexBuildsSearchesAndSurvivesRestart(t, IndexConfig{NList: 16, TrainThreshold: 2000}, "ivfpq nlist=16 pqm=16 pqbits=4")
+}
+
+// TestIndex8BitSurvivesRestart: the same with 8-bit codes asked for
+// (PQBITS 8 alone takes the 8-bit default PQM, 8 at DIM 32).
+func TestIndex8BitSurvivesRestart(t *testing.T) {
+	indexBuildsSearchesAndSurvivesRestart(t, IndexConfig{NList: 16, PQBits: 8, TrainThreshold: 2000}, "ivfpq nlist=16 pqm=8 pqbits=8")
 }
 
 // TestUnequalSubspaceIndexSurvivesRestart: the same with a PQM that does
