@@ -24,8 +24,12 @@
 //     (simd.ScanPQ8).
 //   - Bits 4: sixteen centroids per sub-space, codes stored in blocks of 32
 //     vectors in simd's fast-scan layout, scored with byte look-up tables and
-//     16-bit sums (simd.FastScan4) whose threshold mask skips vectors that
-//     cannot enter the candidate set.
+//     16-bit sums (simd.FastScan4). Vectors that cannot enter the candidate
+//     set are skipped by a mask computed in SIMD: the kernel's 16-bit
+//     threshold when the index stores no per-vector terms (IP), and
+//     simd.ScoreMask otherwise (L2), which forms every vector's full score
+//     with its own term and compares it with the worst candidate, bit for
+//     bit as the scalar check does.
 //
 // # Search
 //

@@ -59,6 +59,7 @@ var avx2Kernels = &kernels{
 	},
 	dotBlocked: dotBlockedCall,
 	min:        minCall,
+	scoreMask:  scoreMaskCall,
 }
 
 var avx512Kernels = &kernels{
@@ -75,6 +76,9 @@ var avx512Kernels = &kernels{
 	// each, and is bound by loads rather than by vector width.
 	dotBlocked: dotBlockedCall,
 	min:        minCall,
+	// The 256-bit kernel too: 32 scores are four ymm registers, and the
+	// pass is a small share of a scan.
+	scoreMask: scoreMaskCall,
 }
 
 // pairCall checks the slices (panicking, as the Go version does, when b is
@@ -170,4 +174,24 @@ func dotBlockedCall(q, blocks, out []float32) {
 func minCall(v []float32) float32 {
 	_ = v[0]
 	return minAVX2(&v[0], len(v))
+}
+
+// scoreMaskCall checks the slices (panicking like the Go version on short
+// ones), runs the AVX2 kernel over the whole blocks and the reference over a
+// last partial block.
+func scoreMaskCall(sums []uint16, scale, offset float32, terms []float32, bound float32, masks []uint32) {
+	n := len(sums)
+	if n == 0 {
+		return
+	}
+	terms = terms[:n]
+	nb := (n + FastScanBlock - 1) / FastScanBlock
+	masks = masks[:nb]
+	whole := n / FastScanBlock
+	if whole > 0 {
+		scoreMaskAVX2(&sums[0], &terms[0], scale, offset, bound, &masks[0], whole)
+	}
+	if done := whole * FastScanBlock; done < n {
+		scoreMaskGeneric(sums[done:], scale, offset, terms[done:], bound, masks[whole:])
+	}
 }
