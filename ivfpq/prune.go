@@ -120,9 +120,20 @@ func (ix *Index) kthExactLocked(q []float32, k int, src VectorSource, s *searchS
 		}
 	}
 	s.best = best
-	var kth float32
+	// The rows are scattered over the vector file: ask for all k before
+	// reading any, as rerank does, so their cache and TLB misses overlap
+	// instead of queueing (the k serial misses were 6% of a search's CPU
+	// time at 1M, IVF2048,PQ64x4, nprobe 32).
+	s.vecs = s.vecs[:0]
 	for _, i := range best {
-		kth = max(kth, simd.L2Sq(q, src.Vector(s.cands.row[i])))
+		v := src.Vector(s.cands.row[i])
+		simd.Prefetch(v)
+		s.vecs = append(s.vecs, v)
 	}
+	var kth float32
+	for _, v := range s.vecs {
+		kth = max(kth, simd.L2Sq(q, v))
+	}
+	clear(s.vecs) // drop the references: the pooled scratch outlives the call
 	return kth
 }
