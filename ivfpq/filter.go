@@ -117,6 +117,7 @@ func (ix *Index) SearchFiltered(q []float32, k int, sp SearchParams, f Filter, s
 	next := 0
 	for {
 		var res []Neighbor
+		s.cands.settle()
 		if s.cands.full() || st.Probed == p.NList {
 			res = ix.rerankAll(q, src, s)
 			if f.HasMinSim {

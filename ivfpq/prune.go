@@ -99,6 +99,7 @@ func (ix *Index) probeListsLocked(q []float32, q4 lut4, f *Filter, s *searchScra
 // search's filter, so the value bounds the distance of the true k-th
 // nearest such row from above. REQUIRES: ix.mu held for reading.
 func (ix *Index) kthExactLocked(q []float32, k int, src VectorSource, s *searchScratch) float32 {
+	s.cands.settle()
 	n := len(s.cands.score)
 	if n < k {
 		return float32(math.Inf(1))

@@ -28,7 +28,7 @@ type searchScratch struct {
 	sums       []uint16  // [scanChunk] quantized scores (4-bit codes)
 	masks      []uint32  // [scanChunk/32]
 	code       []byte    // [M]
-	cands      topK      // best k*refine candidates by approximate score
+	cands      candSet   // best k*refine candidates by approximate score
 	rerank     []Neighbor
 	vecs       [][]float32 // the candidates' raw vectors, in s.cands order
 	qq         float32     // ‖q‖², set by prepareLocked
@@ -349,6 +349,7 @@ func quantizeLUT4(lut []float32, m int, q []byte) lut4 {
 
 // rerank turns s.cands into the final k results.
 func (ix *Index) rerank(q []float32, k int, src VectorSource, s *searchScratch) []Neighbor {
+	s.cands.settle()
 	r := s.rerank[:0]
 	var qq float32
 	if ix.p.unitIP && src == nil {
