@@ -384,20 +384,49 @@ func (ix *Index) rerank(q []float32, k int, src VectorSource, s *searchScratch) 
 		}
 		r = append(r, Neighbor{Row: row, Sim: sim})
 	}
-	slices.SortFunc(r, func(a, b Neighbor) int {
-		switch {
-		case a.Sim > b.Sim:
-			return -1
-		case a.Sim < b.Sim:
-			return 1
-		case a.Row < b.Row:
-			return -1
-		case a.Row > b.Row:
-			return 1
-		}
-		return 0
-	})
+	bestFirst(r, k)
 	s.rerank = r
 	clear(s.vecs) // drop the references: the pooled scratch outlives the call
 	return slices.Clone(r[:min(k, len(r))])
+}
+
+// better orders results: higher Sim first, ties by lower row.
+func better(a, b Neighbor) bool {
+	return a.Sim > b.Sim || (a.Sim == b.Sim && a.Row < b.Row)
+}
+
+// bestFirst puts the best k of r (by better) in r[:k], best first, and the
+// others after them in no particular order; with k <= 0 or k >= len(r) it
+// sorts all of r. Only k are returned, and sorting all k·Refine
+// candidates by a comparison function was 5% of a search at 1M
+// (IVF2048,PQ64x4, Refine 12): here the first k are sorted and each later
+// one is compared with the k-th, which turns most away, and inserted by
+// shifting only when it beats it.
+func bestFirst(r []Neighbor, k int) {
+	cmp := func(a, b Neighbor) int {
+		switch {
+		case better(a, b):
+			return -1
+		case better(b, a):
+			return 1
+		}
+		return 0
+	}
+	if k <= 0 || k >= len(r) {
+		slices.SortFunc(r, cmp)
+		return
+	}
+	slices.SortFunc(r[:k], cmp)
+	for i := k; i < len(r); i++ {
+		x := r[i]
+		if !better(x, r[k-1]) {
+			continue
+		}
+		r[i] = r[k-1] // the evicted k-th joins the rest
+		j := k - 1
+		for ; j > 0 && better(x, r[j-1]); j-- {
+			r[j] = r[j-1]
+		}
+		r[j] = x
+	}
 }
