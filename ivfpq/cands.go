@@ -1,6 +1,9 @@
 package ivfpq
 
-import "math"
+import (
+	"math"
+	"math/bits"
+)
 
 // candSet collects a search's candidates: it keeps the limit smallest
 // scores pushed into it, as topK does, but as an unordered buffer that is
@@ -45,7 +48,9 @@ func (c *candSet) reset(limit int) {
 // been kept.
 func (c *candSet) worst() float32 { return c.bound }
 
-// push adds (s, r). REQUIRES: s < c.worst().
+// push adds (s, r). REQUIRES: s < c.worst(), or the set holds fewer than
+// limit (so that scores no comparison admits, +Inf and NaN, can still fill
+// it).
 func (c *candSet) push(s float32, r uint32) {
 	c.score = append(c.score, s)
 	c.row = append(c.row, r)
@@ -55,8 +60,8 @@ func (c *candSet) push(s float32, r uint32) {
 }
 
 // settle cuts the set back to its limit smallest scores (in no particular
-// order; ties at the limit are kept in no particular order either) and
-// tightens the bound when the set is full. Readers of score and row call
+// order; of equal scores at the limit, the lower rows) and tightens the
+// bound when the set is full. Readers of score and row call
 // it first.
 func (c *candSet) settle() {
 	n := len(c.score)
@@ -85,27 +90,28 @@ func (c *candSet) settle() {
 func (c *candSet) full() bool { return len(c.score) >= c.limit }
 
 // selectSmallest reorders score (and row with it) so that score[:k] holds
-// the k smallest scores, in no particular order. Scores are compared by
-// orderKey, a total order that is float order for every non-NaN score, so
-// the selection terminates whatever the input. Quickselect with a
-// median-of-three pivot and branch-free partitions: which side a score
-// falls on is data, not a jump, because the scores near the bound are in
-// random order and each comparison would be a coin-flip misprediction.
+// the k smallest, in no particular order, ties broken by lower row: it
+// selects by the pair key (orderKey(score), row), a total order that is
+// float order for every non-NaN score, so the selection is deterministic
+// and terminates whatever the input. Quickselect with a median-of-three
+// pivot and branch-free partitions: which side a score falls on is data,
+// not a jump, because the scores near the bound are in random order and
+// each comparison would be a coin-flip misprediction.
 // REQUIRES: 1 <= k <= len(score) == len(row).
 func selectSmallest(score []float32, row []uint32, k int) {
 	lo, hi := 0, len(score) // the k-th smallest is in [lo, hi)
 	target := k - 1
 	for hi-lo > 16 {
 		mid := int(uint(lo+hi) >> 1)
-		pk := median3(orderKey(score[lo]), orderKey(score[mid]), orderKey(score[hi-1]))
-		j := lo + partitionBelow(score[lo:hi], row[lo:hi], int64(pk))
+		pk := median3(pairKey(score[lo], row[lo]), pairKey(score[mid], row[mid]), pairKey(score[hi-1], row[hi-1]))
+		j := lo + partitionBelow(score[lo:hi], row[lo:hi], pk, false)
 		if target < j {
 			hi = j
 			continue
 		}
-		// Not below the pivot: move the scores equal to it (the pivot
+		// Not below the pivot: move the keys equal to it (the pivot
 		// itself at least, so the range shrinks) to the front.
-		j2 := j + partitionBelow(score[j:hi], row[j:hi], int64(pk)+1)
+		j2 := j + partitionBelow(score[j:hi], row[j:hi], pk, true)
 		if target < j2 {
 			return
 		}
@@ -113,42 +119,55 @@ func selectSmallest(score []float32, row []uint32, k int) {
 	}
 	for i := lo + 1; i < hi; i++ {
 		s, r := score[i], row[i]
-		ks := orderKey(s)
+		ks := pairKey(s, r)
 		j := i
-		for ; j > lo && orderKey(score[j-1]) > ks; j-- {
+		for ; j > lo && pairKey(score[j-1], row[j-1]) > ks; j-- {
 			score[j], row[j] = score[j-1], row[j-1]
 		}
 		score[j], row[j] = s, r
 	}
 }
 
-// partitionBelow moves the scores whose key is below lim to the front of
-// score (row with it) and returns how many there are (Lomuto's scheme, the
-// step taken by arithmetic on the sign of key − lim, never a branch).
-// REQUIRES: len(row) == len(score).
-func partitionBelow(score []float32, row []uint32, lim int64) int {
+// partitionBelow moves the entries whose pair key is below pk (at most pk
+// when orEqual) to the front of score (row with it) and returns how many
+// there are: Lomuto's scheme, with the step taken from the borrow of a
+// 64-bit subtraction, never a branch. REQUIRES: len(row) == len(score).
+func partitionBelow(score []float32, row []uint32, pk uint64, orEqual bool) int {
 	row = row[:len(score)]
 	j := 0
+	if orEqual {
+		for i, x := range score {
+			r := row[i]
+			score[i], row[i] = score[j], row[j]
+			score[j], row[j] = x, r
+			_, above := bits.Sub64(pk, pairKey(x, r), 0)
+			j += int(1 - above)
+		}
+		return j
+	}
 	for i, x := range score {
 		r := row[i]
 		score[i], row[i] = score[j], row[j]
 		score[j], row[j] = x, r
-		j += int(uint64(int64(orderKey(x))-lim) >> 63)
+		_, below := bits.Sub64(pairKey(x, r), pk, 0)
+		j += int(below)
 	}
 	return j
 }
 
-// orderKey maps a float to an int32 that sorts as the float does (with −0
-// below +0, and NaNs beyond the infinities by sign): a positive float's
-// bits already sort as integers, and a negative one's magnitude bits are
-// flipped so that a larger magnitude sorts lower.
-func orderKey(f float32) int32 {
-	b := int32(math.Float32bits(f))
-	return b ^ int32(uint32(b>>31)>>1)
+// pairKey maps (score, row) to a uint64 that sorts by score as floats sort
+// (with −0 below +0, and NaNs beyond the infinities by sign), then by row:
+// a positive float's bits already sort as integers, a negative one's
+// magnitude bits are flipped so that a larger magnitude sorts lower, and
+// the sign bit is flipped to turn that signed order into an unsigned one.
+func pairKey(f float32, row uint32) uint64 {
+	b := math.Float32bits(f)
+	b ^= uint32(int32(b)>>31)>>1 | 1<<31
+	return uint64(b)<<32 | uint64(row)
 }
 
 // median3 returns the median of three keys.
-func median3(a, b, c int32) int32 {
+func median3(a, b, c uint64) uint64 {
 	if a > b {
 		a, b = b, a
 	}

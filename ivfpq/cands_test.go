@@ -1,6 +1,7 @@
 package ivfpq
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -40,6 +41,14 @@ func TestSelectSmallest(t *testing.T) {
 				got := slices.Sorted(slices.Values(s[:k]))
 				if !slices.Equal(got, want[:k]) {
 					t.Fatalf("n=%d kind=%d k=%d: kept %v, want %v", n, kind, k, got, want[:k])
+				}
+				// Ties at the k-th score: the lower rows are kept.
+				for i := k; i < n; i++ {
+					for j := range k {
+						if s[j] == s[i] && rw[j] > rw[i] {
+							t.Fatalf("n=%d kind=%d k=%d: kept row %d over row %d at equal score", n, kind, k, rw[j], rw[i])
+						}
+					}
 				}
 				for i := range s {
 					if score[rw[i]] != s[i] {
@@ -97,6 +106,24 @@ func TestCandSetKeepsTheSmallest(t *testing.T) {
 				}
 				if c.full() != (n >= limit) {
 					t.Fatalf("limit %d n %d: full() = %v", limit, n, c.full())
+				}
+			}
+		}
+	}
+}
+
+// TestPairKeyOrder: pairKey sorts as (score, row) do, over signed zeros,
+// infinities, subnormals and ordinary values.
+func TestPairKeyOrder(t *testing.T) {
+	vals := []float32{float32(math.Inf(-1)), -math.MaxFloat32, -1, -math.SmallestNonzeroFloat32, 0, math.SmallestNonzeroFloat32, 0.5, 1, math.MaxFloat32, float32(math.Inf(1))}
+	for i, a := range vals {
+		for j, b := range vals {
+			for _, ra := range []uint32{0, 7, math.MaxUint32} {
+				for _, rb := range []uint32{0, 7, math.MaxUint32} {
+					want := i < j || (i == j && ra < rb)
+					if got := pairKey(a, ra) < pairKey(b, rb); got != want {
+						t.Fatalf("(%g,%d) < (%g,%d): %v, want %v", a, ra, b, rb, got, want)
+					}
 				}
 			}
 		}
