@@ -1,9 +1,6 @@
 package ivfpq
 
-import (
-	"math"
-	"math/bits"
-)
+import "math"
 
 // candSet collects a search's candidates: it keeps the limit smallest
 // scores pushed into it, as topK does, but as an unordered buffer that is
@@ -90,84 +87,90 @@ func (c *candSet) settle() {
 func (c *candSet) full() bool { return len(c.score) >= c.limit }
 
 // selectSmallest reorders score (and row with it) so that score[:k] holds
-// the k smallest, in no particular order, ties broken by lower row: it
-// selects by the pair key (orderKey(score), row), a total order that is
-// float order for every non-NaN score, so the selection is deterministic
-// and terminates whatever the input. Quickselect with a median-of-three
-// pivot and branch-free partitions: which side a score falls on is data,
-// not a jump, because the scores near the bound are in random order and
-// each comparison would be a coin-flip misprediction.
+// the k smallest, in no particular order; of equal scores at the k-th, the
+// lower rows. Scores are compared by orderKey, a total order that is float
+// order for every non-NaN score, so the selection terminates whatever the
+// input. Quickselect with a median-of-three pivot and branch-free
+// partitions: which side a score falls on is data, not a jump, because the
+// scores near the bound are in random order and each comparison would be
+// a coin-flip misprediction. (Partitioning by a 64-bit (score, row) key
+// instead made it 2-3 times slower; ties are rare, so they are settled
+// where they meet the k-th, below.)
 // REQUIRES: 1 <= k <= len(score) == len(row).
 func selectSmallest(score []float32, row []uint32, k int) {
 	lo, hi := 0, len(score) // the k-th smallest is in [lo, hi)
 	target := k - 1
+	// INVARIANT: every score before lo is below, and every one from hi
+	// on above, every score in [lo, hi), so ties with one in the range
+	// are in the range.
 	for hi-lo > 16 {
 		mid := int(uint(lo+hi) >> 1)
-		pk := median3(pairKey(score[lo], row[lo]), pairKey(score[mid], row[mid]), pairKey(score[hi-1], row[hi-1]))
-		j := lo + partitionBelow(score[lo:hi], row[lo:hi], pk, false)
+		pk := median3(orderKey(score[lo]), orderKey(score[mid]), orderKey(score[hi-1]))
+		j := lo + partitionBelow(score[lo:hi], row[lo:hi], int64(pk))
 		if target < j {
 			hi = j
 			continue
 		}
-		// Not below the pivot: move the keys equal to it (the pivot
+		// Not below the pivot: move the scores equal to it (the pivot
 		// itself at least, so the range shrinks) to the front.
-		j2 := j + partitionBelow(score[j:hi], row[j:hi], pk, true)
+		j2 := j + partitionBelow(score[j:hi], row[j:hi], int64(pk)+1)
 		if target < j2 {
+			// The k-th is among the [j, j2) equal to the pivot, and
+			// all its ties are there: keep their lower rows.
+			sortByKeyRow(score[j:j2], row[j:j2])
 			return
 		}
 		lo = j2
 	}
-	for i := lo + 1; i < hi; i++ {
+	sortByKeyRow(score[lo:hi], row[lo:hi])
+}
+
+// sortByKeyRow sorts a short range by (orderKey(score), row): insertion
+// sort. REQUIRES: len(row) == len(score).
+func sortByKeyRow(score []float32, row []uint32) {
+	row = row[:len(score)]
+	for i := 1; i < len(score); i++ {
 		s, r := score[i], row[i]
-		ks := pairKey(s, r)
+		ks := orderKey(s)
 		j := i
-		for ; j > lo && pairKey(score[j-1], row[j-1]) > ks; j-- {
+		for ; j > 0; j-- {
+			kp := orderKey(score[j-1])
+			if kp < ks || (kp == ks && row[j-1] < r) {
+				break
+			}
 			score[j], row[j] = score[j-1], row[j-1]
 		}
 		score[j], row[j] = s, r
 	}
 }
 
-// partitionBelow moves the entries whose pair key is below pk (at most pk
-// when orEqual) to the front of score (row with it) and returns how many
-// there are: Lomuto's scheme, with the step taken from the borrow of a
-// 64-bit subtraction, never a branch. REQUIRES: len(row) == len(score).
-func partitionBelow(score []float32, row []uint32, pk uint64, orEqual bool) int {
+// partitionBelow moves the scores whose key is below lim to the front of
+// score (row with it) and returns how many there are (Lomuto's scheme, the
+// step taken by arithmetic on the sign of key − lim, never a branch).
+// REQUIRES: len(row) == len(score).
+func partitionBelow(score []float32, row []uint32, lim int64) int {
 	row = row[:len(score)]
 	j := 0
-	if orEqual {
-		for i, x := range score {
-			r := row[i]
-			score[i], row[i] = score[j], row[j]
-			score[j], row[j] = x, r
-			_, above := bits.Sub64(pk, pairKey(x, r), 0)
-			j += int(1 - above)
-		}
-		return j
-	}
 	for i, x := range score {
 		r := row[i]
 		score[i], row[i] = score[j], row[j]
 		score[j], row[j] = x, r
-		_, below := bits.Sub64(pairKey(x, r), pk, 0)
-		j += int(below)
+		j += int(uint64(int64(orderKey(x))-lim) >> 63)
 	}
 	return j
 }
 
-// pairKey maps (score, row) to a uint64 that sorts by score as floats sort
-// (with −0 below +0, and NaNs beyond the infinities by sign), then by row:
-// a positive float's bits already sort as integers, a negative one's
-// magnitude bits are flipped so that a larger magnitude sorts lower, and
-// the sign bit is flipped to turn that signed order into an unsigned one.
-func pairKey(f float32, row uint32) uint64 {
-	b := math.Float32bits(f)
-	b ^= uint32(int32(b)>>31)>>1 | 1<<31
-	return uint64(b)<<32 | uint64(row)
+// orderKey maps a float to an int32 that sorts as the float does (with −0
+// below +0, and NaNs beyond the infinities by sign): a positive float's
+// bits already sort as integers, and a negative one's magnitude bits are
+// flipped so that a larger magnitude sorts lower.
+func orderKey(f float32) int32 {
+	b := int32(math.Float32bits(f))
+	return b ^ int32(uint32(b>>31)>>1)
 }
 
 // median3 returns the median of three keys.
-func median3(a, b, c uint64) uint64 {
+func median3(a, b, c int32) int32 {
 	if a > b {
 		a, b = b, a
 	}
