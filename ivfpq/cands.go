@@ -93,9 +93,8 @@ func (c *candSet) full() bool { return len(c.score) >= c.limit }
 // input. Quickselect with a median-of-three pivot and branch-free
 // partitions: which side a score falls on is data, not a jump, because the
 // scores near the bound are in random order and each comparison would be
-// a coin-flip misprediction. (Partitioning by a 64-bit (score, row) key
-// instead made it 2-3 times slower; ties are rare, so they are settled
-// where they meet the k-th, below.)
+// a coin-flip misprediction. Ties are rare, so rather than partition by a
+// (score, row) key they are settled where they meet the k-th, below.
 // REQUIRES: 1 <= k <= len(score) == len(row).
 func selectSmallest(score []float32, row []uint32, k int) {
 	lo, hi := 0, len(score) // the k-th smallest is in [lo, hi)
