@@ -28,8 +28,12 @@
 //     (simd.ScanPQ8).
 //   - Bits 4: sixteen centroids per sub-space, codes stored in blocks of 32
 //     vectors in simd's fast-scan layout, scored with byte look-up tables and
-//     16-bit sums (simd.FastScan4) whose threshold mask skips vectors that
-//     cannot enter the candidate set.
+//     16-bit sums (simd.FastScan4). Vectors that cannot enter the candidate
+//     set are skipped by a mask computed in SIMD: the kernel's 16-bit
+//     threshold when the index stores no per-vector terms (IP), and
+//     simd.ScoreMask otherwise (L2), which forms every vector's full score
+//     with its own term and compares it with the worst candidate, bit for
+//     bit as the scalar check does.
 //
 // # Search
 //
@@ -56,11 +60,13 @@
 //     list's ⟨q, c⟩. L2: ‖q−c−r̂‖² = ‖q−c‖² − 2Σ_m⟨q_m, r̂_m⟩ +
 //     (‖r̂‖² + 2⟨c, r̂⟩); the last term is stored per vector at Add, so
 //     again one table serves all lists and a probe costs only its scan.
-//     4-bit tables are quantized to bytes once per query; the fast-scan
-//     threshold uses the smallest stored term of each 256-vector chunk as
-//     its bound;
-//  3. the best k·Refine candidates are kept in a heap; the deleted bitmap
-//     is consulted only for candidates good enough to enter it;
+//     4-bit tables are quantized to bytes once per query; which of a
+//     chunk's 256 vectors can enter the candidates is decided in SIMD (see
+//     Bits 4 above);
+//  3. the best k·Refine candidates are kept (cands.go) in a buffer of twice
+//     that size, cut back to the best k·Refine by a selection when it
+//     fills, which also tightens the admission bound; the deleted bitmap is
+//     consulted only for candidates good enough to enter it;
 //  4. the candidates are re-scored exactly from src and the best k returned,
 //     best first. All their rows are prefetched (simd.Prefetch) before the
 //     first is read, so the cache misses of these scattered rows overlap. Sim is −‖q−x‖² for L2 and ⟨q, x⟩ for IP.
@@ -68,8 +74,8 @@
 // SearchFiltered(q, k, sp, Filter{Deleted, Allow, Match, MinSim}, src) is
 // Search with a filter and widening (filter.go): a candidate must be in
 // Allow (when set), not in Deleted, and accepted by Match (when set), each
-// checked only for codes good enough to enter the heap; and when the heap
-// is not full of k·Refine candidates after the probed lists, or once full
+// checked only for codes good enough to enter the candidates; and when
+// they are fewer than k·Refine after the probed lists, or once full
 // its re-ranked rows hold fewer than k reaching MinSim, further lists are
 // probed in centroid order, doubling the probed count each round, until k
 // pass or every list is probed. So it returns fewer than k only when the

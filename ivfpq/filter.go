@@ -117,8 +117,9 @@ func (ix *Index) SearchFiltered(q []float32, k int, sp SearchParams, f Filter, s
 	next := 0
 	for {
 		var res []Neighbor
+		s.cands.settle()
 		if s.cands.full() || st.Probed == p.NList {
-			res = ix.rerankAll(q, src, s)
+			res = ix.rerankAll(q, k, src, s)
 			if f.HasMinSim {
 				res = slices.DeleteFunc(res, func(n Neighbor) bool { return !(n.Sim >= f.MinSim) })
 			}
@@ -157,9 +158,12 @@ func (ix *Index) SearchFiltered(q []float32, k int, sp SearchParams, f Filter, s
 	}
 }
 
-// rerankAll re-scores every candidate in s.cands and returns them best
-// first, in s.rerank (valid until the next call).
-func (ix *Index) rerankAll(q []float32, src VectorSource, s *searchScratch) []Neighbor {
-	ix.rerank(q, 0, src, s)
+// rerankAll re-scores every candidate in s.cands and returns them in
+// s.rerank (valid until the next call): the best k first, best first, and
+// the others after them in no particular order. Every candidate after the
+// first k is no better than the k-th, so dropping those below MinSim
+// leaves the best k that reach it first.
+func (ix *Index) rerankAll(q []float32, k int, src VectorSource, s *searchScratch) []Neighbor {
+	ix.rerank(q, k, src, s)
 	return s.rerank
 }

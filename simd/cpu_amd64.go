@@ -59,6 +59,7 @@ var avx2Kernels = &kernels{
 	},
 	dotBlocked: dotBlockedCall,
 	min:        minCall,
+	scoreMask:  scoreMaskCall,
 }
 
 var avx512Kernels = &kernels{
@@ -75,6 +76,9 @@ var avx512Kernels = &kernels{
 	// each, and is bound by loads rather than by vector width.
 	dotBlocked: dotBlockedCall,
 	min:        minCall,
+	// The 256-bit kernel too: 32 scores are four ymm registers, and the
+	// pass is a small share of a scan.
+	scoreMask: scoreMaskCall,
 }
 
 // pairCall checks the slices (panicking, as the Go version does, when b is
@@ -170,4 +174,33 @@ func dotBlockedCall(q, blocks, out []float32) {
 func minCall(v []float32) float32 {
 	_ = v[0]
 	return minAVX2(&v[0], len(v))
+}
+
+// scoreMaskCall checks the slices (panicking like the Go version on short
+// ones) and runs the AVX2 kernel over the whole blocks, then over a copy of
+// a last partial block padded with zeros, whose extra bits it clears (the
+// kernel must not read past the caller's slices; ivfpq's lists rarely end
+// on a block boundary, and the plain loop there cost a fifth as much as the
+// kernel over all the rest).
+func scoreMaskCall(sums []uint16, scale, offset float32, terms []float32, bound float32, masks []uint32) {
+	n := len(sums)
+	if n == 0 {
+		return
+	}
+	terms = terms[:n]
+	nb := (n + FastScanBlock - 1) / FastScanBlock
+	masks = masks[:nb]
+	whole := n / FastScanBlock
+	if whole > 0 {
+		scoreMaskAVX2(&sums[0], &terms[0], scale, offset, bound, &masks[0], whole)
+	}
+	if done := whole * FastScanBlock; done < n {
+		var ps [FastScanBlock]uint16
+		var pt [FastScanBlock]float32
+		var pm uint32
+		copy(ps[:], sums[done:])
+		copy(pt[:], terms[done:])
+		scoreMaskAVX2(&ps[0], &pt[0], scale, offset, bound, &pm, 1)
+		masks[whole] = pm & (1<<(n-done) - 1)
+	}
 }

@@ -38,6 +38,7 @@ type kernels struct {
 	fastScan4  func(codes []byte, m int, lut []byte, thresh uint16, sums []uint16, masks []uint32)
 	dotBlocked func(q, blocks, out []float32)
 	min        func(v []float32) float32
+	scoreMask  func(sums []uint16, scale, offset float32, terms []float32, bound float32, masks []uint32)
 }
 
 var genericKernels = &kernels{
@@ -50,6 +51,7 @@ var genericKernels = &kernels{
 	fastScan4:  fastScan4Generic,
 	dotBlocked: dotBlockedGeneric,
 	min:        minGeneric,
+	scoreMask:  scoreMaskGeneric,
 }
 
 // cur is the kernel set in use. INVARIANT: never nil after package init.

@@ -59,8 +59,12 @@
 // amd64): ivfpq prefetches all its re-rank rows before scoring them, so
 // their cache and TLB misses overlap.
 //
-// Min is the smallest of a slice (four 8-lane VMINPS accumulators): the
-// 4-bit scan's bound on each 256-code chunk's stored terms.
+// Min is the smallest of a slice (four 8-lane VMINPS accumulators).
+//
+// ScoreMask finishes a 4-bit scan of an L2 index: it turns FastScan4's
+// 16-bit sums into full float scores, each with its vector's stored term,
+// and compares them with the worst candidate, eight at a time (AVX2 at both
+// AVX levels), giving the same bits as the scalar expression it documents.
 //
 // ScanPQ8 is scalar code unrolled over four sub-spaces (the loads of code
 // bytes and LUT entries bound it, so a gather would not help). FastScan4

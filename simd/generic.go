@@ -106,3 +106,23 @@ func minGeneric(v []float32) float32 {
 	}
 	return m
 }
+
+// scoreMaskGeneric is the reference for ScoreMask.
+func scoreMaskGeneric(sums []uint16, scale, offset float32, terms []float32, bound float32, masks []uint32) {
+	n := len(sums)
+	terms = terms[:n]
+	for b := 0; b*FastScanBlock < n; b++ {
+		var mask uint32
+		for j := range min(FastScanBlock, n-b*FastScanBlock) {
+			i := b*FastScanBlock + j
+			// The conversion rounds the product: no fused multiply-add,
+			// so every level computes the same float.
+			d := float32(float32(sums[i])*scale) + offset
+			d += terms[i]
+			if d < bound {
+				mask |= 1 << j
+			}
+		}
+		masks[b] = mask
+	}
+}

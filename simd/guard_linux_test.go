@@ -108,6 +108,29 @@ func TestPrefetchAtPageEnd(t *testing.T) {
 	}
 }
 
+// TestNoOverreadScoreMask puts the sums, terms and masks each against an
+// unmapped page.
+func TestNoOverreadScoreMask(t *testing.T) {
+	forEachLevel(t, func(t testing.TB, level string) {
+		r := rand.New(rand.NewPCG(27, 28))
+		for _, n := range []int{1, 31, 32, 33, 64, 95, 256} {
+			sb, fs := guarded(t, 2*n)
+			sums := unsafe.Slice((*uint16)(unsafe.Pointer(&sb[0])), n)
+			for i := range sums {
+				sums[i] = uint16(r.Uint32())
+			}
+			terms, ft := guardedFloats(t, r, n)
+			nb := (n + FastScanBlock - 1) / FastScanBlock
+			mb, fm := guarded(t, 4*nb)
+			masks := unsafe.Slice((*uint32)(unsafe.Pointer(&mb[0])), nb)
+			ScoreMask(sums, 0.5, 1, terms, 100, masks)
+			fs()
+			ft()
+			fm()
+		}
+	})
+}
+
 // TestNoOverreadDotBlocked puts the query, the blocks and the output each
 // against an unmapped page.
 func TestNoOverreadDotBlocked(t *testing.T) {

@@ -53,6 +53,13 @@ func scanPQ8AMD64(codes *byte, m int, lut *float32, out *float32, n int)
 //go:noescape
 func minAVX2(v *float32, n int) float32
 
+// scoreMaskAVX2 is ScoreMask's kernel (scoremask_amd64.s) over whole
+// blocks. REQUIRES: nblocks >= 1; sums covers nblocks*32 uint16s, terms
+// nblocks*32 floats, masks nblocks uint32s.
+//
+//go:noescape
+func scoreMaskAVX2(sums *uint16, terms *float32, scale, offset, bound float32, masks *uint32, nblocks int)
+
 // dotBlocked8AVX2 is DotBlocked's kernel (blocked_avx2_amd64.s).
 // REQUIRES: dim >= 1, nblocks >= 1; blocks covers nblocks*dim*8 floats,
 // q dim floats, out nblocks*8 floats.

@@ -60,6 +60,21 @@ func FastScan4(codes []byte, m int, lut []byte, thresh uint16, sums []uint16, ma
 	cur.Load().fastScan4(codes, m, lut, thresh, sums, masks)
 }
 
+// ScoreMask turns a 4-bit scan's 16-bit sums into exact pass/fail bits
+// against a float bound, each vector with its own stored term: bit j%32 of
+// masks[j/32] is set, for j < len(sums), when
+//
+//	float32(float32(sums[j])*scale) + offset + terms[j] < bound
+//
+// evaluated left to right in float32 with every operation rounded (no fused
+// multiply-add), so a caller that computes a survivor's score with that
+// expression gets the same comparison; the other bits of those masks are
+// cleared. A NaN score or bound passes nothing, as with Go's <.
+// REQUIRES: len(terms) >= len(sums), len(masks) >= ceil(len(sums)/32).
+func ScoreMask(sums []uint16, scale, offset float32, terms []float32, bound float32, masks []uint32) {
+	cur.Load().scoreMask(sums, scale, offset, terms, bound, masks)
+}
+
 // Min returns the smallest value of v. v holds no NaN (with one, the
 // result is unspecified). REQUIRES: len(v) >= 1 (an empty v panics).
 func Min(v []float32) float32 { return cur.Load().min(v) }
