@@ -61,6 +61,10 @@ type conn struct {
 	sharedHeld bool
 	inExec     bool
 
+	// applying marks a connection of Server.Apply (replicate.go): its
+	// commands run here, never proposed again. Set at creation.
+	applying bool
+
 	// frameStart is when the command being read began to arrive (zero
 	// between commands); see readDeadline. Only the connection's goroutine
 	// touches it.
@@ -215,7 +219,8 @@ func (c *conn) run(cmd *command, args [][]byte, start time.Duration) (keep bool)
 	}()
 	c.hctx.cmd = cmd
 	errsBefore := c.w.errs
-	err := cmd.fn(&c.hctx, args[1:])
+	// The handler, or the Replicator for a write (replicate.go).
+	err := c.call(cmd, args)
 	c.clock = c.srv.observe(c, cmd, args, start, err != nil || c.w.errs != errsBefore) // stats.go
 	c.clockValid = true
 	wrote := c.w.Written() != before

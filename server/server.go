@@ -117,6 +117,9 @@ type Server struct {
 	// interleaves with a transaction (tx.go).
 	txMu sync.RWMutex
 
+	// repl is the Replicator set by SetReplicator, or nil (replicate.go).
+	repl atomic.Pointer[Replicator]
+
 	auth   *authenticator // immutable after New
 	budget Budget         // client memory (budget.go); its limit is set by New
 

@@ -312,6 +312,9 @@ func cmdExec(c *Ctx, args [][]byte) error {
 	if tx.aborted {
 		return errExecAbort
 	}
+	if handled, err := cn.execTx(tx); handled { // proposed as one entry (replicate.go)
+		return err
+	}
 	reply, ok := cn.runTx(tx)
 	if !ok {
 		// A queued command panicked, or failed after writing part of its
