@@ -1,0 +1,154 @@
+package replica
+
+import (
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/memrl/memrl/server"
+)
+
+// RAFT.* commands (docs/PROTOCOL.md "Replication").
+//
+//	RAFT.ADD node-id client-addr   add a voter (leader only); its raft
+//	                               address is RaftAddr(client-addr)
+//	RAFT.REMOVE node-id            remove a server (leader only)
+//	RAFT.STATUS                    this node's raft state, a flat map
+//	RAFT.MAINTAIN                  expire and prune now (what the leader
+//	                               proposes every MaintainInterval)
+//
+// ADD, REMOVE and STATUS act on this node's raft instance and are Local
+// (never proposed as entries; membership changes are raft's own
+// configuration entries). MAINTAIN is an ordinary replicated command.
+
+// errMembershipArgs: RAFT.ADD's client address must be host:port.
+var errMembershipArgs = server.NewError("RAFT.ADD wants node-id host:port (the new node's client address)")
+
+func (n *Node) registerCommands(s *server.Server) {
+	s.Register("RAFT.ADD", 2, n.cmdAdd, server.Local)
+	s.Register("RAFT.REMOVE", 1, n.cmdRemove, server.Local)
+	s.Register("RAFT.STATUS", 0, n.cmdStatus, server.ReadOnly)
+	s.Register("RAFT.MAINTAIN", 0, n.cmdMaintain)
+}
+
+// RaftAddr returns the raft address of a node whose client address is
+// clientAddr: the same host, port + 10000 (as Redis's cluster bus), or
+// "" if clientAddr is not host:port with such a port.
+func RaftAddr(clientAddr string) string {
+	host, port, err := splitHostPort(clientAddr)
+	if err != nil || port+10000 > 65535 {
+		return ""
+	}
+	return joinHostPort(host, port+10000)
+}
+
+// RAFT.ADD node-id client-addr
+func (n *Node) cmdAdd(c *server.Ctx, args [][]byte) error {
+	if len(args) != 2 {
+		return c.WrongArity()
+	}
+	addr := RaftAddr(string(args[1]))
+	if addr == "" || len(args[0]) == 0 {
+		return errMembershipArgs
+	}
+	if !n.IsLeader() {
+		return n.notLeader()
+	}
+	if err := n.raft.AddVoter(raft.ServerID(args[0]), raft.ServerAddress(addr), 0, 10*time.Second).Error(); err != nil {
+		return server.NewError("RAFT.ADD: " + err.Error())
+	}
+	c.WriteOK()
+	return nil
+}
+
+// RAFT.REMOVE node-id
+func (n *Node) cmdRemove(c *server.Ctx, args [][]byte) error {
+	if len(args) != 1 {
+		return c.WrongArity()
+	}
+	if !n.IsLeader() {
+		return n.notLeader()
+	}
+	if err := n.raft.RemoveServer(raft.ServerID(args[0]), 0, 10*time.Second).Error(); err != nil {
+		return server.NewError("RAFT.REMOVE: " + err.Error())
+	}
+	c.WriteOK()
+	return nil
+}
+
+// RAFT.STATUS: node_id, role (leader, follower, candidate, shutdown),
+// leader_id, applied_index, members (id=addr,...), then raft's own
+// Stats, sorted by name.
+func (n *Node) cmdStatus(c *server.Ctx, args [][]byte) error {
+	if len(args) != 0 {
+		return c.WrongArity()
+	}
+	leader, _ := n.Leader()
+	var members string
+	if f := n.raft.GetConfiguration(); f.Error() == nil {
+		for i, s := range f.Configuration().Servers {
+			if i > 0 {
+				members += ","
+			}
+			members += string(s.ID) + "=" + string(s.Address)
+		}
+	}
+	kv := [][2]string{
+		{"node_id", n.cfg.ID},
+		{"role", roleName(n.raft.State())},
+		{"leader_id", leader},
+		{"applied_index", strconv.FormatUint(n.applied.Load(), 10)},
+		{"members", members},
+	}
+	stats := n.raft.Stats()
+	keys := make([]string, 0, len(stats))
+	for k := range stats {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		kv = append(kv, [2]string{"raft_" + k, stats[k]})
+	}
+	c.WriteArrayHeader(2 * len(kv))
+	for _, p := range kv {
+		c.WriteBulkString(p[0])
+		c.WriteBulkString(p[1])
+	}
+	return nil
+}
+
+func roleName(s raft.RaftState) string {
+	switch s {
+	case raft.Leader:
+		return "leader"
+	case raft.Follower:
+		return "follower"
+	case raft.Candidate:
+		return "candidate"
+	}
+	return "shutdown"
+}
+
+// RAFT.MAINTAIN: deletes the expired memories and runs the due prune
+// policies, at the entry's time (every replica deletes the same ones);
+// replies [expired, pruned].
+func (n *Node) cmdMaintain(c *server.Ctx, args [][]byte) error {
+	if len(args) != 0 {
+		return c.WrongArity()
+	}
+	db := n.DB()
+	expired, err := db.SweepExpired()
+	if err != nil {
+		return err
+	}
+	pruned, err := db.RunPrunePolicies()
+	if err != nil {
+		return err
+	}
+	c.WriteArrayHeader(2)
+	c.WriteInt(int64(expired))
+	c.WriteInt(int64(pruned))
+	return nil
+}
