@@ -223,3 +223,11 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// quietRedis drops go-redis's own log lines (dial failures while a node
+// is down are expected here).
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+func init() { redis.SetLogger(quietRedis{}) }
