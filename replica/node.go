@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
 
 	"github.com/memrl/memrl/engine"
 	"github.com/memrl/memrl/server"
@@ -155,7 +156,11 @@ func Open(cfg Config, srv *server.Server) (*Node, error) {
 		n.closeStores()
 		return nil, err
 	}
-	n.store, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(raftDir, "raft.db")})
+	// raft.db is flocked: a second process on the same folder fails
+	// after a second instead of waiting forever. NoSync stays false:
+	// every append is fsynced before raft counts it.
+	n.store, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(raftDir, "raft.db"),
+		BoltOptions: &bbolt.Options{Timeout: time.Second}})
 	if err != nil {
 		return fail(fmt.Errorf("replica: raft store: %w", err))
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memrl/memrl/engine"
+	"github.com/memrl/memrl/replica"
 	"github.com/memrl/memrl/server"
 	"github.com/memrl/memrl/simd"
 )
@@ -50,24 +51,37 @@ func serve(args []string) error {
 		}
 		o.cfg.MaxClients = fit
 	}
-	start := time.Now()
-	db, err := engine.Open(o.dir, engine.Options{Sync: o.sync, SyncInterval: o.syncEvery, CheckpointInterval: o.ckptEvery,
-		MaxOpenFiles: o.maxOpenFiles, MaxCollections: o.maxCollections, Logf: engineLogf(logger)})
-	if err != nil {
-		return err
-	}
-	r := db.Recovery
-	logger.Info("opened the database", "dir", o.dir, "took", time.Since(start).Round(time.Millisecond),
-		"collections", len(db.List()), "checkpoint_lsn", r.CheckpointLSN, "records_replayed", r.RecordsReplayed)
-
 	cfg := o.cfg
 	cfg.Logger = logger
 	srv, err := server.New(cfg)
 	if err != nil {
-		db.Close()
 		return err
 	}
-	srv.RegisterMem(db)
+	start := time.Now()
+	eopts := engine.Options{Sync: o.sync, SyncInterval: o.syncEvery, CheckpointInterval: o.ckptEvery,
+		MaxOpenFiles: o.maxOpenFiles, MaxCollections: o.maxCollections, Logf: engineLogf(logger)}
+	var db *engine.DB
+	var node *replica.Node
+	if o.replica.enabled() { // cluster mode: serve_replica.go
+		if node, err = openReplica(o.replica, o, eopts, srv, logger); err != nil {
+			return err
+		}
+	} else {
+		if db, err = engine.Open(o.dir, eopts); err != nil {
+			return err
+		}
+		r := db.Recovery
+		logger.Info("opened the database", "dir", o.dir, "took", time.Since(start).Round(time.Millisecond),
+			"collections", len(db.List()), "checkpoint_lsn", r.CheckpointLSN, "records_replayed", r.RecordsReplayed)
+		srv.RegisterMem(db)
+	}
+	// closeDB closes the engine, or the replica and its engine.
+	closeDB := func() error {
+		if node != nil {
+			return node.Close()
+		}
+		return db.Close()
+	}
 	srv.AddInfoSection("simd", func() [][2]string {
 		return [][2]string{{"simd_level", simd.Level()}, {"simd_supported", strings.Join(simd.Levels(), ",")}}
 	})
@@ -76,7 +90,7 @@ func serve(args []string) error {
 	go governHeap(govCtx, srv.ClientMemory(), srv.ClientMemory().Limit(), logger) // heaplimit.go
 	stopObs, err := o.obs.start(srv, logger)
 	if err != nil {
-		db.Close()
+		closeDB()
 		return err
 	}
 
@@ -89,7 +103,7 @@ func serve(args []string) error {
 		select {
 		case err := <-errc:
 			stopObs(context.Background())
-			db.Close()
+			closeDB()
 			if errors.Is(err, server.ErrProtectedMode) {
 				return protectedModeError(o.addr)
 			}
@@ -112,7 +126,7 @@ func serve(args []string) error {
 		logger.Warn("shutdown", "err", err)
 	}
 	stopObs(ctx)
-	if err := db.Close(); err != nil {
+	if err := closeDB(); err != nil {
 		return fmt.Errorf("close: %w", err)
 	}
 	if serveErr != nil && !errors.Is(serveErr, server.ErrServerClosed) {

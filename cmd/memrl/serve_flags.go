@@ -29,6 +29,8 @@ type serveOptions struct {
 
 	cfg server.Config // everything of the server's that a flag sets, but Logger
 	obs *observeFlags // logging, SLOWLOG, metrics (serve_observe.go)
+	// replica holds --cluster-nodes and --node-id (serve_replica.go).
+	replica *replicaFlags
 	// passwordOnCommandLine is set when --requirepass was used: ps shows it.
 	passwordOnCommandLine bool
 }
@@ -96,6 +98,7 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 	maxReply := sizeFlag(fs, "max-reply-bytes", server.DefaultMaxReplyBytes, "largest reply of payloads (MEM.RETRIEVE ... WITHPAYLOAD)")
 
 	o.obs = addObserveFlags(fs)
+	o.replica = addReplicaFlags(fs)
 
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), serveUsage)
@@ -120,6 +123,9 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 		return nil, cliflag.Usagef("--protected-mode: want yes or no, not %q", *protected)
 	}
 	o.cfg.Addr = o.addr
+	if err := o.replica.check(o); err != nil {
+		return nil, err
+	}
 	o.cfg.MaxMemory = *maxMemory
 	o.cfg.MaxReplyBytes = *maxReply
 	o.cfg.Limits = server.Limits{MaxCommandLen: int(*queryBuf), MaxBulkLen: int(*maxBulk)}
