@@ -66,6 +66,10 @@ type Config struct {
 	// Logger receives the node's and raft's messages; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// Fatal is called when a write of the raft log fails (logstore.go);
+	// nil means log the error and exit the process with status 70: a
+	// failed fsync is never retried.
+	Fatal func(error)
 }
 
 // DefaultRaftConfig is hashicorp/raft's default configuration (heartbeat
@@ -197,7 +201,14 @@ func Open(cfg Config, srv *server.Server) (*Node, error) {
 			return fail(fmt.Errorf("replica: bootstrap: %w", err))
 		}
 	}
-	n.raft, err = raft.NewRaft(rc, fsm{n}, n.store, n.store, snaps, n.transport)
+	fatal := cfg.Fatal
+	if fatal == nil {
+		fatal = func(err error) {
+			n.log.Error("replica: stopping the process: the raft log could not be written (a failed fsync is never retried); restart recovers from what is on disk", "err", err)
+			os.Exit(70)
+		}
+	}
+	n.raft, err = raft.NewRaft(rc, fsm{n}, fatalLogStore{n.store, fatal}, n.store, snaps, n.transport)
 	if err != nil {
 		return fail(fmt.Errorf("replica: start raft: %w", err))
 	}
