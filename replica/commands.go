@@ -12,8 +12,10 @@ import (
 
 // RAFT.* commands (docs/PROTOCOL.md "Replication").
 //
-//	RAFT.ADD node-id client-addr   add a voter (leader only); its raft
-//	                               address is RaftAddr(client-addr)
+//	RAFT.ADD node-id client-addr [raft-addr]
+//	                               add a voter (leader only); its raft
+//	                               address is raft-addr, by default
+//	                               RaftAddr(client-addr)
 //	RAFT.REMOVE node-id            remove a server (leader only)
 //	RAFT.STATUS                    this node's raft state, a flat map
 //	RAFT.MAINTAIN                  expire and prune now (what the leader
@@ -24,7 +26,7 @@ import (
 // configuration entries). MAINTAIN is an ordinary replicated command.
 
 // errMembershipArgs: RAFT.ADD's client address must be host:port.
-var errMembershipArgs = server.NewError("RAFT.ADD wants node-id host:port (the new node's client address)")
+var errMembershipArgs = server.NewError("RAFT.ADD wants node-id host:port [raft-host:port] (the new node's client address, and its raft address if not port+10000)")
 
 func (n *Node) registerCommands(s *server.Server) {
 	s.Register("RAFT.ADD", 2, n.cmdAdd, server.Local)
@@ -44,12 +46,18 @@ func RaftAddr(clientAddr string) string {
 	return joinHostPort(host, port+10000)
 }
 
-// RAFT.ADD node-id client-addr
+// RAFT.ADD node-id client-addr [raft-addr]
 func (n *Node) cmdAdd(c *server.Ctx, args [][]byte) error {
-	if len(args) != 2 {
+	if len(args) > 3 {
 		return c.WrongArity()
 	}
 	addr := RaftAddr(string(args[1]))
+	if len(args) == 3 {
+		if _, _, err := splitHostPort(string(args[2])); err != nil {
+			return errMembershipArgs
+		}
+		addr = string(args[2])
+	}
 	if addr == "" || len(args[0]) == 0 {
 		return errMembershipArgs
 	}

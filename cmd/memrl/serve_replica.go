@@ -31,12 +31,16 @@ import (
 type replicaFlags struct {
 	nodesFile string // --cluster-nodes
 	nodeID    string // --node-id
+	// join is --cluster-join: never bootstrap; wait to be added to the
+	// shard's group with RAFT.ADD on its leader.
+	join bool
 }
 
 func addReplicaFlags(fs *flag.FlagSet) *replicaFlags {
 	f := &replicaFlags{}
 	fs.StringVar(&f.nodesFile, "cluster-nodes", "", "cluster mode: the cluster's nodes file (id, client address, shard, pid a line); needs --node-id")
 	fs.StringVar(&f.nodeID, "node-id", "", "cluster mode: this node's id in the --cluster-nodes file")
+	fs.BoolVar(&f.join, "cluster-join", false, "cluster mode: a node added at run time: do not bootstrap the shard's raft group; wait for RAFT.ADD on its leader")
 	return f
 }
 
@@ -46,8 +50,8 @@ func (f *replicaFlags) enabled() bool { return f.nodesFile != "" }
 // node's client address (from the nodes file) the server's.
 func (f *replicaFlags) check(o *serveOptions) error {
 	if !f.enabled() {
-		if f.nodeID != "" {
-			return cliflag.Usagef("--node-id needs --cluster-nodes")
+		if f.nodeID != "" || f.join {
+			return cliflag.Usagef("--node-id and --cluster-join need --cluster-nodes")
 		}
 		return nil
 	}
@@ -120,9 +124,9 @@ func openReplica(f *replicaFlags, o *serveOptions, eopts engine.Options, srv *se
 			self = n
 		}
 	}
-	var peers []replica.Peer
+	var peers []replica.Peer // empty: no bootstrap
 	for _, n := range nodes {
-		if n.shard == self.shard {
+		if n.shard == self.shard && !f.join {
 			peers = append(peers, replica.Peer{ID: n.id, RaftAddr: replica.RaftAddr(n.addr)})
 		}
 	}

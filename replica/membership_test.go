@@ -1,0 +1,88 @@
+package replica
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMembership: a node started without bootstrapping joins with
+// RAFT.ADD on the leader, catches up, votes, and leaves with RAFT.REMOVE;
+// a follower refuses both; RAFT.STATUS reports roles and members.
+func TestMembership(t *testing.T) {
+	nodes := startGroup(t, 3)
+	leader := waitLeader(t, nodes)
+	ctx := context.Background()
+	rdb := leader.client(t)
+	if err := rdb.Do(ctx, "MEM.CREATE", "k", "DIM", 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, leader, 1, 50)
+
+	tr, err := ListenTCP("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joiner := &testNode{id: "n4", dir: filepath.Join(t.TempDir(), "n4"), trans: tr, raftAddr: string(tr.LocalAddr())}
+	joiner.start(t, nil) // no peers: never bootstraps
+	t.Cleanup(func() { joiner.stop(t) })
+	all := append(nodes, joiner)
+
+	var follower *testNode
+	for _, tn := range nodes {
+		if tn != leader {
+			follower = tn
+		}
+	}
+	if err := follower.client(t).Do(ctx, "RAFT.ADD", "n4", joiner.addr, joiner.raftAddr).Err(); err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") {
+		t.Fatalf("RAFT.ADD on a follower: %v", err)
+	}
+	for _, bad := range [][]any{{"RAFT.ADD", "n4", "nohostport"}, {"RAFT.ADD", "n4", joiner.addr, "bad"}, {"RAFT.ADD", "n4", "a:1", "b:2", "c"}} {
+		if err := rdb.Do(ctx, bad...).Err(); err == nil || !strings.HasPrefix(err.Error(), "ERR") {
+			t.Fatalf("%v: %v", bad, err)
+		}
+	}
+	if err := rdb.Do(ctx, "RAFT.ADD", "n4", joiner.addr, joiner.raftAddr).Err(); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, leader, 100, 10)
+	sameState(t, leader, all)
+	st, err := rdb.Do(ctx, "RAFT.STATUS").Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := map[string]string{}
+	for i := 0; i+1 < len(st); i += 2 {
+		status[st[i].(string)] = st[i+1].(string)
+	}
+	if status["role"] != "leader" || status["node_id"] != leader.id || !strings.Contains(status["members"], "n4="+joiner.raftAddr) {
+		t.Fatalf("RAFT.STATUS = %v", status)
+	}
+	if err := joiner.client(t).Do(ctx, "RAFT.STATUS").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if id, ok := joiner.node.Leader(); !ok || id != leader.id {
+		t.Fatalf("joiner's leader: %q %v", id, ok)
+	}
+	if err := rdb.Do(ctx, "RAFT.REMOVE", "n4").Err(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f := leader.node.Raft().GetConfiguration()
+		if err := f.Error(); err != nil {
+			t.Fatal(err)
+		}
+		if len(f.Configuration().Servers) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("n4 still a member: %v", f.Configuration().Servers)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	fill(t, leader, 200, 5)
+	sameState(t, leader, nodes)
+}
