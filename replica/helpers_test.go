@@ -49,14 +49,21 @@ func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-// startGroup starts n nodes bootstrapped as one group.
+// startGroup starts n nodes bootstrapped as one group, on TCP.
 func startGroup(t *testing.T, n int) []*testNode {
+	t.Helper()
+	return startGroupWith(t, n, func() (*raft.NetworkTransport, error) { return ListenTCP("127.0.0.1:0", nil) })
+}
+
+// startGroupWith starts n nodes bootstrapped as one group, on transports
+// made by mk.
+func startGroupWith(t *testing.T, n int, mk func() (*raft.NetworkTransport, error)) []*testNode {
 	t.Helper()
 	base := t.TempDir()
 	nodes := make([]*testNode, n)
 	var peers []Peer
 	for i := range nodes {
-		tr, err := ListenTCP("127.0.0.1:0", nil)
+		tr, err := mk()
 		if err != nil {
 			t.Fatal(err)
 		}
