@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -29,7 +30,7 @@ func (f fsm) Apply(l *raft.Log) any {
 	e, err := DecodeEntry(l.Data)
 	if err != nil {
 		n.log.Error("replica: refusing a damaged log entry", "index", l.Index, "err", err)
-		return []byte("-ERR " + err.Error() + "; nothing was applied\r\n")
+		return errReply(err.Error() + "; nothing was applied")
 	}
 	n.clock.Store(e.At)
 	reply := n.srv.Apply(e.Cmd)
@@ -109,3 +110,51 @@ func (n *Node) now() time.Time {
 }
 
 var _ server.Replicator = (*Node)(nil)
+
+// ApplyBatch applies a batch of committed entries (raft.BatchingFSM) as
+// Apply does each, but with one wait for the engine's log to take them
+// all (server.Applier) instead of one each.
+func (f fsm) ApplyBatch(logs []*raft.Log) []any {
+	n := f.n
+	out := make([]any, len(logs))
+	a := n.srv.NewApplier()
+	defer a.Close()
+	for i, l := range logs {
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		e, err := DecodeEntry(l.Data)
+		if err != nil {
+			n.log.Error("replica: refusing a damaged log entry", "index", l.Index, "err", err)
+			out[i] = errReply(err.Error() + "; nothing was applied")
+			continue
+		}
+		n.clock.Store(e.At)
+		out[i] = a.Apply(e.Cmd)
+		n.clock.Store(0)
+	}
+	if err := a.Wait(); err != nil {
+		n.log.Error("replica: the engine's log failed", "err", err)
+		for i := range out {
+			if out[i] != nil {
+				out[i] = errReply(err.Error())
+			}
+		}
+	}
+	if len(logs) > 0 {
+		n.applied.Store(logs[len(logs)-1].Index)
+	}
+	return out
+}
+
+var _ raft.BatchingFSM = fsm{}
+
+// errReply is msg as a RESP error reply (CR and LF made blanks by the
+// server's writer, so a reply can never break framing).
+func errReply(msg string) []byte {
+	var b bytes.Buffer
+	w := server.NewWriter(&b)
+	w.WriteError(msg)
+	w.Flush()
+	return b.Bytes()
+}

@@ -62,8 +62,11 @@ type conn struct {
 	inExec     bool
 
 	// applying marks a connection of Server.Apply (replicate.go): its
-	// commands run here, never proposed again. Set at creation.
-	applying bool
+	// commands run here, never proposed again; deferDurable makes
+	// AfterDurable record every token for one later wait (Applier.Wait).
+	// Set at creation.
+	applying     bool
+	deferDurable bool
 
 	// frameStart is when the command being read began to arrive (zero
 	// between commands); see readDeadline. Only the connection's goroutine

@@ -234,13 +234,43 @@ var errBadEntry = NewError("replicated entry is malformed; nothing was applied")
 // access on a connection of its own (connection commands such as CLIENT
 // SETNAME inside a transaction therefore change no client's state), with
 // the checks a client's command gets (known, enough arguments). It never
-// proposes anything itself.
+// proposes anything itself. Apply is NewApplier, Applier.Apply and
+// Applier.Wait (whose failure replaces the reply).
 //
 // Apply is safe for concurrent use, but the state machine calls it from
 // one goroutine, in order: that order is what makes replicas identical.
 func (s *Server) Apply(cmd [][]byte) []byte {
-	var buf bytes.Buffer
-	cn := s.applyConn(&buf)
+	a := s.NewApplier()
+	defer a.Close()
+	reply := a.Apply(cmd)
+	if err := a.Wait(); err != nil {
+		return errorReply(err)
+	}
+	return reply
+}
+
+// Applier applies a batch of replicated commands one after another (as
+// Server.Apply does each), with one durability wait for all of them
+// (Wait) instead of one each: a state machine applying a batch of
+// committed entries waits once. Not safe for concurrent use.
+type Applier struct {
+	cn  *conn
+	buf bytes.Buffer
+}
+
+// NewApplier returns an Applier; Close it when done.
+func (s *Server) NewApplier() *Applier {
+	a := &Applier{}
+	a.cn = s.applyConn(&a.buf)
+	return a
+}
+
+// Apply runs cmd (see Server.Apply) and returns its reply, which may
+// acknowledge a change not yet durable per the engine's sync policy until
+// Wait returns nil.
+func (a *Applier) Apply(cmd [][]byte) []byte {
+	cn, s := a.cn, a.cn.srv
+	a.buf.Reset()
 	if len(cmd) == 0 {
 		cn.w.WriteErr(errBadEntry)
 	} else if len(cmd) > 1 && bytes.EqualFold(cmd[0], []byte(execEntryName)) {
@@ -260,7 +290,22 @@ func (s *Server) Apply(cmd [][]byte) []byte {
 		}
 	}
 	cn.w.Flush() // into buf: cannot fail
-	cn.cancel()
+	return bytes.Clone(a.buf.Bytes())
+}
+
+// Wait waits until every change applied so far is durable per the
+// engine's sync policy.
+func (a *Applier) Wait() error { return a.cn.releaseHold() }
+
+// Close releases the Applier.
+func (a *Applier) Close() { a.cn.cancel() }
+
+// errorReply is err as a RESP error reply.
+func errorReply(err error) []byte {
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	w.WriteErr(err)
+	w.Flush()
 	return buf.Bytes()
 }
 
@@ -306,12 +351,6 @@ func (cn *conn) applyTx(cmds [][][]byte) {
 	cn.inExec = false
 	cn.w, cn.hctx.Writer = real, real
 	mem.Flush()
-	// The queued writes recorded their durability tokens (AfterDurable
-	// inside EXEC); one wait covers them, as for EXEC's reply.
-	if err := cn.releaseHold(); err != nil {
-		real.WriteErr(err)
-		return
-	}
 	if !ok {
 		real.WriteError("internal error while executing a command inside EXEC; the commands before it ran")
 		return
@@ -323,7 +362,8 @@ func (cn *conn) applyTx(cmds [][][]byte) {
 // applyConn returns a connection with no socket whose replies go to out,
 // for Apply.
 func (s *Server) applyConn(out *bytes.Buffer) *conn {
-	c := &conn{srv: s, nc: applyNetConn{}, id: -1, created: time.Now(), applying: true, user: fullAccess}
+	// deferDurable: AfterDurable records tokens, Applier.Wait waits.
+	c := &conn{srv: s, nc: applyNetConn{}, id: -1, created: time.Now(), applying: true, deferDurable: true, user: fullAccess}
 	c.rd = NewReader(bytes.NewReader(nil), s.cfg.Limits)
 	c.w = NewWriter(out)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
