@@ -3,6 +3,7 @@ package replica
 import (
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -18,10 +19,13 @@ import (
 //	                               RaftAddr(client-addr)
 //	RAFT.REMOVE node-id            remove a server (leader only)
 //	RAFT.STATUS                    this node's raft state, a flat map
+//	RAFT.SNAPSHOT [KEEP n]         take a raft snapshot now and compact
+//	                               the log behind it, keeping n entries
+//	                               (default the configured TrailingLogs)
 //	RAFT.MAINTAIN                  expire and prune now (what the leader
 //	                               proposes every MaintainInterval)
 //
-// ADD, REMOVE and STATUS act on this node's raft instance and are Local
+// ADD, REMOVE, STATUS and SNAPSHOT act on this node's raft instance and are Local
 // (never proposed as entries; membership changes are raft's own
 // configuration entries). MAINTAIN is an ordinary replicated command.
 
@@ -32,6 +36,7 @@ func (n *Node) registerCommands(s *server.Server) {
 	s.Register("RAFT.ADD", 2, n.cmdAdd, server.Local)
 	s.Register("RAFT.REMOVE", 1, n.cmdRemove, server.Local)
 	s.Register("RAFT.STATUS", 0, n.cmdStatus, server.ReadOnly)
+	s.Register("RAFT.SNAPSHOT", 0, n.cmdSnapshot, server.Local)
 	s.Register("RAFT.MAINTAIN", 0, n.cmdMaintain)
 }
 
@@ -64,7 +69,13 @@ func (n *Node) cmdAdd(c *server.Ctx, args [][]byte) error {
 	if !n.IsLeader() {
 		return n.notLeader()
 	}
-	if err := n.raft.AddVoter(raft.ServerID(args[0]), raft.ServerAddress(addr), 0, 10*time.Second).Error(); err != nil {
+	var err error
+	// The commit may wait for an EXEC entry's application, which takes
+	// the transaction lock exclusively.
+	c.WithoutTxLock(func() {
+		err = n.raft.AddVoter(raft.ServerID(args[0]), raft.ServerAddress(addr), 0, 10*time.Second).Error()
+	})
+	if err != nil {
 		return server.NewError("RAFT.ADD: " + err.Error())
 	}
 	c.WriteOK()
@@ -79,7 +90,9 @@ func (n *Node) cmdRemove(c *server.Ctx, args [][]byte) error {
 	if !n.IsLeader() {
 		return n.notLeader()
 	}
-	if err := n.raft.RemoveServer(raft.ServerID(args[0]), 0, 10*time.Second).Error(); err != nil {
+	var err error
+	c.WithoutTxLock(func() { err = n.raft.RemoveServer(raft.ServerID(args[0]), 0, 10*time.Second).Error() })
+	if err != nil {
 		return server.NewError("RAFT.REMOVE: " + err.Error())
 	}
 	c.WriteOK()
@@ -124,6 +137,58 @@ func (n *Node) cmdStatus(c *server.Ctx, args [][]byte) error {
 		c.WriteBulkString(p[0])
 		c.WriteBulkString(p[1])
 	}
+	return nil
+}
+
+// errSnapshotArgs: RAFT.SNAPSHOT's only option is KEEP n.
+var errSnapshotArgs = server.NewError("syntax error: RAFT.SNAPSHOT [KEEP n] (n the log entries kept behind the snapshot)")
+
+// RAFT.SNAPSHOT [KEEP n]: replies the snapshot's last index.
+func (n *Node) cmdSnapshot(c *server.Ctx, args [][]byte) error {
+	keep := int64(-1)
+	switch len(args) {
+	case 0:
+	case 2:
+		k, err := strconv.ParseInt(string(args[1]), 10, 64)
+		if strings.ToUpper(string(args[0])) != "KEEP" || err != nil || k < 0 {
+			return errSnapshotArgs
+		}
+		keep = k
+	default:
+		return errSnapshotArgs
+	}
+	var err error
+	var index uint64
+	// Snapshot runs on the FSM goroutine, after the entries before it,
+	// an EXEC entry's among them.
+	c.WithoutTxLock(func() {
+		n.snapMu.Lock()
+		defer n.snapMu.Unlock()
+		if keep >= 0 {
+			rc := n.raft.ReloadableConfig()
+			old := rc
+			rc.TrailingLogs = uint64(keep)
+			if err = n.raft.ReloadConfig(rc); err != nil {
+				return
+			}
+			defer n.raft.ReloadConfig(old)
+		}
+		f := n.raft.Snapshot()
+		if err = f.Error(); err != nil {
+			return
+		}
+		meta, rc, oerr := f.Open()
+		if oerr != nil {
+			err = oerr
+			return
+		}
+		rc.Close()
+		index = meta.Index
+	})
+	if err != nil {
+		return server.NewError("RAFT.SNAPSHOT: " + err.Error())
+	}
+	c.WriteInt(int64(index))
 	return nil
 }
 

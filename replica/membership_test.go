@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestMembership: a node started without bootstrapping joins with
@@ -85,4 +87,64 @@ func TestMembership(t *testing.T) {
 	}
 	fill(t, leader, 200, 5)
 	sameState(t, leader, nodes)
+}
+
+// TestAdminCommandsBesideTransactions: RAFT.SNAPSHOT waits for raft's
+// FSM goroutine, which may be applying an EXEC entry (holding the
+// server's transaction lock exclusively): the command must not hold the
+// lock shared while it waits, or both wait forever.
+func TestAdminCommandsBesideTransactions(t *testing.T) {
+	nodes := startGroup(t, 3)
+	leader := waitLeader(t, nodes)
+	ctx := context.Background()
+	rdb := leader.client(t)
+	if err := rdb.Do(ctx, "MEM.CREATE", "k", "DIM", 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		go func() {
+			for {
+				select {
+				case <-stop:
+					done <- nil
+					return
+				default:
+				}
+				if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.Do(ctx, "MEM.ADD", "k", "VALUES", 2, 1, 0)
+					p.Do(ctx, "MEM.ADD", "k", "VALUES", 2, 0, 1)
+					return nil
+				}); err != nil {
+					done <- err
+					return
+				}
+			}
+		}()
+	}
+	finished := make(chan error, 1)
+	go func() {
+		for i := 0; i < 20; i++ {
+			if err := rdb.Do(ctx, "RAFT.SNAPSHOT").Err(); err != nil && !strings.Contains(err.Error(), "nothing new") {
+				finished <- err
+				return
+			}
+		}
+		finished <- nil
+	}()
+	select {
+	case err := <-finished:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("RAFT.SNAPSHOT beside transactions did not finish: deadlock")
+	}
+	close(stop)
+	for i := 0; i < 4; i++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -113,6 +113,10 @@ type Node struct {
 	// reads wait for it (BeforeRead). 0: not ready.
 	readyTerm atomic.Uint64
 
+	// snapMu serialises RAFT.SNAPSHOT, which changes TrailingLogs for
+	// the length of its snapshot.
+	snapMu sync.Mutex
+
 	stop chan struct{}  // closed by Close
 	wg   sync.WaitGroup // background goroutines (leadership watch, maintenance)
 }

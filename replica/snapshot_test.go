@@ -53,9 +53,19 @@ func TestCatchUpFromSnapshot(t *testing.T) {
 	if err := leader.node.Raft().Snapshot().Error(); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
-	fill(t, leader, 2000, 50) // more than TrailingLogs after the snapshot
-	if err := leader.node.Raft().Snapshot().Error(); err != nil {
-		t.Fatalf("snapshot: %v", err)
+	fill(t, leader, 2000, 50)
+	// RAFT.SNAPSHOT KEEP 0: a snapshot, and the log compacted behind it.
+	rdb := leader.client(t)
+	for _, bad := range [][]any{{"RAFT.SNAPSHOT", "KEEP"}, {"RAFT.SNAPSHOT", "KEEP", -1}, {"RAFT.SNAPSHOT", "HOLD", 1}} {
+		if err := rdb.Do(ctx, bad...).Err(); err == nil || !strings.Contains(err.Error(), "syntax error") {
+			t.Fatalf("%v: %v", bad, err)
+		}
+	}
+	if idx, err := rdb.Do(ctx, "RAFT.SNAPSHOT", "KEEP", 0).Int64(); err != nil || idx < 500 {
+		t.Fatalf("RAFT.SNAPSHOT KEEP 0 = %d, %v", idx, err)
+	}
+	if first, err := leader.node.store.FirstIndex(); err != nil || (first != 0 && first < 500) { // 0: empty
+		t.Fatalf("log not compacted: first index %d, %v", first, err)
 	}
 	fill(t, leader, 3000, 10)
 

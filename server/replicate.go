@@ -72,6 +72,16 @@ func (s *Server) SetReplicator(r Replicator) {
 	s.repl.Store(&r)
 }
 
+// WithoutTxLock runs fn without the connection's shared hold of the
+// transaction lock (tx.go), for a handler that waits for something that
+// may itself wait for a transaction: a raft commit, whose application
+// of an EXEC entry takes the lock exclusively. REQUIRES: no engine lock
+// held (as for any wait).
+func (c *Ctx) WithoutTxLock(fn func()) {
+	defer c.conn.resumeShared(c.conn.pauseShared())
+	fn()
+}
+
 // replicator returns the Replicator set, or nil.
 func (s *Server) replicator() Replicator {
 	if p := s.repl.Load(); p != nil {
