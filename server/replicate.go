@@ -24,7 +24,8 @@ import (
 //
 // Which commands are replicated: every command registered without
 // ReadOnly, except those flagged Local (they act on this node's files or
-// state only: MEM.CHECKPOINT, MEM.VERIFY, MEM.COMPACT, SLOWLOG, RAFT.*).
+// state only: MEM.CHECKPOINT, MEM.VERIFY, MEM.COMPACT, SLOWLOG, and the
+// replica package's RAFT.ADD, RAFT.REMOVE and RAFT.SNAPSHOT).
 //
 // Reads: a Replicator that also implements ReadGate is asked before each
 // read-only memory command (name MEM.*) runs locally, so that a leader
