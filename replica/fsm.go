@@ -89,12 +89,14 @@ func (n *Node) nextEngineDir() string {
 }
 
 // engineOptions are the options of every engine the node opens: the
-// caller's, with the clock the state machine sets, and no sweeper or
-// pruner of the engine's own (the leader proposes their deletes:
-// maintain.go).
+// caller's, with the clock the state machine sets, no sweeper or pruner
+// of the engine's own (the leader proposes their deletes: maintain.go),
+// and exact searches in writes (a deduplicated add must choose the same
+// memory on every replica, whatever each one's index).
 func (n *Node) engineOptions() engine.Options {
 	o := n.cfg.Engine
 	o.Now = n.now
+	o.ExactWrites = true
 	o.SweepInterval = -1
 	o.PruneInterval = -1
 	return o
