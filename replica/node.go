@@ -110,7 +110,7 @@ type Node struct {
 
 	// readyTerm is the raft term in which this node, as leader, has
 	// applied every entry of earlier terms (a Barrier): linearizable
-	// reads wait for it (BeforeRead). 0: not ready.
+	// reads in any other term run a Barrier first (BeforeRead).
 	readyTerm atomic.Uint64
 
 	// snapMu serialises RAFT.SNAPSHOT, which changes TrailingLogs for
@@ -323,15 +323,24 @@ func (n *Node) BeforeRead(c *server.Ctx) error {
 	if n.raft.State() != raft.Leader {
 		return nil
 	}
-	if n.readyTerm.Load() == 0 {
+	// The term, not a flag: raft's leadership channel keeps only the
+	// latest value, so a loss and a regain can arrive as one "true".
+	if term := n.term(); n.readyTerm.Load() != term {
 		if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
 			return n.notLeaderErr(err)
 		}
+		n.readyTerm.Store(term)
 	}
 	if err := n.raft.VerifyLeader().Error(); err != nil {
 		return n.notLeaderErr(err)
 	}
 	return nil
+}
+
+// term returns raft's current term.
+func (n *Node) term() uint64 {
+	t, _ := strconv.ParseUint(n.raft.Stats()["term"], 10, 64)
+	return t
 }
 
 func (n *Node) notLeaderErr(err error) error {
@@ -342,8 +351,8 @@ func (n *Node) notLeaderErr(err error) error {
 }
 
 // watchLeadership runs a Barrier each time this node becomes leader, so
-// that reads need not (readyTerm), and clears readyTerm when it stops
-// leading.
+// that its first reads need not wait for one (BeforeRead checks the term
+// whatever this goroutine saw).
 func (n *Node) watchLeadership() {
 	defer n.wg.Done()
 	ch := n.raft.LeaderCh()
@@ -352,13 +361,12 @@ func (n *Node) watchLeadership() {
 		case <-n.stop:
 			return
 		case leader := <-ch:
-			n.readyTerm.Store(0)
 			if !leader {
 				continue
 			}
+			term := n.term()
 			if err := n.raft.Barrier(0).Error(); err == nil && n.raft.State() == raft.Leader {
-				term, _ := strconv.ParseUint(n.raft.Stats()["term"], 10, 64)
-				n.readyTerm.Store(max(term, 1))
+				n.readyTerm.Store(term)
 			}
 		}
 	}
