@@ -29,6 +29,13 @@ import (
 // (never proposed as entries; membership changes are raft's own
 // configuration entries). MAINTAIN is an ordinary replicated command.
 
+// errInTransaction: the commands that wait for raft cannot run inside
+// EXEC, which holds the transaction lock that raft's FSM goroutine may
+// need to apply a transaction entry.
+func errInTransaction(name string) error {
+	return server.NewError(name + " cannot run inside MULTI/EXEC (it waits for raft, which may be waiting for the transaction); send it on its own")
+}
+
 // errMembershipArgs: RAFT.ADD's client address must be host:port.
 var errMembershipArgs = server.NewError("RAFT.ADD wants node-id host:port [raft-host:port] (the new node's client address, and its raft address if not port+10000)")
 
@@ -55,6 +62,9 @@ func RaftAddr(clientAddr string) string {
 func (n *Node) cmdAdd(c *server.Ctx, args [][]byte) error {
 	if len(args) > 3 {
 		return c.WrongArity()
+	}
+	if c.InTransaction() {
+		return errInTransaction("RAFT.ADD")
 	}
 	addr := RaftAddr(string(args[1]))
 	if len(args) == 3 {
@@ -86,6 +96,9 @@ func (n *Node) cmdAdd(c *server.Ctx, args [][]byte) error {
 func (n *Node) cmdRemove(c *server.Ctx, args [][]byte) error {
 	if len(args) != 1 {
 		return c.WrongArity()
+	}
+	if c.InTransaction() {
+		return errInTransaction("RAFT.REMOVE")
 	}
 	if !n.IsLeader() {
 		return n.notLeader()
@@ -145,6 +158,9 @@ var errSnapshotArgs = server.NewError("syntax error: RAFT.SNAPSHOT [KEEP n] (n t
 
 // RAFT.SNAPSHOT [KEEP n]: replies the snapshot's last index.
 func (n *Node) cmdSnapshot(c *server.Ctx, args [][]byte) error {
+	if c.InTransaction() {
+		return errInTransaction("RAFT.SNAPSHOT")
+	}
 	keep := int64(-1)
 	switch len(args) {
 	case 0:

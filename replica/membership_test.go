@@ -148,3 +148,46 @@ func TestAdminCommandsBesideTransactions(t *testing.T) {
 		}
 	}
 }
+
+// TestRaftCommandsInsideMulti: RAFT.SNAPSHOT, RAFT.ADD and RAFT.REMOVE
+// wait for raft's FSM goroutine, which an EXEC holding the transaction
+// lock (or an EXEC entry applied by that goroutine itself) would block
+// forever: inside MULTI they are refused, and a transaction with a write
+// and such a command is refused whole.
+func TestRaftCommandsInsideMulti(t *testing.T) {
+	nodes := startGroup(t, 3)
+	leader := waitLeader(t, nodes)
+	ctx := context.Background()
+	rdb := leader.client(t)
+	if err := rdb.Do(ctx, "MEM.CREATE", "k", "DIM", 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cmds, _ := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Do(ctx, "MEM.COUNT", "k")
+			p.Do(ctx, "RAFT.SNAPSHOT")
+			return nil
+		})
+		if len(cmds) != 2 || cmds[0].Err() != nil || cmds[1].Err() == nil || !strings.Contains(cmds[1].Err().Error(), "MULTI") {
+			t.Errorf("reads and RAFT.SNAPSHOT in MULTI: %v", cmds)
+		}
+		_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Do(ctx, "MEM.ADD", "k", "VALUES", 2, 1, 0)
+			p.Do(ctx, "RAFT.REMOVE", "n9")
+			return nil
+		})
+		if err == nil || !strings.Contains(err.Error(), "MULTI") {
+			t.Errorf("a write and RAFT.REMOVE in MULTI: %v", err)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("deadlock")
+	}
+	if n, err := rdb.Do(ctx, "MEM.COUNT", "k").Int(); err != nil || n != 0 {
+		t.Fatalf("MEM.COUNT = %d, %v: the refused transaction ran", n, err)
+	}
+}

@@ -83,6 +83,12 @@ func (c *Ctx) WithoutTxLock(fn func()) {
 	fn()
 }
 
+// InTransaction reports whether the command runs as part of an EXEC (a
+// client's, or a replicated transaction entry), holding the transaction
+// lock exclusively: a handler that would wait for something needing that
+// lock must refuse.
+func (c *Ctx) InTransaction() bool { return c.conn.inExec }
+
 // replicator returns the Replicator set, or nil.
 func (s *Server) replicator() Replicator {
 	if p := s.repl.Load(); p != nil {
@@ -184,8 +190,19 @@ func (c *conn) execTx(tx *txState) (handled bool, err error) {
 		if err := c.allowed(q.cmd); err != nil {
 			return true, err
 		}
+		if q.cmd.flags&Local != 0 {
+			return true, errLocalInTx(q.cmd.name)
+		}
 	}
 	return true, c.propose(r, EncodeExec(tx.args()))
+}
+
+// errLocalInTx refuses a transaction that holds a write and a Local
+// command: the write makes it one replicated entry, applied on every
+// replica, and a Local command acts on one node only (and may wait for
+// raft, which would be applying the entry).
+func errLocalInTx(name string) error {
+	return NewError("'" + name + "' acts on this node only and cannot be in a MULTI/EXEC with a write (the transaction is replicated whole); the transaction was discarded")
 }
 
 // args returns the queued commands' arguments, names included.
@@ -334,7 +351,10 @@ func (cn *conn) applyOne(args [][]byte, start time.Duration) bool {
 		cmd.stats.rejected.Add(1)
 		cn.w.WriteErr(errWrongArity(cmd.name))
 		return true
-	case cmd.flags&flagNotQueued != 0:
+	case cmd.flags&(flagNotQueued|Local) != 0:
+		// Never proposed (execTx refuses a transaction holding a Local
+		// command); refused here too, since a Local command may wait for
+		// the raft goroutine that is applying this very entry.
 		cn.w.WriteErr(NewError("'" + cmd.name + "' cannot be replicated"))
 		return true
 	}

@@ -201,3 +201,23 @@ func TestReplicatorConcurrentTx(t *testing.T) {
 		t.Fatalf("%d memories, want %d", n, 8*20*2)
 	}
 }
+
+// TestReplicatedTxRefusesLocal: a transaction with a write is one
+// replicated entry, so a Local command (one node's business) in it makes
+// EXEC refuse it whole; Apply refuses a Local command outright.
+func TestReplicatedTxRefusesLocal(t *testing.T) {
+	ts, db := startMem(t)
+	var proposed atomic.Int64
+	ts.SetReplicator(&localReplicator{s: ts.Server, proposed: &proposed})
+	c := newTxConn(t, ts)
+	c.do("MULTI\r\nMEM.CREATE k DIM 2\r\nMEM.CHECKPOINT\r\nEXEC\r\n", "+OK\r\n+QUEUED\r\n+QUEUED\r\n"+
+		"-ERR 'mem.checkpoint' acts on this node only and cannot be in a MULTI/EXEC with a write (the transaction is replicated whole); the transaction was discarded\r\n")
+	if proposed.Load() != 0 || len(db.List()) != 0 {
+		t.Fatalf("proposed %d, collections %v", proposed.Load(), db.List())
+	}
+	if got := string(ts.Apply(bb("MEM.CHECKPOINT"))); got != "-ERR 'mem.checkpoint' cannot be replicated\r\n" {
+		t.Fatalf("Apply(MEM.CHECKPOINT) = %q", got)
+	}
+	// Without a write the transaction runs here, the Local command too.
+	c.do("MULTI\r\nMEM.LIST\r\nMEM.CHECKPOINT\r\nEXEC\r\n", "+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n*0\r\n+OK\r\n")
+}
