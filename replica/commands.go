@@ -133,7 +133,7 @@ func (n *Node) cmdStatus(c *server.Ctx, args [][]byte) error {
 		{"node_id", n.cfg.ID},
 		{"role", roleName(n.raft.State())},
 		{"leader_id", leader},
-		{"applied_index", strconv.FormatUint(n.applied.Load(), 10)},
+		{"applied_index", strconv.FormatUint(n.AppliedIndex(), 10)},
 		{"members", members},
 	}
 	stats := n.raft.Stats()

@@ -156,19 +156,19 @@ func waitLeader(t *testing.T, nodes []*testNode) *testNode {
 	return nil
 }
 
-// waitCaughtUp waits until every live node has applied what the leader
-// has (leader's last index: a barrier makes it applied on the leader).
+// waitCaughtUp waits until every live node's state machine has applied
+// what the leader's has (after a barrier, everything committed).
 func waitCaughtUp(t *testing.T, leader *testNode, nodes []*testNode) {
 	t.Helper()
 	if err := leader.node.Raft().Barrier(10 * time.Second).Error(); err != nil {
 		t.Fatalf("barrier: %v", err)
 	}
-	want := leader.node.Raft().AppliedIndex()
+	want := leader.node.AppliedIndex()
 	deadline := time.Now().Add(20 * time.Second)
 	for _, tn := range nodes {
-		for tn.node != nil && tn.node.Raft().AppliedIndex() < want {
+		for tn.node != nil && tn.node.AppliedIndex() < want {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s applied %d, leader %d", tn.id, tn.node.Raft().AppliedIndex(), want)
+				t.Fatalf("%s applied %d, leader %d", tn.id, tn.node.AppliedIndex(), want)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -218,10 +218,28 @@ func sameState(t *testing.T, leader *testNode, nodes []*testNode) string {
 			continue
 		}
 		if got := digest(t, tn.node.DB()); got != want {
-			t.Fatalf("%s's state differs from leader %s's:\n%s\nleader:\n%s", tn.id, leader.id, clip(got), clip(want))
+			t.Fatalf("%s's state differs from leader %s's: %s", tn.id, leader.id, firstDiff(got, want))
 		}
 	}
 	return want
+}
+
+// firstDiff describes where two digests first differ.
+func firstDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < len(g) || i < len(w); i++ {
+		var a, b string
+		if i < len(g) {
+			a = g[i]
+		}
+		if i < len(w) {
+			b = w[i]
+		}
+		if a != b {
+			return fmt.Sprintf("line %d of %d/%d:\n got  %s\n want %s", i+1, len(g), len(w), a, b)
+		}
+	}
+	return "no difference"
 }
 
 func clip(s string) string {

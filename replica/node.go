@@ -105,7 +105,7 @@ type Node struct {
 	// clock is the unix nanoseconds of the entry being applied, 0
 	// between entries (fsm.go).
 	clock atomic.Int64
-	// applied is the index of the last entry applied.
+	// applied is the index of the last entry the state machine applied.
 	applied atomic.Uint64
 
 	// readyTerm is the raft term in which this node, as leader, has
@@ -267,8 +267,17 @@ func (n *Node) Leader() (nodeID string, ok bool) {
 	return string(id), id != ""
 }
 
-// AppliedIndex returns the raft index of the last entry applied.
-func (n *Node) AppliedIndex() uint64 { return n.applied.Load() }
+// AppliedIndex returns the raft index of the last entry this node's state
+// machine has applied (a command or a configuration entry), or of the
+// snapshot it installed last if that is later. (raft's own AppliedIndex
+// counts entries handed to the state machine, not yet applied.)
+func (n *Node) AppliedIndex() uint64 {
+	a := n.applied.Load()
+	if s, err := strconv.ParseUint(n.raft.Stats()["last_snapshot_index"], 10, 64); err == nil {
+		a = max(a, s)
+	}
+	return a
+}
 
 // Errors of Replicate and BeforeRead, as the client reads them.
 var (
