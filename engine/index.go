@@ -131,11 +131,20 @@ func (c *Collection) ivfParams(n int) ivfpq.Params {
 	if ic.NList > 0 {
 		p.NList = ic.NList
 	}
-	if ic.PQM > 0 {
-		p.M = ic.PQM
-	}
-	if ic.PQBits > 0 {
+	switch {
+	case ic.PQM > 0 && ic.PQBits > 0:
+		p.M, p.Bits = ic.PQM, ic.PQBits
+	case ic.PQM > 0:
+		// PQM alone keeps the meaning it had before 4-bit codes became
+		// the default: M sub-spaces of 8 bits, M bytes a code.
+		p.M, p.Bits = ic.PQM, 8
+	case ic.PQBits > 0:
 		p.Bits = ic.PQBits
+		if p.M = ivfpq.DefaultM(c.cfg.Dim, p.Bits); p.M == 0 {
+			// No divisor suits 4-bit codes of dim/4 bytes: take the
+			// 8-bit sub-spaces (a code of half the bytes).
+			p.M = ivfpq.DefaultM(c.cfg.Dim, 8)
+		}
 	}
 	return p
 }

@@ -62,13 +62,16 @@ const MaxTrainThreshold = math.MaxUint32
 
 // IndexConfig configures the IVF-PQ index. Zero fields take defaults chosen
 // from the collection's size and dimension when the index is trained (see
-// ivfpq.DefaultParams): NList ≈ 4·√n, PQM the largest divisor of the
-// dimension up to dim/4 (and 64), PQBits 8.
+// ivfpq.DefaultParams): NList ≈ 2·√n, 4-bit codes of dim/4 bytes (PQM =
+// ivfpq.DefaultM(dim, 4): 64 sub-spaces at dim 128), or 8-bit codes when no
+// divisor of the dimension suits 4-bit ones. PQM given without PQBits means
+// 8-bit codes (the default before 4-bit codes were); PQBits given without
+// PQM takes ivfpq.DefaultM for those bits.
 type IndexConfig struct {
 	Kind           IndexKind
 	NList          int // coarse centroids; 0 means the default
 	PQM            int // PQ sub-spaces; must divide the dimension; 0 means the default
-	PQBits         int // 4 or 8; 0 means 8
+	PQBits         int // 4 or 8; 0 means the default (see above)
 	TrainThreshold int // memories before training; 0 means DefaultTrainThreshold (and at least 40·NList and 256)
 }
 

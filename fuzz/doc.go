@@ -28,6 +28,14 @@
 //   - re-encoding the parsed commands as RESP arrays and parsing that again
 //     yields exactly the same arguments.
 //
+// FuzzParseNodes (./fuzz) parses arbitrary bytes as a cluster nodes file
+// (cluster.ParseNodes: version header, tab-separated node lines, optional
+// CRC-32C sum line). Checks: no panic; an accepted file names valid,
+// unique node ids, addresses with a raft port, and shards 0..S-1 none of
+// them empty; formatting the nodes (cluster.FormatNodes, as WriteNodes
+// does) and parsing that gives the same nodes, and formatting is a fixed
+// point.
+//
 // FuzzMemArgs (./server) splits arbitrary bytes at '\n' into the
 // arguments of MEM.ADD or MEM.RETRIEVE after the collection name, parses
 // the vector (FP32 blob or VALUES d v1 … vd) and the options with the

@@ -269,15 +269,46 @@ func TestTrainRejectsBadInput(t *testing.T) {
 }
 
 func TestDefaultParams(t *testing.T) {
-	p := DefaultParams(1_000_000, 128, L2)
-	if p.NList != 4096 || p.M != 32 || p.Bits != 8 {
-		t.Errorf("DefaultParams(1M, 128) = %+v", p)
+	for _, c := range []struct{ n, dim, nlist, m, bits int }{
+		{1_000_000, 128, 2048, 64, 4},
+		{100_000, 128, 512, 64, 4},
+		{10_000, 128, 256, 32 * 2, 4}, // 3·√10000 = 300 → 256, and 256·39 ≤ 10,000
+		{1_000_000, 768, 2048, 128, 4},
+		{1_000_000, 96, 2048, 48, 4},
+		{1_000_000, 99, 2048, 11, 8}, // 99 = 9·11: 22 does not divide it
+		{1_000_000, 3, 2048, 1, 8},
+		{100, 128, 2, 64, 4}, // 100/39: at most 2 lists
+	} {
+		p := DefaultParams(c.n, c.dim, L2)
+		if p.NList != c.nlist || p.M != c.m || p.Bits != c.bits {
+			t.Errorf("DefaultParams(%d, %d) = %+v, want NList %d M %d Bits %d", c.n, c.dim, p, c.nlist, c.m, c.bits)
+		}
+		if 8*p.codeSize() != p.M*p.Bits {
+			t.Errorf("DefaultParams(%d, %d): code of %d bytes for M %d × %d bits", c.n, c.dim, p.codeSize(), p.M, p.Bits)
+		}
 	}
 	for _, n := range []int{0, 1, 100, 10_000, 1 << 30} {
 		for _, d := range []int{1, 3, 96, 128, 768, 1536} {
 			if err := DefaultParams(n, d, IP).Validate(); err != nil {
 				t.Errorf("DefaultParams(%d, %d): %v", n, d, err)
 			}
+		}
+	}
+}
+
+// TestDefaultM: 8-bit codes get the largest divisor of dim up to dim/4
+// (capped at 64); 4-bit codes twice that when it divides dim, else 0.
+func TestDefaultM(t *testing.T) {
+	for _, c := range []struct{ dim, m8, m4 int }{
+		{1, 1, 0}, {3, 1, 0}, {4, 1, 2}, {8, 2, 4}, {12, 3, 6}, {99, 11, 0},
+		{100, 25, 50}, {128, 32, 64}, {384, 64, 128}, {768, 64, 128}, {1536, 64, 128},
+		{1000, 50, 100}, {257, 1, 0},
+	} {
+		if got := DefaultM(c.dim, 8); got != c.m8 {
+			t.Errorf("DefaultM(%d, 8) = %d, want %d", c.dim, got, c.m8)
+		}
+		if got := DefaultM(c.dim, 4); got != c.m4 {
+			t.Errorf("DefaultM(%d, 4) = %d, want %d", c.dim, got, c.m4)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/memrl/memrl/cluster"
 	"github.com/memrl/memrl/server"
 )
 
@@ -48,15 +49,9 @@ func (n *Node) registerCommands(s *server.Server) {
 }
 
 // RaftAddr returns the raft address of a node whose client address is
-// clientAddr: the same host, port + 10000 (as Redis's cluster bus), or
-// "" if clientAddr is not host:port with such a port.
-func RaftAddr(clientAddr string) string {
-	host, port, err := splitHostPort(clientAddr)
-	if err != nil || port+10000 > 65535 {
-		return ""
-	}
-	return joinHostPort(host, port+10000)
-}
+// clientAddr: cluster.RaftAddr (the same host, port + 10000, as Redis's
+// cluster bus), or "" if clientAddr has no such address.
+func RaftAddr(clientAddr string) string { return cluster.RaftAddr(clientAddr) }
 
 // RAFT.ADD node-id client-addr [raft-addr]
 func (n *Node) cmdAdd(c *server.Ctx, args [][]byte) error {

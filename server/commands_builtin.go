@@ -20,6 +20,7 @@ func (s *Server) registerBuiltins() {
 	s.mu.Unlock()
 	s.registerObservability() // SLOWLOG and more INFO sections (stats.go)
 	s.registerTx()            // MULTI, EXEC, DISCARD, WATCH, UNWATCH, RESET (tx.go)
+	s.registerCluster()       // READONLY, READWRITE, ASKING, ROLE, CLUSTER (commands_cluster.go)
 }
 
 // PING [message]
@@ -126,10 +127,17 @@ func cmdHello(c *Ctx, args [][]byte) error {
 	c.WriteInt(2)
 	c.WriteBulkString("id")
 	c.WriteInt(c.ClientID())
+	mode, role := "standalone", "master"
+	if cr := c.Server().clusterRouter(); cr != nil {
+		mode = "cluster"
+		if !cr.State().IsLeader() {
+			role = "replica"
+		}
+	}
 	c.WriteBulkString("mode")
-	c.WriteBulkString("standalone")
+	c.WriteBulkString(mode)
 	c.WriteBulkString("role")
-	c.WriteBulkString("master")
+	c.WriteBulkString(role)
 	c.WriteBulkString("modules")
 	c.WriteArrayHeader(0)
 	return nil

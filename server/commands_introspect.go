@@ -16,7 +16,10 @@ import (
 // key, last key, key step, ACL categories, tips, key specs, subcommands),
 // which go-redis and redis-cli parse. Arity is -(minArgs+1): "at least
 // minArgs arguments after the name", since handlers check any maximum
-// themselves. No command declares key positions.
+// themselves. Flags are "readonly" or "write" (from ReadOnly). Key
+// positions are keySpecOf's (route.go): every MEM.* command but MEM.LIST
+// and MEM.CHECKPOINT has its collection name as its one key, at 1, so
+// that cluster clients hash the collection name.
 func cmdCommand(c *Ctx, args [][]byte) error {
 	cmds := c.Server().sortedCommands()
 	if len(args) == 0 {
@@ -88,10 +91,16 @@ func writeCommandEntry(w *Writer, cmd *command) {
 	w.WriteArrayHeader(10)
 	w.WriteBulkString(cmd.name)
 	w.WriteInt(-int64(cmd.minArgs + 1))
-	w.WriteArrayHeader(0) // flags
-	w.WriteInt(0)         // first key
-	w.WriteInt(0)         // last key
-	w.WriteInt(0)         // key step
+	w.WriteArrayHeader(1) // flags
+	if cmd.flags&ReadOnly != 0 {
+		w.WriteSimple("readonly")
+	} else {
+		w.WriteSimple("write")
+	}
+	ks := keySpecOf(cmd.name)
+	w.WriteInt(int64(ks.first))
+	w.WriteInt(int64(ks.last))
+	w.WriteInt(int64(ks.step))
 	w.WriteArrayHeader(0) // ACL categories
 	w.WriteArrayHeader(0) // tips
 	w.WriteArrayHeader(0) // key specs

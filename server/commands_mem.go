@@ -130,6 +130,9 @@ func (m memCommands) drop(c *Ctx, args [][]byte) error {
 
 // MEM.LIST
 func (m memCommands) list(c *Ctx, args [][]byte) error {
+	if len(args) == 1 && strings.EqualFold(string(args[0]), "CLUSTER") {
+		return listCluster(c, m.db().List) // commands_cluster.go
+	}
 	if len(args) != 0 {
 		return c.WrongArity()
 	}

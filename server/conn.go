@@ -68,6 +68,12 @@ type conn struct {
 	applying     bool
 	deferDurable bool
 
+	// readonly is set by READONLY and cleared by READWRITE and RESET: in
+	// cluster mode the connection's reads may be served by a node that
+	// does not lead their shard (route.go). Only the connection's
+	// goroutine touches it.
+	readonly bool
+
 	// frameStart is when the command being read began to arrive (zero
 	// between commands); see readDeadline. Only the connection's goroutine
 	// touches it.
@@ -191,6 +197,12 @@ func (c *conn) exec(args [][]byte) (keep bool) {
 		cmd.stats.rejected.Add(1)
 		c.refuse(errWrongArity(cmd.name))
 		return true
+	}
+	if b := c.srv.router.Load(); b != nil && cmd.flags&flagNotQueued == 0 {
+		if err := c.route(b, cmd, args); err != nil { // route.go
+			c.refuse(err)
+			return true
+		}
 	}
 	if c.tx != nil && cmd.flags&flagNotQueued == 0 {
 		c.queue(cmd, args) // tx.go

@@ -112,7 +112,28 @@
 //	WATCH key ...               an error: there are no keys to watch
 //	UNWATCH                     +OK
 //	RESET                       discards the transaction, clears the name,
-//	                            requires AUTH again (with users); +RESET
+//	                            ends READONLY, requires AUTH again (with
+//	                            users); +RESET
+//	ROLE, READONLY, READWRITE, ASKING, CLUSTER SLOTS|SHARDS|NODES|MYID|
+//	MYSHARDID|INFO|KEYSLOT|COUNTKEYSINSLOT|GETKEYSINSLOT|RELOAD|HELP
+//	                            cluster mode (below); standalone they
+//	                            answer "ERR This instance has cluster
+//	                            support disabled", but ROLE says master
+//
+// COMMAND's entries give every command a "readonly" or "write" flag and
+// the key positions cluster clients hash: the collection name (1 1 1) for
+// every MEM.* command but MEM.LIST and MEM.CHECKPOINT (route.go).
+//
+// # Cluster mode
+//
+// With a Router set (SetRouter; in cluster mode a ClusterRouter built on a
+// cluster.State), every command is shown to it before it runs, and as it
+// is queued inside MULTI, and it answers where the command is served: here,
+// or "-MOVED slot host:port", "-CLUSTERDOWN ..." (written without ERR, as
+// Redis does). At EXEC the queued commands are checked again together
+// (keys in two slots: -CROSSSLOT), and a refusal discards the
+// transaction. READONLY lets a connection's reads be served by a follower.
+// route.go and commands_cluster.go hold it; docs/CLUSTER.md is the design.
 //
 // # Transactions
 //

@@ -157,12 +157,16 @@ func (s *Server) addBuiltinInfoSectionsLocked() {
 			}
 		}
 		up := time.Since(s.start)
+		mode := "standalone"
+		if s.clusterRouter() != nil {
+			mode = "cluster"
+		}
 		return [][2]string{
 			{"memrl_version", Version},
 			// Tools that read redis_version to pick features see a
 			// RESP2-only server of the 7.0 family's command syntax.
 			{"redis_version", "7.0.0"},
-			{"redis_mode", "standalone"},
+			{"redis_mode", mode},
 			{"os", runtime.GOOS},
 			{"arch_bits", strconv.Itoa(strconv.IntSize)},
 			{"go_version", runtime.Version()},

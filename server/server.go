@@ -119,6 +119,8 @@ type Server struct {
 
 	// repl is the Replicator set by SetReplicator, or nil (replicate.go).
 	repl atomic.Pointer[Replicator]
+	// router, if set, decides where each command is served (route.go).
+	router atomic.Pointer[routerBox]
 
 	auth   *authenticator // immutable after New
 	budget Budget         // client memory (budget.go); its limit is set by New

@@ -275,6 +275,7 @@ func cmdReset(c *Ctx, args [][]byte) error {
 	}
 	cn.endTx()
 	cn.setName("")
+	cn.readonly = false
 	if cn.srv.auth.required() {
 		cn.mu.Lock()
 		cn.user = nil
@@ -312,6 +313,10 @@ func cmdExec(c *Ctx, args [][]byte) error {
 	if tx.aborted {
 		return errExecAbort
 	}
+	if err := cn.routeTx(tx); err != nil { // cluster mode: route.go
+		return err
+	}
+	// Router first, replicator second (docs/CLUSTER.md).
 	if handled, err := cn.execTx(tx); handled { // proposed as one entry (replicate.go)
 		return err
 	}

@@ -198,8 +198,13 @@ func (g *group) catchUp(out io.Writer, n int) error {
 	}
 	took := time.Since(restart)
 	var count int64
+	// READONLY: the follower's own copy (else the router sends the read
+	// to the leader).
+	ro := redis.NewClient(&redis.Options{Addr: f.addr, MaxRetries: -1,
+		OnConnect: func(ctx context.Context, cn *redis.Conn) error { return cn.Do(ctx, "READONLY").Err() }})
+	defer ro.Close()
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if count, err = f.rdb.Do(ctx, "MEM.COUNT", "catchup").Int64(); err == nil && count == int64(n) {
+		if count, err = ro.Do(ctx, "MEM.COUNT", "catchup").Int64(); err == nil && count == int64(n) {
 			break
 		}
 	}

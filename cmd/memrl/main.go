@@ -1,6 +1,7 @@
 // Command memrl runs the memrl server and its tools.
 //
 //	memrl serve [flags]           run the server (see `memrl serve --help`)
+//	memrl cluster start|stop      a local cluster of memrl serve processes
 //	memrl bench ann|rewards|durability|hostile|madd [flags]
 //	memrl dump wal|checkpoint|index|vectors PATH   a file's records or header, readable
 //	memrl info                    build and CPU facts (SIMD kernels in use)
@@ -24,6 +25,7 @@ const usage = `memrl: episodic memory with learned utilities, served over RESP2.
 
 usage:
   memrl serve [flags]              run the server (memrl serve --help for its flags)
+  memrl cluster start|stop [flags] a local cluster of serve processes (memrl cluster --help)
   memrl bench ann [flags]          recall against latency of the phase-1 index
   memrl bench rewards [flags]      acknowledged rewards per second over the protocol
   memrl bench durability [flags]   fsync latency, in-process rewards, recovery, checkpoint stalls

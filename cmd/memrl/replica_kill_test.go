@@ -202,6 +202,13 @@ func TestReplicaKill9Leader(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 
+	// Read each survivor's own copy: READONLY, or the router sends the
+	// follower's reads to the leader (MOVED).
+	for _, p := range survivors {
+		p.rdb.Close()
+		p.rdb = redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1,
+			OnConnect: func(ctx context.Context, cn *redis.Conn) error { return cn.Do(ctx, "READONLY").Err() }})
+	}
 	// Caught up: both survivors have applied the leader's last index.
 	waitFor("the follower to catch up", func() bool {
 		a, b := raftStatus(survivors[0].rdb), raftStatus(survivors[1].rdb)

@@ -62,10 +62,13 @@ func serve(args []string) error {
 		MaxOpenFiles: o.maxOpenFiles, MaxCollections: o.maxCollections, Logf: engineLogf(logger)}
 	var db *engine.DB
 	var node *replica.Node
-	if o.replica.enabled() { // cluster mode: serve_replica.go
-		if node, err = openReplica(o.replica, o, eopts, srv, logger); err != nil {
+	var collections func() []string
+	if o.cluster.enabled() { // cluster mode: every shard is a raft group (serve_replica.go)
+		if node, err = openReplica(o.replica, o.cluster, o, eopts, srv, logger); err != nil {
 			return err
 		}
+		// The replica's engine is replaced when it installs a snapshot.
+		collections = func() []string { return node.DB().List() }
 	} else {
 		if db, err = engine.Open(o.dir, eopts); err != nil {
 			return err
@@ -74,6 +77,7 @@ func serve(args []string) error {
 		logger.Info("opened the database", "dir", o.dir, "took", time.Since(start).Round(time.Millisecond),
 			"collections", len(db.List()), "checkpoint_lsn", r.CheckpointLSN, "records_replayed", r.RecordsReplayed)
 		srv.RegisterMem(db)
+		collections = db.List
 	}
 	// closeDB closes the engine, or the replica and its engine.
 	closeDB := func() error {
@@ -82,6 +86,12 @@ func serve(args []string) error {
 		}
 		return db.Close()
 	}
+	stopCluster, err := o.cluster.start(srv, collections, logger) // serve_cluster.go; standalone: nothing
+	if err != nil {
+		closeDB()
+		return err
+	}
+	defer stopCluster()
 	srv.AddInfoSection("simd", func() [][2]string {
 		return [][2]string{{"simd_level", simd.Level()}, {"simd_supported", strings.Join(simd.Levels(), ",")}}
 	})

@@ -29,7 +29,9 @@ type serveOptions struct {
 
 	cfg server.Config // everything of the server's that a flag sets, but Logger
 	obs *observeFlags // logging, SLOWLOG, metrics (serve_observe.go)
-	// replica holds --cluster-nodes and --node-id (serve_replica.go).
+	// cluster holds --cluster-nodes and --node-id (serve_cluster.go).
+	cluster *clusterFlags
+	// replica holds --cluster-join (serve_replica.go).
 	replica *replicaFlags
 	// passwordOnCommandLine is set when --requirepass was used: ps shows it.
 	passwordOnCommandLine bool
@@ -98,6 +100,7 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 	maxReply := sizeFlag(fs, "max-reply-bytes", server.DefaultMaxReplyBytes, "largest reply of payloads (MEM.RETRIEVE ... WITHPAYLOAD)")
 
 	o.obs = addObserveFlags(fs)
+	o.cluster = addClusterFlags(fs)
 	o.replica = addReplicaFlags(fs)
 
 	fs.Usage = func() {
@@ -123,7 +126,12 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 		return nil, cliflag.Usagef("--protected-mode: want yes or no, not %q", *protected)
 	}
 	o.cfg.Addr = o.addr
-	if err := o.replica.check(o); err != nil {
+	addrSet := false
+	fs.Visit(func(f *flag.Flag) { addrSet = addrSet || f.Name == "addr" })
+	if err := o.cluster.check(o, addrSet); err != nil {
+		return nil, err
+	}
+	if err := o.replica.check(o.cluster); err != nil {
 		return nil, err
 	}
 	o.cfg.MaxMemory = *maxMemory

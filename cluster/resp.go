@@ -1,0 +1,126 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+)
+
+// A minimal RESP2 client, enough for a node to ask another ROLE, for
+// MEM.LIST CLUSTER to ask each shard's leader, and for memrl cluster start
+// to probe the shards: one connection, one command, one reply.
+
+// RedisError is an error reply ("-MOVED 12 127.0.0.1:7001" is
+// RedisError("MOVED 12 127.0.0.1:7001")).
+type RedisError string
+
+func (e RedisError) Error() string { return string(e) }
+
+// maxReplyLen bounds what Do reads of one reply (elements and bytes), so a
+// confused or hostile peer cannot make a node allocate without bound.
+const maxReplyLen = 64 << 20
+
+// Do connects to addr, sends one command, and returns its reply: a string
+// (simple or bulk), int64, nil (a null), []any (an array) or a
+// RedisError (an error reply, also returned as the error). The whole
+// exchange is bounded by timeout and ctx.
+func Do(ctx context.Context, addr string, timeout time.Duration, args ...string) (any, error) {
+	d := net.Dialer{Timeout: timeout}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	deadline := time.Now().Add(timeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	nc.SetDeadline(deadline)
+	if _, err := nc.Write(encodeCommand(args)); err != nil {
+		return nil, err
+	}
+	v, err := readReply(bufio.NewReader(nc), 0)
+	if err != nil {
+		return nil, err
+	}
+	if re, ok := v.(RedisError); ok {
+		return v, re
+	}
+	return v, nil
+}
+
+func encodeCommand(args []string) []byte {
+	b := []byte("*" + strconv.Itoa(len(args)) + "\r\n")
+	for _, a := range args {
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(len(a)), 10)
+		b = append(b, "\r\n"...)
+		b = append(b, a...)
+		b = append(b, "\r\n"...)
+	}
+	return b
+}
+
+var errBadReply = errors.New("cluster: malformed RESP reply")
+
+func readReply(r *bufio.Reader, depth int) (any, error) {
+	if depth > 8 {
+		return nil, errBadReply
+	}
+	line, err := r.ReadSlice('\n')
+	if err != nil {
+		return nil, err
+	}
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return nil, errBadReply
+	}
+	body := string(line[1 : len(line)-2])
+	switch line[0] {
+	case '+':
+		return body, nil
+	case '-':
+		return RedisError(body), nil
+	case ':':
+		n, err := strconv.ParseInt(body, 10, 64)
+		if err != nil {
+			return nil, errBadReply
+		}
+		return n, nil
+	case '$':
+		n, err := strconv.Atoi(body)
+		if err != nil || n < -1 || n > maxReplyLen {
+			return nil, errBadReply
+		}
+		if n == -1 {
+			return nil, nil
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, err
+		}
+		return string(buf[:n]), nil
+	case '*':
+		n, err := strconv.Atoi(body)
+		if err != nil || n < -1 || n > maxReplyLen {
+			return nil, errBadReply
+		}
+		if n == -1 {
+			return nil, nil
+		}
+		out := make([]any, 0, min(n, 1024))
+		for range n {
+			v, err := readReply(r, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%w: type byte %q", errBadReply, line[0])
+}

@@ -1,0 +1,352 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/memrl/memrl/cluster"
+	"github.com/memrl/memrl/internal/cliflag"
+)
+
+// memrl cluster start|stop: a local cluster of `memrl serve` processes on
+// loopback, to try cluster mode (docs/CLUSTER.md).
+
+const clusterUsage = `usage:
+  memrl cluster start --dir DIR [--shards S] [--replicas R] [--port P] [-- serve flags...]
+  memrl cluster stop --dir DIR [--timeout 15s]
+
+start runs S×R memrl serve processes in the background on 127.0.0.1, client
+ports P, P+1, … (raft ports 10000 above), node i in shard i/R, data in
+DIR/<node-id>, logs in DIR/<node-id>.log; it writes DIR/nodes.tsv (node id,
+client address, shard, pid) and returns once every shard accepts a write.
+Flags after -- are passed to every memrl serve. A DIR whose nodes are all
+stopped is started again with the nodes it names (--shards, --replicas and
+--port are then ignored).
+
+stop sends SIGTERM to every node of DIR/nodes.tsv, waits up to --timeout for
+it to checkpoint and exit, then sends SIGKILL.
+
+Try it:  memrl cluster start --dir /tmp/c --shards 2 && redis-cli -c -p 7000
+
+Flags:
+`
+
+func init() { commands["cluster"] = clusterCmd }
+
+func clusterCmd(args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, clusterUsage)
+		return cliflag.Usagef("which action: start or stop?")
+	}
+	switch args[0] {
+	case "start":
+		return clusterStart(args[1:])
+	case "stop":
+		return clusterStop(args[1:])
+	case "-h", "-help", "--help", "help":
+		fmt.Print(clusterUsage)
+		return cliflag.ErrHelp
+	}
+	return cliflag.Usagef("unknown action %q: want start or stop", args[0])
+}
+
+// startOptions are memrl cluster start's flags.
+type startOptions struct {
+	dir       string
+	shards    int
+	replicas  int
+	port      int
+	wait      time.Duration
+	serveArgs []string // after --
+}
+
+func clusterStart(args []string) error {
+	o := startOptions{}
+	var serveArgs []string
+	for i, a := range args {
+		if a == "--" {
+			args, serveArgs = args[:i], args[i+1:]
+			break
+		}
+	}
+	fs := flag.NewFlagSet("cluster start", flag.ContinueOnError)
+	fs.StringVar(&o.dir, "dir", "", "the cluster's folder (created if missing)")
+	fs.IntVar(&o.shards, "shards", 2, "shards")
+	fs.IntVar(&o.replicas, "replicas", 1, "nodes per shard (a raft group when more than 1)")
+	fs.IntVar(&o.port, "port", 7000, "client port of the first node; node i listens on port+i")
+	fs.DurationVar(&o.wait, "wait", 60*time.Second, "how long to wait for every shard to accept a write")
+	fs.Usage = func() { fmt.Fprint(fs.Output(), clusterUsage); fs.PrintDefaults() }
+	if err := cliflag.Parse(fs, args, 0); err != nil {
+		return err
+	}
+	o.serveArgs = serveArgs
+	if o.dir == "" {
+		return cliflag.Usagef("--dir is required")
+	}
+	n := o.shards * o.replicas
+	switch {
+	case o.shards < 1 || o.shards > cluster.NumSlots:
+		return cliflag.Usagef("--shards must be in 1..%d", cluster.NumSlots)
+	case o.replicas < 1 || o.replicas > 9:
+		return cliflag.Usagef("--replicas must be in 1..9")
+	case o.port < 1 || o.port+n-1+cluster.RaftPortOffset > 65535:
+		return cliflag.Usagef("--port %d: the ports %d..%d and their raft ports (+%d) must be at most 65535", o.port, o.port, o.port+n-1, cluster.RaftPortOffset)
+	}
+	for _, a := range serveArgs {
+		for _, reserved := range []string{"dir", "addr", "cluster-nodes", "node-id"} {
+			if a == "-"+reserved || a == "--"+reserved || strings.HasPrefix(a, "--"+reserved+"=") || strings.HasPrefix(a, "-"+reserved+"=") {
+				return cliflag.Usagef("memrl cluster start sets --%s of each node itself", reserved)
+			}
+		}
+	}
+	return startCluster(o, os.Stdout)
+}
+
+// startCluster starts the nodes of o and waits for every shard. On a
+// failure it stops the nodes it started.
+func startCluster(o startOptions, out *os.File) error {
+	bin, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+		return err
+	}
+	nodesPath := filepath.Join(o.dir, cluster.NodesFile)
+	nodes, err := cluster.ReadNodes(nodesPath)
+	switch {
+	case err == nil:
+		for _, n := range nodes {
+			if processAlive(n.PID) {
+				return fmt.Errorf("node %s (pid %d) of %s is running: memrl cluster stop --dir %s first", n.ID, n.PID, nodesPath, o.dir)
+			}
+		}
+	case errors.Is(err, os.ErrNotExist):
+		for i := range o.shards * o.replicas {
+			nodes = append(nodes, cluster.Node{ID: "n" + strconv.Itoa(i), Addr: "127.0.0.1:" + strconv.Itoa(o.port+i), Shard: i / o.replicas})
+		}
+	default:
+		return err
+	}
+	for i := range nodes {
+		nodes[i].PID = 0
+	}
+	// The nodes read the file as they start; pids are added once known.
+	if err := cluster.WriteNodes(nodesPath, nodes); err != nil {
+		return err
+	}
+	var procs []*os.Process
+	fail := func(err error) error {
+		for _, p := range procs {
+			p.Signal(syscall.SIGKILL)
+		}
+		for i := range nodes {
+			nodes[i].PID = 0
+		}
+		cluster.WriteNodes(nodesPath, nodes)
+		return err
+	}
+	for i, n := range nodes {
+		logPath := filepath.Join(o.dir, n.ID+".log")
+		logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fail(err)
+		}
+		args := append([]string{"serve", "--dir", filepath.Join(o.dir, n.ID), "--addr", n.Addr,
+			"--cluster-nodes", nodesPath, "--node-id", n.ID}, o.serveArgs...)
+		cmd := exec.Command(bin, args...)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		// Its own process group: a Ctrl-C in the terminal that ran
+		// memrl cluster start does not reach the nodes.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		err = cmd.Start()
+		logf.Close()
+		if err != nil {
+			return fail(err)
+		}
+		procs = append(procs, cmd.Process)
+		nodes[i].PID = cmd.Process.Pid
+		// Reap it if it exits while we wait (a port in use), so that
+		// processAlive sees it gone; after we return, init reaps it.
+		go cmd.Wait()
+	}
+	if err := cluster.WriteNodes(nodesPath, nodes); err != nil {
+		return fail(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.wait)
+	defer cancel()
+	slots, err := cluster.ReadSlots(filepath.Join(o.dir, cluster.SlotsFile), cluster.Shards(nodes))
+	if err != nil {
+		return fail(err)
+	}
+	// Every shard, through every node: each node must know every
+	// shard's leader before a client may pick any of them.
+	exited := func() error {
+		for _, n := range nodes {
+			if !processAlive(n.PID) {
+				logPath := filepath.Join(o.dir, n.ID+".log")
+				return fmt.Errorf("node %s exited: see %s; its last line: %s", n.ID, logPath, lastLine(logPath))
+			}
+		}
+		return nil
+	}
+	for s := range cluster.Shards(nodes) {
+		if err := probeShard(ctx, nodes, slots, s, exited); err != nil {
+			return fail(err)
+		}
+	}
+	fmt.Fprintf(out, "memrl cluster: %d shards, %d nodes, every shard accepts writes\n", cluster.Shards(nodes), len(nodes))
+	for _, n := range nodes {
+		fmt.Fprintf(out, "  %s\t%s\tshard %d\tpid %d\n", n.ID, n.Addr, n.Shard, n.PID)
+	}
+	fmt.Fprintf(out, "nodes file %s; try: redis-cli -c -p %s; stop: memrl cluster stop --dir %s\n",
+		nodesPath, strings.TrimPrefix(nodes[0].Addr, "127.0.0.1:"), o.dir)
+	return nil
+}
+
+// probeShard waits until shard accepts a write sent to any node: through
+// each node in turn it creates and drops a collection whose name hashes
+// to the shard, following MOVED, retrying on CLUSTERDOWN (the node does
+// not know the shard's leader yet) and refused connections until ctx
+// ends or exited reports a node gone.
+func probeShard(ctx context.Context, nodes []cluster.Node, slots *cluster.SlotMap, shard int, exited func() error) error {
+	name := ""
+	for j := 0; ; j++ {
+		name = "memrl-probe-" + strconv.Itoa(j)
+		if int(slots[cluster.HashSlot([]byte(name))]) == shard {
+			break
+		}
+	}
+	for _, n := range nodes {
+		var last error
+		for {
+			if ctx.Err() != nil {
+				return fmt.Errorf("shard %d did not accept a write through node %s in time: %v", shard, n.ID, last)
+			}
+			if err := exited(); err != nil {
+				return err
+			}
+			last = redirected(ctx, n.Addr, "MEM.CREATE", name, "DIM", "1")
+			if last == nil || strings.Contains(last.Error(), "already exists") {
+				if last = redirected(ctx, n.Addr, "MEM.DROP", name); last == nil {
+					break
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// redirected sends a command to addr, following up to 5 MOVED redirects.
+func redirected(ctx context.Context, addr string, args ...string) error {
+	for range 5 {
+		_, err := cluster.Do(ctx, addr, 2*time.Second, args...)
+		var re cluster.RedisError
+		if errors.As(err, &re) && strings.HasPrefix(string(re), "MOVED ") {
+			f := strings.Fields(string(re))
+			if len(f) == 3 {
+				addr = f[2]
+				continue
+			}
+		}
+		return err
+	}
+	return errors.New("too many redirects")
+}
+
+func clusterStop(args []string) error {
+	fs := flag.NewFlagSet("cluster stop", flag.ContinueOnError)
+	dir := fs.String("dir", "", "the cluster's folder")
+	timeout := fs.Duration("timeout", 15*time.Second, "how long each node may take to exit after SIGTERM before it gets SIGKILL")
+	fs.Usage = func() { fmt.Fprint(fs.Output(), clusterUsage); fs.PrintDefaults() }
+	if err := cliflag.Parse(fs, args, 0); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return cliflag.Usagef("--dir is required")
+	}
+	nodesPath := filepath.Join(*dir, cluster.NodesFile)
+	nodes, err := cluster.ReadNodes(nodesPath)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if processAlive(n.PID) && isNodeProcess(n) {
+			syscall.Kill(n.PID, syscall.SIGTERM)
+		}
+	}
+	deadline := time.Now().Add(*timeout)
+	var killed []string
+	for _, n := range nodes {
+		for processAlive(n.PID) && isNodeProcess(n) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if processAlive(n.PID) && isNodeProcess(n) {
+			syscall.Kill(n.PID, syscall.SIGKILL)
+			killed = append(killed, n.ID)
+		}
+	}
+	for i := range nodes {
+		nodes[i].PID = 0
+	}
+	if err := cluster.WriteNodes(nodesPath, nodes); err != nil {
+		return err
+	}
+	if len(killed) > 0 {
+		fmt.Printf("memrl cluster: stopped; %s did not exit within %s and got SIGKILL\n", strings.Join(killed, ", "), *timeout)
+	} else {
+		fmt.Printf("memrl cluster: stopped %d nodes\n", len(nodes))
+	}
+	return nil
+}
+
+// processAlive reports whether pid names a running process (a zombie, one
+// that has exited but not been reaped, counts as gone).
+func processAlive(pid int) bool {
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist) // no /proc: trust kill
+	}
+	// The state follows the command name in parentheses.
+	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) {
+		return stat[i+2] != 'Z'
+	}
+	return true
+}
+
+// isNodeProcess reports whether the process pid is still n's memrl serve
+// (its command line names n's --node-id), so that stop never signals a
+// process that reused a pid. Without /proc it trusts the pid.
+func isNodeProcess(n cluster.Node) bool {
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(n.PID) + "/cmdline")
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist) && !dirExists("/proc/self")
+	}
+	return strings.Contains(string(cmdline), "\x00--node-id\x00"+n.ID+"\x00") ||
+		strings.HasSuffix(string(cmdline), "\x00--node-id\x00"+n.ID)
+}
+
+func dirExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+// lastLine returns the last non-blank line of the file at path, or "".
+func lastLine(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
