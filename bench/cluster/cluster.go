@@ -1,9 +1,11 @@
 // Package cluster measures what replication costs: acknowledged rewards
 // per second and latency percentiles on one standalone node against a
-// 3-node raft group (package replica) on loopback, where the figure is
-// the protocol's cost (one round of raft appends and a majority's
-// raft-boltdb fsyncs per batch), not a network's; and failover time:
-// the leader killed with SIGKILL until a write is acknowledged again.
+// 3-node raft group (package replica) and 2 shards of 3 (memrl cluster
+// start, go-redis ClusterClient) on loopback, where the figure is the
+// protocol's cost (one round of raft appends and a majority's
+// raft-boltdb fsyncs per batch), not a network's; failover time: the
+// leader killed with SIGKILL until a write is acknowledged again; and
+// the catch-up time of an emptied replica.
 // Run it as `memrl bench cluster`.
 package cluster
 
@@ -36,6 +38,7 @@ func Main(args []string, out io.Writer) error {
 	dur := fs.Duration("duration", 3*time.Second, "measuring time per row")
 	memories := fs.Int("memories", 10000, "memories rewarded (uniformly at random)")
 	failovers := fs.Int("failovers", 3, "times the group's leader is killed (0: none)")
+	sharded := fs.Bool("sharded", true, "also measure 2 shards x 3 nodes started with memrl cluster start, through go-redis's ClusterClient")
 	catchup := fs.Int("catchup", 0, "memories (16 dimensions) of a collection an emptied replica then catches up with from a snapshot (0: skip)")
 	if err := cliflag.Parse(fs, args, 0); err != nil {
 		return err
@@ -81,6 +84,11 @@ func Main(args []string, out io.Writer) error {
 	}
 	if err := measureRows(out, "3-node raft group", leader.addr, ns, *dur, *memories); err != nil {
 		return err
+	}
+	if *sharded {
+		if err := measureSharded(out, exe, dir, 2, 3, ns, *dur, *memories); err != nil {
+			return err
+		}
 	}
 	if *failovers > 0 {
 		fmt.Fprintf(out, "\n%-10s %-8s %-8s %14s\n", "failover", "killed", "leader", "write_after_ms")
