@@ -78,6 +78,13 @@ type Options struct {
 	// CompactMinRows is the fewest reclaimable rows that start a
 	// compaction; 0 means DefaultCompactMinRows.
 	CompactMinRows int
+	// ExactWrites makes the writes that search (MEM.ADD … DEDUP) scan
+	// exactly instead of using an IVF-PQ index, so that what they change
+	// depends only on the data: replicas applying the same commands
+	// (package replica) build their indexes each on its own, at different
+	// times, and must still choose the same memory. It costs a full scan
+	// per deduplicated add on large collections.
+	ExactWrites bool
 }
 
 // DefaultMaxCollections is the default of Options.MaxCollections. Each

@@ -44,12 +44,23 @@ func ParseDedupMerge(s string) (DedupMerge, error) {
 	return 0, fmt.Errorf("%w: MERGE must be KEEP, MAX or AVG, got %q", ErrBadParam, s)
 }
 
+// dedupSearchOptions is the search of a deduplicated add: phase 1's, or
+// with Options.ExactWrites an exact scan, whose answer depends only on the
+// memories and not on whether (or when) this process built an index.
+func (c *Collection) dedupSearchOptions(req *AddRequest) SearchOptions {
+	so := SearchOptions{K1: 1, Delta: req.Dedup, HasDelta: true}
+	if c.db.opts.ExactWrites {
+		so.Path = PathExact
+	}
+	return so
+}
+
 // dedupLocked looks for the memory rec would duplicate. It returns its id
 // and true, having merged rec's Q into it (logged as a recQ, whose ticket
 // it returns), or false when rec is no near-copy of any live memory.
 // REQUIRES: c.mu held for writing; rec.vec checked (checkAdd).
 func (c *Collection) dedupLocked(req *AddRequest, rec addRec, now int64) (uint64, Ticket, bool, error) {
-	so := SearchOptions{K1: 1, Delta: req.Dedup, HasDelta: true}
+	so := c.dedupSearchOptions(req)
 	if len(c.expiring) > 0 {
 		so.Match = func(row uint32) bool { return !c.mems[c.rowIDs[row]].expiredAt(now) }
 	}

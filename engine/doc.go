@@ -57,6 +57,9 @@
 // same prune; the policy and each run are logged (record type 17) and
 // checkpointed (collection section 3).
 // Creation and reward (Updated) times come from Options.Now, as expiry's do.
+// Options.ExactWrites makes a deduplicated add search exactly (dedup.go),
+// so that replicas (package replica) choose the same memory whatever their
+// indexes.
 //
 // SearchOptions.Allow (a bitmap of rows, from the caller's attribute
 // index) and SearchOptions.Match (a residual check on a row, for fields

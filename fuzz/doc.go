@@ -128,6 +128,12 @@
 // index of the expression's fields plans a superset of the match (exactly
 // it when the plan says exact), and holds nothing once the row is removed.
 //
+// FuzzDecodeEntry (./fuzz) decodes arbitrary bytes as a replica's raft log
+// entry (replica.DecodeEntry: version, leader time, arguments, xxhash64).
+// Checks: no panic; a refusal wraps replica.ErrBadEntry; an accepted
+// entry has 1..MaxEntryArgs arguments and re-encodes to exactly the input.
+// Its seeds are valid, cut and bit-flipped encodings (f.Add).
+//
 // # Corpus
 //
 // "go test" runs every committed seed of every target as a regression

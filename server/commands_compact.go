@@ -12,7 +12,7 @@ import (
 // collection's files without its deleted memories, in the background.
 
 func (m memCommands) registerCompact(s *Server) {
-	s.Register("MEM.COMPACT", 1, m.compact)
+	s.Register("MEM.COMPACT", 1, m.compact, Local) // physical: each replica compacts its own files
 }
 
 // errCompactWaitInExec: MEM.COMPACT WAIT blocks for the whole compaction,

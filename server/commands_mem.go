@@ -12,7 +12,17 @@ import (
 // RegisterMem adds the memory commands (MEM.*), served from db. See
 // docs/PROTOCOL.md for their grammar and replies.
 func (s *Server) RegisterMem(db *engine.DB) {
-	m := memCommands{db: db, wait: func(t uint64) error { return db.WaitDurable(engine.Ticket(t)) }}
+	s.RegisterMemFunc(func() *engine.DB { return db })
+}
+
+// RegisterMemFunc is RegisterMem for a database that may be replaced while
+// the server runs (a replica installing a raft snapshot, package
+// replica): every command calls cur for the database it uses. A command
+// running while the database is replaced may meet the old one closed
+// (engine.ErrClosed, an ERR reply).
+func (s *Server) RegisterMemFunc(cur func() *engine.DB) {
+	m := memCommands{cur: cur}
+	m.wait = func(t uint64) error { return m.db().WaitDurable(engine.Ticket(t)) }
 	s.Register("MEM.CREATE", 3, m.create)
 	s.Register("MEM.DROP", 1, m.drop)
 	s.Register("MEM.LIST", 0, m.list, ReadOnly)
@@ -22,8 +32,8 @@ func (s *Server) RegisterMem(db *engine.DB) {
 	s.Register("MEM.GET", 2, m.get, ReadOnly)
 	s.Register("MEM.DEL", 2, m.del)
 	s.Register("MEM.INFO", 1, m.info, ReadOnly)
-	s.Register("MEM.CHECKPOINT", 0, m.checkpoint)
-	s.Register("MEM.VERIFY", 1, m.verify)
+	s.Register("MEM.CHECKPOINT", 0, m.checkpoint, Local) // this node's files only
+	s.Register("MEM.VERIFY", 1, m.verify, Local)
 	s.registerAttrs(m)    // commands_attrs.go
 	m.registerBatch(s)    // MEM.MADD, MEM.MGET, MEM.SCAN, MEM.COUNT: commands_batch.go
 	m.registerFilter(s)   // MEM.INDEX: commands_filter.go
@@ -33,18 +43,22 @@ func (s *Server) RegisterMem(db *engine.DB) {
 	m.registerSnapshot(s) // MEM.SNAPSHOT, MEM.SNAPSHOTS, MEM.ROLLBACK, MEM.DELSNAPSHOT: commands_snapshot.go
 	m.registerCompact(s)  // MEM.COMPACT: commands_compact.go
 	s.AddInfoSection("memrl", m.infoSection)
-	s.registerMemObservability(db) // info_mem.go
+	s.registerMemObservability(cur) // info_mem.go
 }
 
 type memCommands struct {
-	db *engine.DB
+	// cur returns the database (RegisterMemFunc).
+	cur func() *engine.DB
 	// wait is db.WaitDurable for Ctx.AfterDurable, made once so that a
 	// reward allocates no closure.
 	wait func(uint64) error
 }
 
+// db returns the database the command runs on.
+func (m memCommands) db() *engine.DB { return m.cur() }
+
 func (m memCommands) coll(name []byte) (*engine.Collection, error) {
-	return m.db.Collection(string(name))
+	return m.db().Collection(string(name))
 }
 
 // MEM.CREATE coll DIM d [METRIC COSINE|L2|IP] [ALPHA a] [GAMMA g] [QINIT q]
@@ -95,7 +109,7 @@ func (m memCommands) create(c *Ctx, args [][]byte) error {
 	if !hasDim {
 		return fmt.Errorf("syntax error: DIM is required")
 	}
-	if err := m.db.Create(string(args[0]), cfg); err != nil {
+	if err := m.db().Create(string(args[0]), cfg); err != nil {
 		return err
 	}
 	c.WriteOK()
@@ -107,7 +121,7 @@ func (m memCommands) drop(c *Ctx, args [][]byte) error {
 	if len(args) != 1 {
 		return c.WrongArity()
 	}
-	if err := m.db.Drop(string(args[0])); err != nil {
+	if err := m.db().Drop(string(args[0])); err != nil {
 		return err
 	}
 	c.WriteOK()
@@ -117,12 +131,12 @@ func (m memCommands) drop(c *Ctx, args [][]byte) error {
 // MEM.LIST
 func (m memCommands) list(c *Ctx, args [][]byte) error {
 	if len(args) == 1 && strings.EqualFold(string(args[0]), "CLUSTER") {
-		return listCluster(c, m.db.List) // commands_cluster.go
+		return listCluster(c, m.db().List) // commands_cluster.go
 	}
 	if len(args) != 0 {
 		return c.WrongArity()
 	}
-	names := m.db.List()
+	names := m.db().List()
 	c.WriteArrayHeader(len(names))
 	for _, n := range names {
 		c.WriteBulkString(n)
@@ -497,12 +511,12 @@ func (m memCommands) checkpoint(c *Ctx, args [][]byte) error {
 	if len(args) > 1 {
 		return c.WrongArity()
 	}
-	checkpoint := m.db.Checkpoint
+	checkpoint := m.db().Checkpoint
 	if len(args) == 1 {
 		if !strings.EqualFold(string(args[0]), "FULL") {
 			return fmt.Errorf("syntax error: unknown MEM.CHECKPOINT option %q", args[0])
 		}
-		checkpoint = m.db.CheckpointFull
+		checkpoint = m.db().CheckpointFull
 	}
 	if err := checkpoint(); err != nil {
 		return err
@@ -552,7 +566,7 @@ func (m memCommands) verify(c *Ctx, args [][]byte) error {
 }
 
 func (m memCommands) infoSection() [][2]string {
-	st := m.db.CheckpointStatus()
+	st := m.db().CheckpointStatus()
 	last, kind := "0", ""
 	if !st.Last.IsZero() {
 		last, kind = fmt.Sprint(st.Last.Unix()), "delta"
@@ -565,8 +579,8 @@ func (m memCommands) infoSection() [][2]string {
 		stopped = st.Stopped.Error()
 	}
 	return [][2]string{
-		{"collections", fmt.Sprint(len(m.db.List()))},
-		{"sync", m.db.SyncPolicy().String()},
+		{"collections", fmt.Sprint(len(m.db().List()))},
+		{"sync", m.db().SyncPolicy().String()},
 		{"checkpoint_last_unix", last},
 		{"checkpoint_last_kind", kind},
 		{"checkpoint_last_ms", fmt.Sprint(st.Took.Milliseconds())},

@@ -61,6 +61,13 @@ type conn struct {
 	sharedHeld bool
 	inExec     bool
 
+	// applying marks a connection of Server.Apply (replicate.go): its
+	// commands run here, never proposed again; deferDurable makes
+	// AfterDurable record every token for one later wait (Applier.Wait).
+	// Set at creation.
+	applying     bool
+	deferDurable bool
+
 	// readonly is set by READONLY and cleared by READWRITE and RESET: in
 	// cluster mode the connection's reads may be served by a node that
 	// does not lead their shard (route.go). Only the connection's
@@ -227,7 +234,8 @@ func (c *conn) run(cmd *command, args [][]byte, start time.Duration) (keep bool)
 	}()
 	c.hctx.cmd = cmd
 	errsBefore := c.w.errs
-	err := cmd.fn(&c.hctx, args[1:])
+	// The handler, or the Replicator for a write (replicate.go).
+	err := c.call(cmd, args)
 	c.clock = c.srv.observe(c, cmd, args, start, err != nil || c.w.errs != errsBefore) // stats.go
 	c.clockValid = true
 	wrote := c.w.Written() != before

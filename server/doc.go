@@ -155,6 +155,16 @@
 // engine lock across a reply write or AfterDurable), and docs/PROTOCOL.md
 // for the reply texts and the WATCH-free semantics.
 //
+// # Replication
+//
+// With a Replicator set (SetReplicator, replicate.go), a command that
+// changes data (not ReadOnly, not Local) is not run by the connection: it
+// is proposed, and the reply its application produced on the shard's
+// leader is written back. A transaction holding such a command is proposed
+// as one entry (EncodeExec). Apply runs a committed command or EXEC entry
+// on a connection without a socket, on every replica. A Replicator that is
+// also a ReadGate approves reads of memory data before they run here.
+//
 // # Exposure
 //
 // Users (Config.Users) with passwords, read-only users, a tighter frame

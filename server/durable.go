@@ -45,7 +45,7 @@ func (c *Ctx) AfterDurable(wait func(token uint64) error, token uint64) error {
 		return nil
 	}
 	cn := c.conn
-	if cn.rd.Buffered() == 0 && !cn.inExec {
+	if cn.rd.Buffered() == 0 && !cn.inExec && !cn.deferDurable {
 		// Not with the transaction lock held: a slow disk must not hold
 		// up a transaction (tx.go).
 		defer cn.resumeShared(cn.pauseShared())

@@ -18,8 +18,8 @@ import (
 
 // registerMemObservability installs the engine's INFO sections, CONFIG
 // parameters and metrics for db.
-func (s *Server) registerMemObservability(db *engine.DB) {
-	o := memObserver{db: db, ckpt: memCommands{db: db}.infoSection}
+func (s *Server) registerMemObservability(cur func() *engine.DB) {
+	o := memObserver{cur: cur, ckpt: memCommands{cur: cur}.infoSection}
 	s.AddInfoSection("Persistence", o.persistenceInfo)
 	s.AddInfoSection("Keyspace", o.keyspaceInfo)
 	s.mu.Lock()
@@ -30,11 +30,13 @@ func (s *Server) registerMemObservability(db *engine.DB) {
 }
 
 type memObserver struct {
-	db *engine.DB
+	cur func() *engine.DB // the database (RegisterMemFunc)
 	// ckpt is INFO memrl's section; persistence repeats its checkpoint
 	// fields so that both always agree.
 	ckpt func() [][2]string
 }
+
+func (o memObserver) db() *engine.DB { return o.cur() }
 
 // AppendFsync maps a WAL sync policy to Redis's appendfsync values, for
 // CONFIG GET and INFO persistence: always → "always" (a reply means
@@ -55,19 +57,19 @@ func AppendFsync(p wal.SyncPolicy) string {
 func (o memObserver) configParams() [][2]string {
 	return [][2]string{
 		{"appendonly", "yes"}, // every change is logged before it is acknowledged
-		{"appendfsync", AppendFsync(o.db.SyncPolicy())},
-		{"dir", o.db.Dir()},
+		{"appendfsync", AppendFsync(o.db().SyncPolicy())},
+		{"dir", o.db().Dir()},
 		{"save", ""}, // no RDB snapshots: checkpoints are memrl's own
 	}
 }
 
 // persistenceInfo is INFO persistence.
 func (o memObserver) persistenceInfo() [][2]string {
-	ws := o.db.WALStats()
+	ws := o.db().WALStats()
 	var lat histo.Snapshot
-	o.db.WALSyncLatency(&lat)
+	o.db().WALSyncLatency(&lat)
 	status, walErr := "ok", ""
-	if err := o.db.Err(); err != nil {
+	if err := o.db().Err(); err != nil {
 		status, walErr = "err", err.Error()
 	}
 	var pct strings.Builder
@@ -81,8 +83,8 @@ func (o memObserver) persistenceInfo() [][2]string {
 		{"loading", "0"},
 		{"aof_enabled", "1"},
 		{"aof_last_write_status", status},
-		{"appendfsync", AppendFsync(o.db.SyncPolicy())},
-		{"wal_sync", o.db.SyncPolicy().String()},
+		{"appendfsync", AppendFsync(o.db().SyncPolicy())},
+		{"wal_sync", o.db().SyncPolicy().String()},
 		{"wal_error", walErr},
 		{"wal_records", strconv.FormatUint(ws.Records, 10)},
 		{"wal_bytes_written", strconv.FormatUint(ws.Bytes, 10)},
@@ -113,7 +115,7 @@ func keyspaceField(name string) string {
 //	coll_<name>:memories=N,deleted=N,rows=N,dim=N,index=flat|ivfpq|flat+building|ivfpq+building,q_mean=F,q_std=F,mapped_bytes=N
 func (o memObserver) keyspaceInfo() [][2]string {
 	var out [][2]string
-	for _, c := range o.db.CollectionStats() {
+	for _, c := range o.db().CollectionStats() {
 		out = append(out, [2]string{keyspaceField(c.Name),
 			"memories=" + strconv.Itoa(c.Memories) +
 				",deleted=" + strconv.FormatUint(c.DeadRows, 10) +
@@ -130,7 +132,7 @@ func (o memObserver) keyspaceInfo() [][2]string {
 // memoryInfo adds the engine's mapped vector files to INFO memory: they
 // count in RSS as their pages are read, not in used_memory.
 func (o memObserver) memoryInfo() [][2]string {
-	mapped := o.db.MappedBytes()
+	mapped := o.db().MappedBytes()
 	return [][2]string{
 		{"mem_mapped_files_bytes", strconv.FormatInt(mapped, 10)},
 		{"mem_mapped_files_human", bytesHuman(uint64(mapped))},
@@ -157,11 +159,11 @@ var (
 
 // Collect adds the engine's metrics to a scrape (metricsSource).
 func (o memObserver) Collect(ch chan<- prometheus.Metric) {
-	ws := o.db.WALStats()
+	ws := o.db().WALStats()
 	var lat histo.Snapshot
-	o.db.WALSyncLatency(&lat)
+	o.db().WALSyncLatency(&lat)
 	failed := 0.0
-	if o.db.Err() != nil {
+	if o.db().Err() != nil {
 		failed = 1
 	}
 	ch <- prometheus.MustNewConstMetric(descWALRecords, prometheus.CounterValue, float64(ws.Records))
@@ -171,7 +173,7 @@ func (o memObserver) Collect(ch chan<- prometheus.Metric) {
 	ch <- histogramMetric(descWALFsync, &lat)
 	ch <- prometheus.MustNewConstMetric(descWALFailed, prometheus.GaugeValue, failed)
 
-	st := o.db.CheckpointStatus()
+	st := o.db().CheckpointStatus()
 	last := 0.0
 	if !st.Last.IsZero() {
 		last = float64(st.Last.UnixNano()) / 1e9
@@ -181,7 +183,7 @@ func (o memObserver) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descCkptFail, prometheus.CounterValue, float64(st.Failures))
 	ch <- prometheus.MustNewConstMetric(descCkptDeltas, prometheus.GaugeValue, float64(st.Deltas))
 
-	for _, c := range o.db.CollectionStats() {
+	for _, c := range o.db().CollectionStats() {
 		ch <- prometheus.MustNewConstMetric(descCollMems, prometheus.GaugeValue, float64(c.Memories), c.Name)
 		ch <- prometheus.MustNewConstMetric(descCollDead, prometheus.GaugeValue, float64(c.DeadRows), c.Name)
 		ch <- prometheus.MustNewConstMetric(descCollQMean, prometheus.GaugeValue, c.QMean, c.Name)

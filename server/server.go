@@ -117,6 +117,8 @@ type Server struct {
 	// interleaves with a transaction (tx.go).
 	txMu sync.RWMutex
 
+	// repl is the Replicator set by SetReplicator, or nil (replicate.go).
+	repl atomic.Pointer[Replicator]
 	// router, if set, decides where each command is served (route.go).
 	router atomic.Pointer[routerBox]
 

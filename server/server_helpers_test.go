@@ -77,6 +77,9 @@ func startServer(t testing.TB, cfg Config, register func(*Server)) *testServer {
 	if register != nil {
 		register(ts.Server)
 	}
+	if testReplicator != nil { // replicate_test.go
+		ts.SetReplicator(testReplicator(ts.Server))
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

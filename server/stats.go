@@ -52,7 +52,7 @@ type observer struct {
 // Commandstats and Latencystats, and sets the SLOWLOG defaults.
 func (s *Server) registerObservability() {
 	s.obs.slow.init()
-	s.Register("slowlog", 1, cmdSlowlog)
+	s.Register("slowlog", 1, cmdSlowlog, Local)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.addInfoSectionLocked("Memory", memoryInfo)

@@ -316,6 +316,10 @@ func cmdExec(c *Ctx, args [][]byte) error {
 	if err := cn.routeTx(tx); err != nil { // cluster mode: route.go
 		return err
 	}
+	// Router first, replicator second (docs/CLUSTER.md).
+	if handled, err := cn.execTx(tx); handled { // proposed as one entry (replicate.go)
+		return err
+	}
 	reply, ok := cn.runTx(tx)
 	if !ok {
 		// A queued command panicked, or failed after writing part of its

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/memrl/memrl/bench/cluster"
 	"github.com/memrl/memrl/bench/durability"
 	"github.com/memrl/memrl/bench/filter"
 	"github.com/memrl/memrl/bench/hostile"
@@ -24,6 +25,7 @@ const benchUsage = `usage:
   memrl bench filter [flags]       filtered phase-1 recall and QPS by tenant size, against post-filtering
   memrl bench loop [flags]         the learning loop: success per epoch by λ, Q calibration, forgetting, through the server
   memrl bench serverann [flags]    a collection filled over the protocol: MEM.RETRIEVE recall and latency during a retrain, idle, after a restart, against in process
+  memrl bench cluster [flags]      acknowledged rewards/s and p99 of one node against a 3-node raft group; failover time
   memrl bench maintain [flags]     disk, recall and QPS before and after pruning half, compaction (writers' p99 during it), snapshot and rollback
 memrl bench NAME --help lists a benchmark's flags.
 `
@@ -52,6 +54,8 @@ func bench(args []string) error {
 		return loop.Main(args[1:], os.Stdout)
 	case "serverann":
 		return serverann.Main(args[1:], os.Stdout)
+	case "cluster":
+		return cluster.Main(args[1:], os.Stdout)
 	case "maintain":
 		return maintain.Main(args[1:], os.Stdout)
 	}

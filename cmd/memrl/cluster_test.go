@@ -363,7 +363,8 @@ func TestServeClusterFlags(t *testing.T) {
 }
 
 // Without a replication layer a shard of several nodes is refused: each
-// node would take writes alone.
+// node would take writes alone; with it (package replica) memrl cluster
+// start runs a shard of three as a raft group.
 func TestClusterNeedsReplication(t *testing.T) {
 	path := filepath.Join(t.TempDir(), cluster.NodesFile)
 	if err := cluster.WriteNodes(path, []cluster.Node{{ID: "a", Addr: "127.0.0.1:1"}, {ID: "b", Addr: "127.0.0.1:2"}, {ID: "c", Addr: "127.0.0.1:3", Shard: 1}}); err != nil {
@@ -379,13 +380,42 @@ func TestClusterNeedsReplication(t *testing.T) {
 	if needsReplication(topo, 0, true) != nil || needsReplication(topo, 1, false) != nil {
 		t.Fatal("refused a replicated shard or a shard of one")
 	}
-	// Through memrl cluster start: the nodes refuse to start and start
-	// says which.
+	// With replication built in, memrl cluster start runs a shard of
+	// three as one raft group: one master, two slaves, and a write
+	// through a cluster client is on every replica.
 	bin := clusterBin(t)
-	port := freePortRange(t, 2)
-	out, err := exec.Command(bin, "cluster", "start", "--dir", t.TempDir(), "--shards", "1", "--replicas", "2",
-		"--port", strconv.Itoa(port), "--wait", "10s").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "exited: see") || !strings.Contains(string(out), "no replication layer") {
-		t.Fatalf("cluster start --replicas 2 without replication: %v\n%s", err, out)
+	dir := t.TempDir()
+	nodes := startTestCluster(t, bin, dir, 1, 3)
+	ctx := context.Background()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{nodes[0].Addr}})
+	defer cc.Close()
+	if err := cc.Do(ctx, "MEM.CREATE", "replicated", "DIM", 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cc.Do(ctx, "MEM.ADD", "replicated", "VALUES", 2, 1, 0, "ID", 7).Err(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cc.ClusterNodes(ctx).Result()
+	if err != nil || strings.Count(out, "master") != 1 || strings.Count(out, "slave") != 2 {
+		t.Fatalf("CLUSTER NODES: %v\n%s", err, out)
+	}
+	for _, n := range nodes {
+		rdb := redis.NewClient(&redis.Options{Addr: n.Addr})
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			// READONLY: served by this replica, as it has it.
+			pipe := rdb.Pipeline()
+			pipe.Do(ctx, "READONLY")
+			get := pipe.Do(ctx, "MEM.GET", "replicated", 7)
+			pipe.Exec(ctx)
+			if get.Err() == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: MEM.GET of a replicated memory: %v", n.ID, get.Err())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		rdb.Close()
 	}
 }

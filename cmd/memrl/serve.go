@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memrl/memrl/engine"
+	"github.com/memrl/memrl/replica"
 	"github.com/memrl/memrl/server"
 	"github.com/memrl/memrl/simd"
 )
@@ -50,27 +51,44 @@ func serve(args []string) error {
 		}
 		o.cfg.MaxClients = fit
 	}
-	start := time.Now()
-	db, err := engine.Open(o.dir, engine.Options{Sync: o.sync, SyncInterval: o.syncEvery, CheckpointInterval: o.ckptEvery,
-		MaxOpenFiles: o.maxOpenFiles, MaxCollections: o.maxCollections, Logf: engineLogf(logger)})
-	if err != nil {
-		return err
-	}
-	r := db.Recovery
-	logger.Info("opened the database", "dir", o.dir, "took", time.Since(start).Round(time.Millisecond),
-		"collections", len(db.List()), "checkpoint_lsn", r.CheckpointLSN, "records_replayed", r.RecordsReplayed)
-
 	cfg := o.cfg
 	cfg.Logger = logger
 	srv, err := server.New(cfg)
 	if err != nil {
-		db.Close()
 		return err
 	}
-	srv.RegisterMem(db)
-	stopCluster, err := o.cluster.start(srv, db.List, logger) // serve_cluster.go; standalone: nothing
+	start := time.Now()
+	eopts := engine.Options{Sync: o.sync, SyncInterval: o.syncEvery, CheckpointInterval: o.ckptEvery,
+		MaxOpenFiles: o.maxOpenFiles, MaxCollections: o.maxCollections, Logf: engineLogf(logger)}
+	var db *engine.DB
+	var node *replica.Node
+	var collections func() []string
+	if o.cluster.enabled() { // cluster mode: every shard is a raft group (serve_replica.go)
+		if node, err = openReplica(o.replica, o.cluster, o, eopts, srv, logger); err != nil {
+			return err
+		}
+		// The replica's engine is replaced when it installs a snapshot.
+		collections = func() []string { return node.DB().List() }
+	} else {
+		if db, err = engine.Open(o.dir, eopts); err != nil {
+			return err
+		}
+		r := db.Recovery
+		logger.Info("opened the database", "dir", o.dir, "took", time.Since(start).Round(time.Millisecond),
+			"collections", len(db.List()), "checkpoint_lsn", r.CheckpointLSN, "records_replayed", r.RecordsReplayed)
+		srv.RegisterMem(db)
+		collections = db.List
+	}
+	// closeDB closes the engine, or the replica and its engine.
+	closeDB := func() error {
+		if node != nil {
+			return node.Close()
+		}
+		return db.Close()
+	}
+	stopCluster, err := o.cluster.start(srv, collections, logger) // serve_cluster.go; standalone: nothing
 	if err != nil {
-		db.Close()
+		closeDB()
 		return err
 	}
 	defer stopCluster()
@@ -82,7 +100,7 @@ func serve(args []string) error {
 	go governHeap(govCtx, srv.ClientMemory(), srv.ClientMemory().Limit(), logger) // heaplimit.go
 	stopObs, err := o.obs.start(srv, logger)
 	if err != nil {
-		db.Close()
+		closeDB()
 		return err
 	}
 
@@ -95,7 +113,7 @@ func serve(args []string) error {
 		select {
 		case err := <-errc:
 			stopObs(context.Background())
-			db.Close()
+			closeDB()
 			if errors.Is(err, server.ErrProtectedMode) {
 				return protectedModeError(o.addr)
 			}
@@ -118,7 +136,7 @@ func serve(args []string) error {
 		logger.Warn("shutdown", "err", err)
 	}
 	stopObs(ctx)
-	if err := db.Close(); err != nil {
+	if err := closeDB(); err != nil {
 		return fmt.Errorf("close: %w", err)
 	}
 	if serveErr != nil && !errors.Is(serveErr, server.ErrServerClosed) {

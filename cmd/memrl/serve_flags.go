@@ -31,6 +31,8 @@ type serveOptions struct {
 	obs *observeFlags // logging, SLOWLOG, metrics (serve_observe.go)
 	// cluster holds --cluster-nodes and --node-id (serve_cluster.go).
 	cluster *clusterFlags
+	// replica holds --cluster-join (serve_replica.go).
+	replica *replicaFlags
 	// passwordOnCommandLine is set when --requirepass was used: ps shows it.
 	passwordOnCommandLine bool
 }
@@ -99,6 +101,7 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 
 	o.obs = addObserveFlags(fs)
 	o.cluster = addClusterFlags(fs)
+	o.replica = addReplicaFlags(fs)
 
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), serveUsage)
@@ -126,6 +129,9 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 	addrSet := false
 	fs.Visit(func(f *flag.Flag) { addrSet = addrSet || f.Name == "addr" })
 	if err := o.cluster.check(o, addrSet); err != nil {
+		return nil, err
+	}
+	if err := o.replica.check(o.cluster); err != nil {
 		return nil, err
 	}
 	o.cfg.MaxMemory = *maxMemory

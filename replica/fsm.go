@@ -1,0 +1,162 @@
+package replica
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/memrl/memrl/engine"
+	"github.com/memrl/memrl/server"
+)
+
+// fsm is the raft state machine of a Node: the engine, driven through the
+// server's handlers (server.Server.Apply). hashicorp/raft calls Apply,
+// Snapshot and Restore from one goroutine, never concurrently with each
+// other; Persist of an earlier snapshot runs concurrently with Apply.
+type fsm struct{ n *Node }
+
+// Apply applies one committed entry and returns the RESP reply it
+// produced ([]byte), which the leader's Replicate hands to the client.
+// Every replica computes the same reply and the same state: the entry
+// carries the leader's clock, and validation errors are deterministic.
+func (f fsm) Apply(l *raft.Log) any {
+	n := f.n
+	e, err := DecodeEntry(l.Data)
+	if err != nil {
+		n.log.Error("replica: refusing a damaged log entry", "index", l.Index, "err", err)
+		return errReply(err.Error() + "; nothing was applied")
+	}
+	n.clock.Store(e.At)
+	reply := n.srv.Apply(e.Cmd)
+	n.clock.Store(0)
+	n.applied.Store(l.Index)
+	return reply
+}
+
+// Snapshot takes a full engine checkpoint and pins the files it refers
+// to (snapshot.go). No Apply runs meanwhile, so the checkpoint holds every
+// applied command and the log past it holds none.
+func (f fsm) Snapshot() (raft.FSMSnapshot, error) {
+	db := f.n.DB()
+	if err := db.CheckpointFull(); err != nil {
+		return nil, fmt.Errorf("replica: checkpoint for a snapshot: %w", err)
+	}
+	return pinFiles(db.Dir())
+}
+
+// Restore replaces the engine with the snapshot in rc: the stream is read
+// into a fresh folder and verified whole, an engine is opened there, and
+// only then swapped in for the old one, which is closed and removed. A
+// refused or unreadable snapshot changes nothing.
+func (f fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	n := f.n
+	start := time.Now()
+	dir := n.nextEngineDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := readSnapshot(rc, dir); err != nil {
+		os.RemoveAll(dir)
+		n.log.Error("replica: snapshot refused", "err", err)
+		return err
+	}
+	db, err := engine.Open(dir, n.engineOptions())
+	if err != nil {
+		os.RemoveAll(dir)
+		return fmt.Errorf("replica: open the restored engine: %w", err)
+	}
+	old := n.db.Swap(db)
+	if old != nil {
+		if err := old.Close(); err != nil {
+			n.log.Warn("replica: closing the replaced engine", "err", err)
+		}
+		os.RemoveAll(old.Dir())
+	}
+	n.log.Info("replica: snapshot installed", "collections", len(db.List()), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// nextEngineDir returns a new engine folder under DIR/fsm.
+func (n *Node) nextEngineDir() string {
+	return filepath.Join(n.cfg.Dir, "fsm", "gen-"+strconv.FormatInt(n.gen.Add(1), 10))
+}
+
+// engineOptions are the options of every engine the node opens: the
+// caller's, with the clock the state machine sets, no sweeper or pruner
+// of the engine's own (the leader proposes their deletes: maintain.go),
+// and exact searches in writes (a deduplicated add must choose the same
+// memory on every replica, whatever each one's index).
+func (n *Node) engineOptions() engine.Options {
+	o := n.cfg.Engine
+	o.Now = n.now
+	o.ExactWrites = true
+	o.SweepInterval = -1
+	o.PruneInterval = -1
+	return o
+}
+
+// now is the engine's clock: the time carried by the entry being applied,
+// or the wall clock between entries (reads only compare it with expiries).
+func (n *Node) now() time.Time {
+	if t := n.clock.Load(); t != 0 {
+		return time.Unix(0, t)
+	}
+	return time.Now()
+}
+
+var _ server.Replicator = (*Node)(nil)
+
+// ApplyBatch applies a batch of committed entries (raft.BatchingFSM) as
+// Apply does each, but with one wait for the engine's log to take them
+// all (server.Applier) instead of one each.
+func (f fsm) ApplyBatch(logs []*raft.Log) []any {
+	n := f.n
+	out := make([]any, len(logs))
+	a := n.srv.NewApplier()
+	defer a.Close()
+	for i, l := range logs {
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		e, err := DecodeEntry(l.Data)
+		if err != nil {
+			n.log.Error("replica: refusing a damaged log entry", "index", l.Index, "err", err)
+			out[i] = errReply(err.Error() + "; nothing was applied")
+			continue
+		}
+		n.clock.Store(e.At)
+		out[i] = a.Apply(e.Cmd)
+		n.clock.Store(0)
+	}
+	if err := a.Wait(); err != nil {
+		n.log.Error("replica: the engine's log failed", "err", err)
+		for i := range out {
+			if out[i] != nil {
+				out[i] = errReply(err.Error())
+			}
+		}
+	}
+	if len(logs) > 0 {
+		n.applied.Store(logs[len(logs)-1].Index)
+	}
+	return out
+}
+
+var _ raft.BatchingFSM = fsm{}
+
+// errReply is msg as a RESP error reply (CR and LF made blanks by the
+// server's writer, so a reply can never break framing).
+func errReply(msg string) []byte {
+	var b bytes.Buffer
+	w := server.NewWriter(&b)
+	w.WriteError(msg)
+	w.Flush()
+	return b.Bytes()
+}

@@ -1,0 +1,258 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/memrl/memrl/engine"
+	"github.com/memrl/memrl/server"
+	"github.com/memrl/memrl/wal"
+)
+
+// testNode is one replica of an in-process group: a node, its server on a
+// loopback port, and its raft transport.
+type testNode struct {
+	id, dir, raftAddr string
+	node              *Node
+	srv               *server.Server
+	addr              string // client address
+	trans             *raft.NetworkTransport
+	serveErr          chan error
+}
+
+// testRaftConfig has timeouts that tolerate a loaded 2-core machine
+// under -race, and snapshots only when asked.
+func testRaftConfig() *raft.Config {
+	c := DefaultRaftConfig()
+	c.SnapshotInterval = time.Hour
+	c.SnapshotThreshold = 1 << 40
+	c.TrailingLogs = 16
+	return c
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	if os.Getenv("REPLICA_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// startGroup starts n nodes bootstrapped as one group, on TCP.
+func startGroup(t *testing.T, n int) []*testNode {
+	t.Helper()
+	return startGroupWith(t, n, func() (*raft.NetworkTransport, error) { return ListenTCP("127.0.0.1:0", nil) })
+}
+
+// startGroupWith starts n nodes bootstrapped as one group, on transports
+// made by mk.
+func startGroupWith(t *testing.T, n int, mk func() (*raft.NetworkTransport, error)) []*testNode {
+	t.Helper()
+	base := t.TempDir()
+	nodes := make([]*testNode, n)
+	var peers []Peer
+	for i := range nodes {
+		tr, err := mk()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tn := &testNode{id: fmt.Sprintf("n%d", i+1), dir: filepath.Join(base, fmt.Sprintf("n%d", i+1)), trans: tr,
+			raftAddr: string(tr.LocalAddr())}
+		nodes[i] = tn
+		peers = append(peers, Peer{ID: tn.id, RaftAddr: tn.raftAddr})
+	}
+	for _, tn := range nodes {
+		tn.start(t, peers)
+	}
+	t.Cleanup(func() {
+		for _, tn := range nodes {
+			tn.stop(t)
+		}
+	})
+	return nodes
+}
+
+// start opens tn's node and serves its server (its transport must be
+// listening).
+func (tn *testNode) start(t *testing.T, peers []Peer) {
+	t.Helper()
+	srv, err := server.New(server.Config{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := Open(Config{ID: tn.id, Dir: tn.dir, Transport: tn.trans, Peers: peers, Raft: testRaftConfig(),
+		Engine:           engine.Options{Sync: wal.SyncNone, CheckpointInterval: -1, Logf: func(string, ...any) {}},
+		MaintainInterval: 100 * time.Millisecond, Logger: testLogger(t)}, srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.node, tn.srv, tn.addr, tn.serveErr = node, srv, ln.Addr().String(), make(chan error, 1)
+	go func() { tn.serveErr <- srv.Serve(ln) }()
+}
+
+// stop shuts tn down (once).
+func (tn *testNode) stop(t *testing.T) {
+	if tn.node == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tn.srv.Shutdown(ctx)
+	<-tn.serveErr
+	if err := tn.node.Close(); err != nil && err != raft.ErrRaftShutdown {
+		t.Errorf("%s: Close: %v", tn.id, err)
+	}
+	tn.trans.Close()
+	tn.node = nil
+}
+
+// relisten makes a new transport on tn's raft address (after stop).
+func (tn *testNode) relisten(t *testing.T) {
+	t.Helper()
+	var err error
+	for i := 0; i < 50; i++ {
+		if tn.trans, err = ListenTCP(tn.raftAddr, nil); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal(err)
+}
+
+func (tn *testNode) client(t *testing.T) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: tn.addr, MaxRetries: -1, PoolSize: 16})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// waitLeader waits for one live node to lead and returns it.
+func waitLeader(t *testing.T, nodes []*testNode) *testNode {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, tn := range nodes {
+			if tn.node != nil && tn.node.IsLeader() {
+				return tn
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("no leader elected")
+	return nil
+}
+
+// waitCaughtUp waits until every live node's state machine has applied
+// what the leader's has (after a barrier, everything committed).
+func waitCaughtUp(t *testing.T, leader *testNode, nodes []*testNode) {
+	t.Helper()
+	if err := leader.node.Raft().Barrier(10 * time.Second).Error(); err != nil {
+		t.Fatalf("barrier: %v", err)
+	}
+	want := leader.node.AppliedIndex()
+	deadline := time.Now().Add(20 * time.Second)
+	for _, tn := range nodes {
+		for tn.node != nil && tn.node.AppliedIndex() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s applied %d, leader %d", tn.id, tn.node.AppliedIndex(), want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// digest describes a database's whole logical state: every collection
+// and every memory's id, Q, visits, rewards, times, payload, vector,
+// attributes, key and expiry.
+func digest(t *testing.T, db *engine.DB) string {
+	t.Helper()
+	var b strings.Builder
+	names := db.List()
+	sort.Strings(names)
+	for _, name := range names {
+		c, err := db.Collection(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "collection %s %+v\n", name, c.Config())
+		var cursor uint64
+		for {
+			page, next, err := c.Scan(cursor, engine.ScanOptions{Count: 1000, WithPayload: true, WithVector: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range page {
+				fmt.Fprintf(&b, "%d q=%v v=%d lr=%v mr=%v c=%d u=%d p=%q vec=%v a=%s k=%q x=%d\n", m.ID, m.Q, m.Visits,
+					m.LastReward, m.MeanReward, m.Created.UnixNano(), m.Updated.UnixNano(), m.Payload, m.Vector, m.Attrs, m.Key, m.Expires.UnixNano())
+			}
+			if next == 0 {
+				break
+			}
+			cursor = next
+		}
+	}
+	return b.String()
+}
+
+// sameState fails unless every live node's state is the leader's.
+func sameState(t *testing.T, leader *testNode, nodes []*testNode) string {
+	t.Helper()
+	waitCaughtUp(t, leader, nodes)
+	want := digest(t, leader.node.DB())
+	for _, tn := range nodes {
+		if tn.node == nil || tn == leader {
+			continue
+		}
+		if got := digest(t, tn.node.DB()); got != want {
+			t.Fatalf("%s's state differs from leader %s's: %s", tn.id, leader.id, firstDiff(got, want))
+		}
+	}
+	return want
+}
+
+// firstDiff describes where two digests first differ.
+func firstDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < len(g) || i < len(w); i++ {
+		var a, b string
+		if i < len(g) {
+			a = g[i]
+		}
+		if i < len(w) {
+			b = w[i]
+		}
+		if a != b {
+			return fmt.Sprintf("line %d of %d/%d:\n got  %s\n want %s", i+1, len(g), len(w), a, b)
+		}
+	}
+	return "no difference"
+}
+
+func clip(s string) string {
+	if len(s) > 3000 {
+		return s[:3000] + "…"
+	}
+	return s
+}
+
+// quietRedis drops go-redis's own log lines (dial failures while a node
+// is down are expected here).
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+func init() { redis.SetLogger(quietRedis{}) }

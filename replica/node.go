@@ -1,0 +1,406 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+
+	"github.com/memrl/memrl/engine"
+	"github.com/memrl/memrl/server"
+)
+
+// Peer is a voter of a shard's raft group: its node id and raft address.
+type Peer struct {
+	ID       string
+	RaftAddr string
+}
+
+// Config configures a Node.
+type Config struct {
+	// ID is this node's id (its line of nodes.tsv); it must be among
+	// Peers when the group is bootstrapped.
+	ID string
+	// Dir is the node's folder: DIR/raft holds the raft log and stable
+	// store (raft.db) and the snapshots; DIR/fsm the engine, wiped at
+	// every Open (the engine's state is rebuilt from the latest snapshot
+	// and the raft log after it).
+	Dir string
+	// RaftAddr is the TCP address the raft transport listens on and
+	// advertises, unless Transport is set.
+	RaftAddr string
+	// Transport, if set, is used instead of a TCP transport on RaftAddr
+	// (tests: a transport already listening, or one that injects
+	// faults). A given transport is the caller's to close.
+	Transport raft.Transport
+	// Peers are the voters the group is bootstrapped with when this node
+	// has no raft state yet: every node of a shard must be given the same
+	// list. Empty means do not bootstrap (a node added later with
+	// RAFT.ADD).
+	Peers []Peer
+	// Engine are the engine's options. Now, SweepInterval and
+	// PruneInterval are overridden (fsm.go); Sync may be wal.SyncNone:
+	// durability comes from the raft log.
+	Engine engine.Options
+	// Raft tunes hashicorp/raft; nil means DefaultRaftConfig. LocalID
+	// and Logger are set by Open.
+	Raft *raft.Config
+	// ApplyTimeout bounds how long a write waits to be enqueued by raft
+	// (raft.Apply's timeout); 0 means 5 seconds.
+	ApplyTimeout time.Duration
+	// MaintainInterval is how often the leader looks for expired
+	// memories and due prune policies and proposes their deletes
+	// (maintain.go); 0 means engine.DefaultSweepInterval, < 0 never.
+	MaintainInterval time.Duration
+	// Logger receives the node's and raft's messages; nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// Fatal is called when a write of the raft log fails (logstore.go);
+	// nil means log the error and exit the process with status 70: a
+	// failed fsync is never retried.
+	Fatal func(error)
+}
+
+// DefaultRaftConfig is hashicorp/raft's default configuration (heartbeat
+// and election timeouts of 1 s, a leader lease of 500 ms: a follower's
+// fsync of a large batch on a busy disk must not depose a leader) with a
+// shorter commit timeout and memrl's snapshot policy.
+func DefaultRaftConfig() *raft.Config {
+	c := raft.DefaultConfig()
+	c.CommitTimeout = 5 * time.Millisecond
+	c.SnapshotInterval = 30 * time.Second
+	c.SnapshotThreshold = 8192
+	c.TrailingLogs = 10240
+	return c
+}
+
+// Node is one replica of a shard: a hashicorp/raft member whose state
+// machine is an engine driven through a server's command handlers. Open
+// it, serve the server, Close it after the server has shut down.
+type Node struct {
+	cfg  Config
+	log  *slog.Logger
+	srv  *server.Server
+	raft *raft.Raft
+
+	store     *raftboltdb.BoltStore
+	transport raft.Transport
+	ownTrans  bool // the node made transport and closes it
+
+	// db is the engine; replaced whole by fsm.Restore.
+	db atomic.Pointer[engine.DB]
+	// gen numbers the engine folders under DIR/fsm.
+	gen atomic.Int64
+	// clock is the unix nanoseconds of the entry being applied, 0
+	// between entries (fsm.go).
+	clock atomic.Int64
+	// applied is the index of the last entry the state machine applied.
+	applied atomic.Uint64
+
+	// readyTerm is the raft term in which this node, as leader, has
+	// applied every entry of earlier terms (a Barrier): linearizable
+	// reads in any other term run a Barrier first (BeforeRead).
+	readyTerm atomic.Uint64
+
+	// snapMu serialises RAFT.SNAPSHOT, which changes TrailingLogs for
+	// the length of its snapshot.
+	snapMu sync.Mutex
+
+	stop chan struct{}  // closed by Close
+	wg   sync.WaitGroup // background goroutines (leadership watch, maintenance)
+}
+
+// Open starts a node: it opens a fresh engine under DIR/fsm, registers
+// the memory commands (through the node, so that a restored snapshot can
+// replace the engine), RAFT.* and the replicator on srv, opens the raft
+// stores, bootstraps the group if this node has no raft state and Peers
+// is set, and starts raft, which restores the latest snapshot and applies
+// the committed log after it. srv must not be serving yet and must not
+// have RegisterMem called.
+func Open(cfg Config, srv *server.Server) (*Node, error) {
+	if cfg.ID == "" || cfg.Dir == "" {
+		return nil, errors.New("replica: Config.ID and Config.Dir are required")
+	}
+	if cfg.ApplyTimeout <= 0 {
+		cfg.ApplyTimeout = 5 * time.Second
+	}
+	if cfg.MaintainInterval == 0 {
+		cfg.MaintainInterval = engine.DefaultSweepInterval
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger, srv: srv, stop: make(chan struct{})}
+	if n.log == nil {
+		n.log = slog.Default()
+	}
+	n.log = n.log.With("node", cfg.ID)
+	// The engine is rebuilt from raft at every start.
+	if err := os.RemoveAll(filepath.Join(cfg.Dir, "fsm")); err != nil {
+		return nil, err
+	}
+	raftDir := filepath.Join(cfg.Dir, "raft")
+	if err := os.MkdirAll(raftDir, 0o755); err != nil {
+		return nil, err
+	}
+	db, err := engine.Open(n.nextEngineDir(), n.engineOptions())
+	if err != nil {
+		return nil, err
+	}
+	n.db.Store(db)
+	srv.RegisterMemFunc(n.DB)
+	n.registerCommands(srv) // commands.go
+	srv.SetReplicator(n)
+
+	fail := func(err error) (*Node, error) {
+		n.closeStores()
+		return nil, err
+	}
+	// raft.db is flocked: a second process on the same folder fails
+	// after a second instead of waiting forever. NoSync stays false:
+	// every append is fsynced before raft counts it.
+	n.store, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(raftDir, "raft.db"),
+		BoltOptions: &bbolt.Options{Timeout: time.Second}})
+	if err != nil {
+		return fail(fmt.Errorf("replica: raft store: %w", err))
+	}
+	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: slogWriter{n.log}})
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 2, hlog)
+	if err != nil {
+		return fail(fmt.Errorf("replica: snapshot store: %w", err))
+	}
+	n.transport = cfg.Transport
+	if n.transport == nil {
+		t, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, nil, 3, 10*time.Second, hlog)
+		if err != nil {
+			return fail(fmt.Errorf("replica: raft transport on %s: %w", cfg.RaftAddr, err))
+		}
+		n.transport, n.ownTrans = t, true
+	}
+	rc := DefaultRaftConfig()
+	if cfg.Raft != nil {
+		c := *cfg.Raft
+		rc = &c
+	}
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.Logger = hlog
+	has, err := raft.HasExistingState(n.store, n.store, snaps)
+	if err != nil {
+		return fail(err)
+	}
+	if !has && len(cfg.Peers) > 0 {
+		var conf raft.Configuration
+		for _, p := range cfg.Peers {
+			conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
+		}
+		if err := raft.BootstrapCluster(rc, n.store, n.store, snaps, n.transport, conf); err != nil {
+			return fail(fmt.Errorf("replica: bootstrap: %w", err))
+		}
+	}
+	fatal := cfg.Fatal
+	if fatal == nil {
+		fatal = func(err error) {
+			n.log.Error("replica: stopping the process: the raft log could not be written (a failed fsync is never retried); restart recovers from what is on disk", "err", err)
+			os.Exit(70)
+		}
+	}
+	n.raft, err = raft.NewRaft(rc, fsm{n}, fatalLogStore{n.store, fatal}, n.store, snaps, n.transport)
+	if err != nil {
+		return fail(fmt.Errorf("replica: start raft: %w", err))
+	}
+	n.wg.Add(2)
+	go n.watchLeadership()
+	go n.maintain() // maintain.go
+	return n, nil
+}
+
+// closeStores closes what Open opened before raft started.
+func (n *Node) closeStores() {
+	if n.ownTrans {
+		if c, ok := n.transport.(io.Closer); ok {
+			c.Close()
+		}
+	}
+	if n.store != nil {
+		n.store.Close()
+	}
+	if db := n.db.Load(); db != nil {
+		db.Close()
+	}
+}
+
+// Close stops raft and closes the stores and the engine. Shut the server
+// down first: commands running meanwhile fail.
+func (n *Node) Close() error {
+	close(n.stop)
+	err := n.raft.Shutdown().Error()
+	n.wg.Wait()
+	n.closeStores()
+	return err
+}
+
+// DB returns the engine the node applies to (replaced when a snapshot is
+// installed).
+func (n *Node) DB() *engine.DB { return n.db.Load() }
+
+// Raft returns the node's raft instance (tests, RAFT.STATUS).
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// ID returns the node's id.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// IsLeader reports whether this node is its shard's leader.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// Leader returns the node id of the shard's leader as this node knows it;
+// ok is false when it knows none (an election is under way).
+func (n *Node) Leader() (nodeID string, ok bool) {
+	_, id := n.raft.LeaderWithID()
+	return string(id), id != ""
+}
+
+// AppliedIndex returns the raft index of the last entry this node's state
+// machine has applied (a command or a configuration entry), or of the
+// snapshot it installed last if that is later. (raft's own AppliedIndex
+// counts entries handed to the state machine, not yet applied.)
+func (n *Node) AppliedIndex() uint64 {
+	a := n.applied.Load()
+	if s, err := strconv.ParseUint(n.raft.Stats()["last_snapshot_index"], 10, 64); err == nil {
+		a = max(a, s)
+	}
+	return a
+}
+
+// Errors of Replicate and BeforeRead, as the client reads them.
+var (
+	// errNotLeader: the write was not proposed; a client may retry it on
+	// the leader (TRYAGAIN, which cluster clients retry).
+	errNotLeader = &server.ReplyError{Code: "TRYAGAIN", Msg: "this node is not its shard's leader; the command was not applied"}
+	// errShutdown: the node is stopping; the command was not applied.
+	errShutdown = &server.ReplyError{Code: "TRYAGAIN", Msg: "this node is shutting down; the command was not applied"}
+)
+
+// Replicate proposes cmd with this node's clock and returns the reply of
+// its application (server.Replicator). It fails at once on a follower. A
+// reply means the entry was committed by a majority (each of which
+// fsynced it to raft-boltdb) and applied here.
+func (n *Node) Replicate(c *server.Ctx, cmd [][]byte) ([]byte, error) {
+	if n.raft.State() != raft.Leader {
+		return nil, n.notLeader()
+	}
+	f := n.raft.Apply(EncodeEntry(Entry{At: time.Now().UnixNano(), Cmd: cmd}), n.cfg.ApplyTimeout)
+	if err := f.Error(); err != nil {
+		switch {
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout):
+			return nil, n.notLeader()
+		case errors.Is(err, raft.ErrRaftShutdown):
+			return nil, errShutdown
+		}
+		// ErrLeadershipLost and the like: the entry was appended and may
+		// yet commit under the next leader.
+		return nil, server.NewError("replication failed (" + err.Error() + "): the command may or may not have been applied; read before retrying it")
+	}
+	reply, ok := f.Response().([]byte)
+	if !ok {
+		return nil, server.NewError("internal error: replicated command has no reply")
+	}
+	return reply, nil
+}
+
+// notLeader is the error for a command sent to a follower.
+func (n *Node) notLeader() error {
+	if id, ok := n.Leader(); ok {
+		return &server.ReplyError{Code: "TRYAGAIN", Msg: "this node is not its shard's leader (" + id + " is); the command was not applied"}
+	}
+	return errNotLeader
+}
+
+// BeforeRead makes a leader's reads linearizable (server.ReadGate): the
+// leader has applied every entry committed before it took over (a
+// Barrier, once per term) and still leads (VerifyLeader, a round of
+// heartbeats). On a follower the read is allowed and may be stale: a
+// router sends reads here only for a READONLY connection.
+func (n *Node) BeforeRead(c *server.Ctx) error {
+	if n.raft.State() != raft.Leader {
+		return nil
+	}
+	// The term, not a flag: raft's leadership channel keeps only the
+	// latest value, so a loss and a regain can arrive as one "true".
+	if term := n.term(); n.readyTerm.Load() != term {
+		if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
+			return n.notLeaderErr(err)
+		}
+		n.readyTerm.Store(term)
+	}
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return n.notLeaderErr(err)
+	}
+	return nil
+}
+
+// term returns raft's current term.
+func (n *Node) term() uint64 {
+	t, _ := strconv.ParseUint(n.raft.Stats()["term"], 10, 64)
+	return t
+}
+
+func (n *Node) notLeaderErr(err error) error {
+	if errors.Is(err, raft.ErrRaftShutdown) {
+		return errShutdown
+	}
+	return n.notLeader()
+}
+
+// watchLeadership runs a Barrier each time this node becomes leader, so
+// that its first reads need not wait for one (BeforeRead checks the term
+// whatever this goroutine saw).
+func (n *Node) watchLeadership() {
+	defer n.wg.Done()
+	ch := n.raft.LeaderCh()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case leader := <-ch:
+			if !leader {
+				continue
+			}
+			term := n.term()
+			if err := n.raft.Barrier(0).Error(); err == nil && n.raft.State() == raft.Leader {
+				n.readyTerm.Store(term)
+			}
+		}
+	}
+}
+
+// slogWriter turns raft's hclog lines into slog records.
+type slogWriter struct{ l *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.l.Warn(string(trimNL(p)))
+	return len(p), nil
+}
+
+func trimNL(p []byte) []byte {
+	for len(p) > 0 && (p[len(p)-1] == '\n' || p[len(p)-1] == '\r') {
+		p = p[:len(p)-1]
+	}
+	return p
+}
+
+// ListenTCP returns a raft TCP transport listening on addr ("host:0"
+// picks a port), for callers (tests) that need its address before Open.
+func ListenTCP(addr string, out io.Writer) (*raft.NetworkTransport, error) {
+	if out == nil {
+		out = io.Discard
+	}
+	return raft.NewTCPTransport(addr, nil, 3, 10*time.Second, out)
+}
