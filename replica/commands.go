@@ -46,6 +46,24 @@ func (n *Node) registerCommands(s *server.Server) {
 	s.Register("RAFT.STATUS", 0, n.cmdStatus, server.ReadOnly)
 	s.Register("RAFT.SNAPSHOT", 0, n.cmdSnapshot, server.Local)
 	s.Register("RAFT.MAINTAIN", 0, n.cmdMaintain)
+	s.AddInfoSection("Replication", n.infoSection)
+}
+
+// infoSection is INFO replication: Redis's role (master for the shard's
+// leader, slave otherwise) and the raft state behind it.
+func (n *Node) infoSection() [][2]string {
+	role := "slave"
+	if n.IsLeader() {
+		role = "master"
+	}
+	leader, _ := n.Leader()
+	return [][2]string{
+		{"role", role},
+		{"raft_node_id", n.cfg.ID},
+		{"raft_state", roleName(n.raft.State())},
+		{"raft_leader_id", leader},
+		{"raft_applied_index", strconv.FormatUint(n.AppliedIndex(), 10)},
+	}
 }
 
 // RaftAddr returns the raft address of a node whose client address is

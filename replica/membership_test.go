@@ -65,6 +65,13 @@ func TestMembership(t *testing.T) {
 	if err := joiner.client(t).Do(ctx, "RAFT.STATUS").Err(); err != nil {
 		t.Fatal(err)
 	}
+	// INFO replication: Redis's role, and raft's.
+	if info, err := rdb.Info(ctx, "replication").Result(); err != nil || !strings.Contains(info, "role:master") || !strings.Contains(info, "raft_leader_id:"+leader.id) {
+		t.Fatalf("leader's INFO replication: %v\n%s", err, info)
+	}
+	if info, err := joiner.client(t).Info(ctx, "replication").Result(); err != nil || !strings.Contains(info, "role:slave") || !strings.Contains(info, "raft_state:follower") {
+		t.Fatalf("joiner's INFO replication: %v\n%s", err, info)
+	}
 	if id, ok := joiner.node.Leader(); !ok || id != leader.id {
 		t.Fatalf("joiner's leader: %q %v", id, ok)
 	}
