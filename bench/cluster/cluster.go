@@ -11,9 +11,11 @@ package cluster
 
 import (
 	"context"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/rand"
 	"net"
 	"os"
@@ -39,7 +41,8 @@ func Main(args []string, out io.Writer) error {
 	memories := fs.Int("memories", 10000, "memories rewarded (uniformly at random)")
 	failovers := fs.Int("failovers", 3, "times the group's leader is killed (0: none)")
 	sharded := fs.Bool("sharded", true, "also measure 2 shards x 3 nodes started with memrl cluster start, through go-redis's ClusterClient")
-	catchup := fs.Int("catchup", 0, "memories (16 dimensions) of a collection an emptied replica then catches up with from a snapshot (0: skip)")
+	catchup := fs.Int("catchup", 0, "memories (of --catchup-dim dimensions) of a collection an emptied replica then catches up with from a snapshot (0: skip)")
+	catchupDim := fs.Int("catchup-dim", 16, "dimension of the --catchup collection's vectors")
 	if err := cliflag.Parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -111,7 +114,7 @@ func Main(args []string, out io.Writer) error {
 		}
 	}
 	if *catchup > 0 {
-		return g.catchUp(out, *catchup)
+		return g.catchUp(out, *catchup, *catchupDim)
 	}
 	return nil
 }
@@ -119,13 +122,13 @@ func Main(args []string, out io.Writer) error {
 // catchUp loads n memories through the leader, snapshots it with the log
 // compacted behind, empties a follower's folder and restarts it, and
 // reports how long it takes to apply what the leader has.
-func (g *group) catchUp(out io.Writer, n int) error {
+func (g *group) catchUp(out io.Writer, n, dim int) error {
 	ctx := context.Background()
 	leader, err := g.waitLeader(nil, 30*time.Second)
 	if err != nil {
 		return err
 	}
-	if err := leader.rdb.Do(ctx, "MEM.CREATE", "catchup", "DIM", 16).Err(); err != nil {
+	if err := leader.rdb.Do(ctx, "MEM.CREATE", "catchup", "DIM", dim).Err(); err != nil {
 		return err
 	}
 	loadStart := time.Now()
@@ -135,10 +138,13 @@ func (g *group) catchUp(out io.Writer, n int) error {
 	for i := 0; i < n; i += batch {
 		args := []any{"MEM.MADD", "catchup"}
 		for j := i; j < min(i+batch, n); j++ {
-			args = append(args, "VALUES", 16)
-			for k := 0; k < 16; k++ {
-				args = append(args, rng.Float32()+0.01)
+			// FP32 blobs: a text float per component would triple
+			// the bytes of a 128-d load.
+			blob := make([]byte, 0, 4*dim)
+			for k := 0; k < dim; k++ {
+				blob = binary.LittleEndian.AppendUint32(blob, math.Float32bits(rng.Float32()+0.01))
 			}
+			args = append(args, "FP32", blob)
 			args = append(args, "ID", j+1)
 		}
 		// A batch refused with TRYAGAIN was not applied; one of unknown

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand"
 	"net"
 	"os"
@@ -417,5 +419,107 @@ func TestClusterNeedsReplication(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		rdb.Close()
+	}
+}
+
+// redisPyFailover creates a collection through redis-py's RedisCluster,
+// reports the port of the node serving its slot, waits for the test to
+// SIGKILL that node (a line on stdin), then writes again until the shard's
+// new leader accepts it (the client meets connection errors, MOVED to the
+// dead node from survivors that have not yet seen the election, then MOVED
+// to the new leader), and reports the new owner once the cluster's slot map
+// names it.
+const redisPyFailover = `
+import sys, time
+from redis.cluster import RedisCluster, ClusterNode
+from redis.exceptions import RedisError
+host, port = sys.argv[1].split(":")
+name = sys.argv[2]
+rc = RedisCluster(startup_nodes=[ClusterNode(host, int(port))], decode_responses=True)
+assert rc.execute_command("MEM.CREATE", name, "DIM", 2) in ("OK", True)
+rc.execute_command("MEM.ADD", name, "VALUES", 2, 1, 0)
+before = rc.get_node_from_key(name).port
+print("owner", before, flush=True)
+sys.stdin.readline()
+deadline, errors = time.time() + 30, 0
+while True:
+    try:
+        rc.execute_command("MEM.ADD", name, "VALUES", 2, 0, 1)
+        break
+    except RedisError as e:
+        errors += 1
+        if time.time() > deadline:
+            raise
+        time.sleep(0.1)
+assert rc.execute_command("MEM.COUNT", name) == 2
+# The cached owner may still be the dead node (the last MOVED may have come
+# from a survivor that had not yet seen the election); the cluster's slot
+# map, read afresh, must name the new leader soon.
+while True:
+    rc.nodes_manager.initialize()
+    after = rc.get_node_from_key(name).port
+    if after != before:
+        break
+    if time.time() > deadline:
+        raise AssertionError(("owner unchanged", before))
+    time.sleep(0.1)
+assert rc.execute_command("MEM.COUNT", name) == 2
+print("ok", before, after, errors, flush=True)
+`
+
+// TestClusterFailoverRedisPy: on a cluster of 2 shards × 3 replicas,
+// redis-py's RedisCluster keeps writing to a collection after the leader
+// of its shard is killed with SIGKILL: the slot's owner changes to the
+// new leader, which has the memory written before the kill.
+func TestClusterFailoverRedisPy(t *testing.T) {
+	if _, err := exec.Command("/usr/bin/python3", "-c", "import redis.cluster").CombinedOutput(); err != nil {
+		t.Fatalf("redis-py is missing (scripts/test.sh installs python3-redis): %v", err)
+	}
+	bin := clusterBin(t)
+	nodes := startTestCluster(t, bin, t.TempDir(), 2, 3)
+	name := collectionIn(cluster.DefaultSlots(2), 1, 0)
+	// Start from a node of the other shard, so the first request is
+	// redirected too.
+	cmd := exec.Command("/usr/bin/python3", "-c", redisPyFailover, nodes[0].Addr, name)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "owner ") {
+		cmd.Wait()
+		t.Fatalf("redis-py before the kill: %q\n%s", lines.Text(), stderr.String())
+	}
+	owner := strings.TrimPrefix(lines.Text(), "owner ")
+	var victim *cluster.Node
+	for i := range nodes {
+		if strings.HasSuffix(nodes[i].Addr, ":"+owner) {
+			victim = &nodes[i]
+		}
+	}
+	if victim == nil || victim.Shard != 1 {
+		t.Fatalf("redis-py says port %s serves %s; nodes %+v", owner, name, nodes)
+	}
+	if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(stdin, "go\n")
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "ok ") {
+		cmd.Wait()
+		t.Fatalf("redis-py after the kill: %q\n%s", lines.Text(), stderr.String())
+	}
+	t.Logf("redis-py: %s", lines.Text())
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("redis-py: %v\n%s", err, stderr.String())
 	}
 }
