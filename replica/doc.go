@@ -41,8 +41,9 @@
 // folder, verifies every checksum, opens an engine there and swaps it in
 // for the old one (the server reaches the engine through Node.DB,
 // server.Server.RegisterMemFunc); a damaged stream is refused and changes
-// nothing. IVF-PQ index files are not shipped: the restored engine
-// rebuilds its indexes, as after a crash.
+// nothing. IVF-PQ index files are shipped like the others (replaced only
+// by rename, so a pinned one is whole); the restored engine opens them and
+// re-adds the rows after them from the vector file, as after a crash.
 //
 // # Reads
 //

@@ -31,10 +31,15 @@ import (
 // The file data is streamed (io.Copy), never held whole in memory.
 //
 // Which files: every regular file under the engine's folder but its LOCK,
-// its write-ahead log (a full checkpoint taken with no command applying
-// covers every record, and the restored engine starts a fresh log) and
-// its IVF-PQ index folders (derived data: the restored engine builds the
-// index again, as after a crash before an index was saved). Each file is
+// temporary files (".tmp") and its write-ahead log (a full checkpoint
+// taken with no command applying covers every record, and the restored
+// engine starts a fresh log). The IVF-PQ index files go too, so that a
+// replica installing the snapshot serves with the leader's index at once
+// instead of building one (minutes at a million memories): an index file
+// is replaced only by rename (ivfpq's Save), so the pinned one is whole,
+// and it holds at most the rows the collection had when it was pinned,
+// which are all in the checkpoint; the engine re-adds the rows after it
+// from the vector file at open, as after a crash. Each file is
 // opened when the snapshot is taken, under the FSM's goroutine, so no
 // command is applying; the snapshot keeps the descriptors and streams
 // each file up to its size at that moment. Vector, checksum and payload
@@ -85,8 +90,7 @@ func pinFiles(dir string) (*fileSnapshot, error) {
 		}
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			base := d.Name()
-			if rel == "wal" || base == "ivfpq" || strings.HasPrefix(base, "ivfpq.") {
+			if rel == "wal" {
 				return filepath.SkipDir
 			}
 			return nil
