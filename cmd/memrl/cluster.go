@@ -23,6 +23,8 @@ import (
 const clusterUsage = `usage:
   memrl cluster start --dir DIR [--shards S] [--replicas R] [--port P] [-- serve flags...]
   memrl cluster stop --dir DIR [--timeout 15s]
+  memrl cluster add --dir DIR --shard S [--port P] [-- serve flags...]
+  memrl cluster remove --dir DIR --node ID [--timeout 15s]
 
 start runs S×R memrl serve processes in the background on 127.0.0.1, client
 ports P, P+1, … (raft ports 10000 above), node i in shard i/R, data in
@@ -35,6 +37,12 @@ stopped is started again with the nodes it names (--shards, --replicas and
 stop sends SIGTERM to every node of DIR/nodes.tsv, waits up to --timeout for
 it to checkpoint and exit, then sends SIGKILL.
 
+add starts one more node for shard S of a running cluster (--cluster-join),
+has the shard's leader add it to the raft group (RAFT.ADD), waits until it
+follows the leader, then adds it to nodes.tsv for every router (CLUSTER
+RELOAD). remove has the shard's leader remove the node (RAFT.REMOVE), takes
+it out of nodes.tsv and the routers, then stops it; its data folder stays.
+
 Try it:  memrl cluster start --dir /tmp/c --shards 2 && redis-cli -c -p 7000
 
 Flags:
@@ -45,18 +53,22 @@ func init() { commands["cluster"] = clusterCmd }
 func clusterCmd(args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, clusterUsage)
-		return cliflag.Usagef("which action: start or stop?")
+		return cliflag.Usagef("which action: start, stop, add or remove?")
 	}
 	switch args[0] {
 	case "start":
 		return clusterStart(args[1:])
 	case "stop":
 		return clusterStop(args[1:])
+	case "add":
+		return clusterAdd(args[1:])
+	case "remove":
+		return clusterRemove(args[1:])
 	case "-h", "-help", "--help", "help":
 		fmt.Print(clusterUsage)
 		return cliflag.ErrHelp
 	}
-	return cliflag.Usagef("unknown action %q: want start or stop", args[0])
+	return cliflag.Usagef("unknown action %q: want start, stop, add or remove", args[0])
 }
 
 // startOptions are memrl cluster start's flags.

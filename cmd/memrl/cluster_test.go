@@ -523,3 +523,84 @@ func TestClusterFailoverRedisPy(t *testing.T) {
 		t.Fatalf("redis-py: %v\n%s", err, stderr.String())
 	}
 }
+
+// TestClusterAddRemove: memrl cluster add joins a node to a running shard
+// (it catches up and every router lists it), and memrl cluster remove
+// takes the shard's leader out (the others elect a leader before it
+// returns; writes go on through a cluster client; the process is
+// stopped; nodes.tsv and CLUSTER NODES forget it).
+func TestClusterAddRemove(t *testing.T) {
+	bin := clusterBin(t)
+	dir := t.TempDir()
+	nodes := startTestCluster(t, bin, dir, 1, 3)
+	ctx := context.Background()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{nodes[0].Addr}})
+	defer cc.Close()
+	if err := cc.Do(ctx, "MEM.CREATE", "grow", "DIM", 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cc.Do(ctx, "MEM.ADD", "grow", "VALUES", 2, 1, 0, "ID", 5).Err(); err != nil {
+		t.Fatal(err)
+	}
+	port := freePortRange(t, 1)
+	out, err := exec.Command(bin, "cluster", "add", "--dir", dir, "--shard", "0", "--port", strconv.Itoa(port), "--", "--sync", "none").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "added n3") {
+		t.Fatalf("memrl cluster add: %v\n%s", err, out)
+	}
+	after, err := cluster.ReadNodes(filepath.Join(dir, cluster.NodesFile))
+	if err != nil || len(after) != 4 || after[3].ID != "n3" || !processAlive(after[3].PID) {
+		t.Fatalf("nodes.tsv after add: %+v, %v", after, err)
+	}
+	// The new node has the memory (READONLY: its own copy).
+	rdb := redis.NewClient(&redis.Options{Addr: after[3].Addr})
+	defer rdb.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		pipe := rdb.Pipeline()
+		pipe.Do(ctx, "READONLY")
+		get := pipe.Do(ctx, "MEM.GET", "grow", 5)
+		pipe.Exec(ctx)
+		if get.Err() == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the added node: MEM.GET: %v", get.Err())
+		}
+	}
+	for _, n := range after {
+		rc := redis.NewClient(&redis.Options{Addr: n.Addr})
+		got, err := rc.ClusterNodes(ctx).Result()
+		rc.Close()
+		if err != nil || strings.Count(strings.TrimSpace(got), "\n") != 3 || !strings.Contains(got, after[3].Addr) {
+			t.Fatalf("CLUSTER NODES on %s after add: %v\n%s", n.ID, err, got)
+		}
+	}
+
+	// Remove the shard's leader.
+	leader, err := shardLeader(ctx, after, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(bin, "cluster", "remove", "--dir", dir, "--node", leader.ID).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "removed "+leader.ID) {
+		t.Fatalf("memrl cluster remove: %v\n%s", err, out)
+	}
+	if processAlive(leader.PID) {
+		t.Fatalf("the removed node (pid %d) still runs", leader.PID)
+	}
+	rest, err := cluster.ReadNodes(filepath.Join(dir, cluster.NodesFile))
+	if err != nil || len(rest) != 3 || slices.ContainsFunc(rest, func(n cluster.Node) bool { return n.ID == leader.ID }) {
+		t.Fatalf("nodes.tsv after remove: %+v, %v", rest, err)
+	}
+	cc2 := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{rest[0].Addr}})
+	defer cc2.Close()
+	if err := cc2.Do(ctx, "MEM.ADD", "grow", "VALUES", 2, 0, 1, "ID", 6).Err(); err != nil {
+		t.Fatalf("a write after the leader was removed: %v", err)
+	}
+	if n, err := cc2.Do(ctx, "MEM.COUNT", "grow").Int(); err != nil || n != 2 {
+		t.Fatalf("MEM.COUNT = %d, %v", n, err)
+	}
+	got, err := cc2.ClusterNodes(ctx).Result()
+	if err != nil || strings.Contains(got, leader.Addr) || strings.Count(got, "master") != 1 {
+		t.Fatalf("CLUSTER NODES after remove: %v\n%s", err, got)
+	}
+}
