@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -126,10 +125,6 @@ func clusterStart(args []string) error {
 // startCluster starts the nodes of o and waits for every shard. On a
 // failure it stops the nodes it started.
 func startCluster(o startOptions, out *os.File) error {
-	bin, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		return err
 	}
@@ -156,10 +151,10 @@ func startCluster(o startOptions, out *os.File) error {
 	if err := cluster.WriteNodes(nodesPath, nodes); err != nil {
 		return err
 	}
-	var procs []*os.Process
+	var procs []int
 	fail := func(err error) error {
-		for _, p := range procs {
-			p.Signal(syscall.SIGKILL)
+		for _, pid := range procs {
+			syscall.Kill(pid, syscall.SIGKILL)
 		}
 		for i := range nodes {
 			nodes[i].PID = 0
@@ -168,28 +163,12 @@ func startCluster(o startOptions, out *os.File) error {
 		return err
 	}
 	for i, n := range nodes {
-		logPath := filepath.Join(o.dir, n.ID+".log")
-		logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		pid, err := startNode(o.dir, nodesPath, n, o.serveArgs)
 		if err != nil {
 			return fail(err)
 		}
-		args := append([]string{"serve", "--dir", filepath.Join(o.dir, n.ID), "--addr", n.Addr,
-			"--cluster-nodes", nodesPath, "--node-id", n.ID}, o.serveArgs...)
-		cmd := exec.Command(bin, args...)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		// Its own process group: a Ctrl-C in the terminal that ran
-		// memrl cluster start does not reach the nodes.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		err = cmd.Start()
-		logf.Close()
-		if err != nil {
-			return fail(err)
-		}
-		procs = append(procs, cmd.Process)
-		nodes[i].PID = cmd.Process.Pid
-		// Reap it if it exits while we wait (a port in use), so that
-		// processAlive sees it gone; after we return, init reaps it.
-		go cmd.Wait()
+		procs = append(procs, pid)
+		nodes[i].PID = pid
 	}
 	if err := cluster.WriteNodes(nodesPath, nodes); err != nil {
 		return fail(err)

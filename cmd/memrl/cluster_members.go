@@ -209,8 +209,8 @@ func clusterRemove(args []string) error {
 	return nil
 }
 
-// startNode starts memrl serve for node n in the background, as
-// memrl cluster start does, and returns its pid.
+// startNode starts memrl serve for node n in the background (data in
+// dir/<id>, output in dir/<id>.log) and returns its pid.
 func startNode(dir, nodesPath string, n cluster.Node, extra []string) (int, error) {
 	bin, err := os.Executable()
 	if err != nil {
@@ -225,10 +225,14 @@ func startNode(dir, nodesPath string, n cluster.Node, extra []string) (int, erro
 		"--cluster-nodes", nodesPath, "--node-id", n.ID}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// Its own process group: a Ctrl-C in the terminal that ran memrl
+	// cluster start does not reach the nodes.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
+	// Reap it if it exits while we wait (a port in use), so that
+	// processAlive sees it gone; after we return, init reaps it.
 	go cmd.Wait()
 	return cmd.Process.Pid, nil
 }

@@ -402,23 +402,28 @@ func TestClusterNeedsReplication(t *testing.T) {
 		t.Fatalf("CLUSTER NODES: %v\n%s", err, out)
 	}
 	for _, n := range nodes {
-		rdb := redis.NewClient(&redis.Options{Addr: n.Addr})
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			// READONLY: served by this replica, as it has it.
-			pipe := rdb.Pipeline()
-			pipe.Do(ctx, "READONLY")
-			get := pipe.Do(ctx, "MEM.GET", "replicated", 7)
-			pipe.Exec(ctx)
-			if get.Err() == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: MEM.GET of a replicated memory: %v", n.ID, get.Err())
-			}
-			time.Sleep(20 * time.Millisecond)
+		waitReplicaHas(t, n, "replicated", 7)
+	}
+}
+
+// waitReplicaHas waits up to 10 s for node n's own copy (READONLY) of
+// collection coll to hold memory id.
+func waitReplicaHas(t *testing.T, n cluster.Node, coll string, id int) {
+	t.Helper()
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: n.Addr})
+	defer rdb.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		pipe := rdb.Pipeline()
+		pipe.Do(ctx, "READONLY")
+		get := pipe.Do(ctx, "MEM.GET", coll, id)
+		pipe.Exec(ctx)
+		if get.Err() == nil {
+			return
 		}
-		rdb.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: MEM.GET %s %d: %v", n.ID, coll, id, get.Err())
+		}
 	}
 }
 
@@ -551,21 +556,7 @@ func TestClusterAddRemove(t *testing.T) {
 	if err != nil || len(after) != 4 || after[3].ID != "n3" || !processAlive(after[3].PID) {
 		t.Fatalf("nodes.tsv after add: %+v, %v", after, err)
 	}
-	// The new node has the memory (READONLY: its own copy).
-	rdb := redis.NewClient(&redis.Options{Addr: after[3].Addr})
-	defer rdb.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		pipe := rdb.Pipeline()
-		pipe.Do(ctx, "READONLY")
-		get := pipe.Do(ctx, "MEM.GET", "grow", 5)
-		pipe.Exec(ctx)
-		if get.Err() == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the added node: MEM.GET: %v", get.Err())
-		}
-	}
+	waitReplicaHas(t, after[3], "grow", 5) // the new node has caught up
 	for _, n := range after {
 		rc := redis.NewClient(&redis.Options{Addr: n.Addr})
 		got, err := rc.ClusterNodes(ctx).Result()
