@@ -21,9 +21,31 @@ type RedisError string
 
 func (e RedisError) Error() string { return string(e) }
 
-// maxReplyLen bounds what Do reads of one reply (elements and bytes), so a
+// maxReplyLen bounds what Do reads of one reply: its bytes in all (an
+// array's elements included), and so any one element or count, so that a
 // confused or hostile peer cannot make a node allocate without bound.
 const maxReplyLen = 64 << 20
+
+// budgetReader reads at most left bytes from r, then fails with
+// errBadReply: the bound on a whole reply (maxReplyLen). A per-element
+// bound alone would let a peer stream an array of 64M elements of 64 MiB
+// each, all of it buffered until the timeout.
+type budgetReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("%w: longer than %d bytes", errBadReply, maxReplyLen)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
 
 // Do connects to addr, sends one command, and returns its reply: a string
 // (simple or bulk), int64, nil (a null), []any (an array) or a
@@ -44,7 +66,7 @@ func Do(ctx context.Context, addr string, timeout time.Duration, args ...string)
 	if _, err := nc.Write(encodeCommand(args)); err != nil {
 		return nil, err
 	}
-	v, err := readReply(bufio.NewReader(nc), 0)
+	v, err := readReply(bufio.NewReader(&budgetReader{r: nc, left: maxReplyLen}), 0)
 	if err != nil {
 		return nil, err
 	}

@@ -225,3 +225,40 @@ func TestDoReplies(t *testing.T) {
 		}
 	}
 }
+
+// A peer's reply is bounded as a whole, not only element by element: a
+// hostile or confused peer streaming an endless array of bulk strings
+// gets a malformed-reply error once maxReplyLen bytes are read, instead of
+// making the node buffer everything it sends until the timeout.
+func TestDoBoundsWholeReply(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		bufio.NewReader(c).ReadString('\n')
+		c.Write([]byte("*1000000\r\n"))
+		elem := []byte("$65536\r\n" + strings.Repeat("x", 65536) + "\r\n")
+		// A little more than the bound, then silence: without the bound
+		// Do buffers it all and waits for the rest until its timeout.
+		for sent := 0; sent <= maxReplyLen+4*len(elem); sent += len(elem) {
+			if _, err := c.Write(elem); err != nil {
+				return
+			}
+		}
+		<-done
+	}()
+	start := time.Now()
+	_, err = Do(context.Background(), ln.Addr().String(), 5*time.Second, "ROLE")
+	if !errors.Is(err, errBadReply) {
+		t.Fatalf("an endless reply: err = %v after %v, want errBadReply", err, time.Since(start))
+	}
+}
