@@ -40,6 +40,10 @@ func errInTransaction(name string) error {
 // errMembershipArgs: RAFT.ADD's client address must be host:port.
 var errMembershipArgs = server.NewError("RAFT.ADD wants node-id host:port [raft-host:port] (the new node's client address, and its raft address if not port+10000)")
 
+// errMembershipID: RAFT.ADD's node id must be a valid node id
+// (cluster.ValidID).
+var errMembershipID = server.NewError("RAFT.ADD: the node id must be 1 to 40 characters of a-z, 0-9 and '-' (as in nodes.tsv)")
+
 func (n *Node) registerCommands(s *server.Server) {
 	s.Register("RAFT.ADD", 2, n.cmdAdd, server.Local)
 	s.Register("RAFT.REMOVE", 1, n.cmdRemove, server.Local)
@@ -86,8 +90,14 @@ func (n *Node) cmdAdd(c *server.Ctx, args [][]byte) error {
 		}
 		addr = string(args[2])
 	}
-	if addr == "" || len(args[0]) == 0 {
+	if addr == "" {
 		return errMembershipArgs
+	}
+	// The id joins the raft configuration of every replica for good, and
+	// names the node's folder and its nodes-file line: it must be one a
+	// nodes file accepts.
+	if cluster.ValidID(string(args[0])) != nil {
+		return errMembershipID
 	}
 	if !n.IsLeader() {
 		return n.notLeader()

@@ -1,0 +1,37 @@
+package replica
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestRaftAddRefusesBadNodeID: RAFT.ADD's node id becomes a member of the
+// raft configuration on every replica, for good, and names the node's
+// folder and nodes-file line; one that is not a valid node id (1 to 40 of
+// a-z, 0-9, '-') gets an ERR and the configuration does not change.
+func TestRaftAddRefusesBadNodeID(t *testing.T) {
+	nodes := startGroup(t, 3)
+	leader := waitLeader(t, nodes)
+	ctx := context.Background()
+	rdb := leader.client(t)
+	before := leader.node.Raft().GetConfiguration()
+	if err := before.Error(); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []string{"", "UPPER", "has space", "a\tb", "../x", strings.Repeat("a", 41), "n\r\n5"} {
+		// Distinct addresses: raft refuses a duplicate address itself.
+		err := rdb.Do(ctx, "RAFT.ADD", id, "127.0.0.1:"+strconv.Itoa(7901+i)).Err()
+		if err == nil || !strings.HasPrefix(err.Error(), "ERR") {
+			t.Errorf("RAFT.ADD %q: %v, want ERR", id, err)
+		}
+	}
+	after := leader.node.Raft().GetConfiguration()
+	if err := after.Error(); err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Configuration().Servers) != len(before.Configuration().Servers) {
+		t.Fatalf("a refused RAFT.ADD changed the configuration: %v", after.Configuration().Servers)
+	}
+}
