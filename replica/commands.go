@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,6 +44,9 @@ var errMembershipArgs = server.NewError("RAFT.ADD wants node-id host:port [raft-
 // errMembershipID: RAFT.ADD's node id must be a valid node id
 // (cluster.ValidID).
 var errMembershipID = server.NewError("RAFT.ADD: the node id must be 1 to 40 characters of a-z, 0-9 and '-' (as in nodes.tsv)")
+
+// errNotMember: RAFT.REMOVE names a node that is not in the group.
+var errNotMember = server.NewError("RAFT.REMOVE: the node is not a member of this shard's group; nothing was changed")
 
 func (n *Node) registerCommands(s *server.Server) {
 	s.Register("RAFT.ADD", 2, n.cmdAdd, server.Local)
@@ -127,7 +131,24 @@ func (n *Node) cmdRemove(c *server.Ctx, args [][]byte) error {
 		return n.notLeader()
 	}
 	var err error
-	c.WithoutTxLock(func() { err = n.raft.RemoveServer(raft.ServerID(args[0]), 0, 10*time.Second).Error() })
+	member := true
+	c.WithoutTxLock(func() {
+		// raft removes an unknown id as a no-op configuration entry and
+		// reports success; a typo must get an ERR instead. prevIndex
+		// makes the check and the removal one step: raft refuses the
+		// removal if the configuration changed in between.
+		f := n.raft.GetConfiguration()
+		if err = f.Error(); err != nil {
+			return
+		}
+		member = slices.ContainsFunc(f.Configuration().Servers, func(s raft.Server) bool { return s.ID == raft.ServerID(args[0]) })
+		if member {
+			err = n.raft.RemoveServer(raft.ServerID(args[0]), f.Index(), 10*time.Second).Error()
+		}
+	})
+	if !member {
+		return errNotMember
+	}
 	if err != nil {
 		return server.NewError("RAFT.REMOVE: " + err.Error())
 	}

@@ -35,3 +35,27 @@ func TestRaftAddRefusesBadNodeID(t *testing.T) {
 		t.Fatalf("a refused RAFT.ADD changed the configuration: %v", after.Configuration().Servers)
 	}
 }
+
+// TestRaftRemoveRefusesNonMember: RAFT.REMOVE of an id that is not in the
+// group (a typo) gets an ERR saying so, rather than +OK, which would tell
+// the operator a node was removed, and appends no configuration entry.
+func TestRaftRemoveRefusesNonMember(t *testing.T) {
+	nodes := startGroup(t, 3)
+	leader := waitLeader(t, nodes)
+	rdb := leader.client(t)
+	before := leader.node.Raft().GetConfiguration()
+	if err := before.Error(); err != nil {
+		t.Fatal(err)
+	}
+	err := rdb.Do(context.Background(), "RAFT.REMOVE", "n9").Err()
+	if err == nil || !strings.HasPrefix(err.Error(), "ERR") || !strings.Contains(err.Error(), "not a member") {
+		t.Fatalf("RAFT.REMOVE of a non-member: %v, want ERR ... not a member", err)
+	}
+	after := leader.node.Raft().GetConfiguration()
+	if err := after.Error(); err != nil {
+		t.Fatal(err)
+	}
+	if after.Index() != before.Index() || len(after.Configuration().Servers) != 3 {
+		t.Fatalf("a refused RAFT.REMOVE changed the configuration: index %d -> %d, %v", before.Index(), after.Index(), after.Configuration().Servers)
+	}
+}

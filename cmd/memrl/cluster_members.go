@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -175,6 +176,13 @@ func clusterRemove(args []string) error {
 		leader, err := shardLeader(ctx, nodes, node.Shard)
 		if err == nil {
 			if _, err = cluster.Do(ctx, leader.Addr, 10*time.Second, "RAFT.REMOVE", node.ID); err == nil {
+				break
+			}
+			// A try whose reply was lost (the leader removed, or
+			// leadership lost once the entry was appended) may have
+			// removed it: the next answers that it is not a member.
+			var re cluster.RedisError
+			if errors.As(err, &re) && strings.Contains(string(re), "not a member") {
 				break
 			}
 		}
