@@ -27,7 +27,8 @@
 // The first line must be the version header; other lines starting with
 // '#' and blank lines are comments. Node ids match [a-z0-9-]{1,40} and are
 // unique, as are client addresses; shards are numbered 0..S-1 with every
-// shard holding at least one node; pid is a process id (0: unknown). The
+// shard holding at least one node, and S is at most 16,384 (a slot per
+// shard); pid is a process id (0: unknown). The
 // "# sum" line is written by WriteNodes and, when present, must be the
 // last line and match: a damaged file is refused rather than half read. A
 // file written by hand may leave it out (an edit would otherwise need a

@@ -51,7 +51,9 @@ func ParseNodes(data []byte) ([]Node, error) {
 		} else if port+RaftPortOffset > 65535 {
 			return nil, fmt.Errorf("%s, line %d: port %d leaves no raft port (port+%d must be at most 65535)", NodesFile, l.n, port, RaftPortOffset)
 		}
-		if n.Shard, err = parseSmallInt(f[2], 1<<20); err != nil {
+		// At most one shard per slot: the slot map holds a shard in 16
+		// bits and DefaultSlots gives every shard a slot.
+		if n.Shard, err = parseSmallInt(f[2], NumSlots-1); err != nil {
 			return nil, fmt.Errorf("%s, line %d: shard: %v", NodesFile, l.n, err)
 		}
 		if n.PID, err = parseSmallInt(f[3], 1<<31-1); err != nil {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -177,5 +178,26 @@ func TestSlotsFileCorruptionDetected(t *testing.T) {
 				t.Fatalf("flip of bit %d at byte %d read as a different map", bit, i)
 			}
 		}
+	}
+}
+
+// A nodes file may name at most NumSlots shards: the slot map stores a
+// shard in 16 bits and gives each shard at least one slot, so more shards
+// would leave some without slots (DefaultSlots' REQUIRES) and, past
+// 65,535, route slots to the wrong shard.
+func TestParseNodesAtMostOneShardPerSlot(t *testing.T) {
+	mk := func(shards int) []Node {
+		nodes := make([]Node, shards)
+		for s := range nodes {
+			nodes[s] = Node{ID: "n" + strconv.Itoa(s), Addr: "127.0.0.1:" + strconv.Itoa(20000+s), Shard: s}
+		}
+		return nodes
+	}
+	if _, err := ParseNodes(FormatNodes(mk(NumSlots))); err != nil {
+		t.Fatalf("%d shards refused: %v", NumSlots, err)
+	}
+	_, err := ParseNodes(FormatNodes(mk(NumSlots + 1)))
+	if err == nil || !strings.Contains(err.Error(), "line ") {
+		t.Fatalf("%d shards: err = %v, want an error naming the line", NumSlots+1, err)
 	}
 }
