@@ -163,7 +163,8 @@ func (s *State) Leader(shard int) (Node, bool) {
 }
 
 // Reload reads the nodes file and slot map again (CLUSTER RELOAD). This
-// node must still be in it; on an error nothing changes.
+// node must still be in it, in the same shard at the same address; on an
+// error nothing changes.
 func (s *State) Reload() error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
@@ -171,8 +172,18 @@ func (s *State) Reload() error {
 	if err != nil {
 		return err
 	}
-	if _, ok := t.Node(s.self); !ok {
+	n, ok := t.Node(s.self)
+	if !ok {
 		return fmt.Errorf("cluster: node %q is no longer in %s", s.self, s.cfg.NodesPath)
+	}
+	// This node's raft group and listener are those it started with: a
+	// file that moves it to another shard would have the router take it
+	// for a member of that shard (and, leading its old group, accept the
+	// new shard's writes into the wrong group); another address would
+	// send clients where it does not listen. Its pid may change.
+	if old := s.Self(); n.Shard != old.Shard || n.Addr != old.Addr {
+		return fmt.Errorf("cluster: %s gives node %q shard %d at %s, but it runs as shard %d at %s (restart it to move it)",
+			s.cfg.NodesPath, s.self, n.Shard, n.Addr, old.Shard, old.Addr)
 	}
 	s.topo.Store(t)
 	return nil

@@ -262,3 +262,39 @@ func TestDoBoundsWholeReply(t *testing.T) {
 		t.Fatalf("an endless reply: err = %v after %v, want errBadReply", err, time.Since(start))
 	}
 }
+
+// A reloaded nodes file that moves this node to another shard, or gives
+// it another address, is refused: its raft group and its listener are
+// those it started with, so it would go on leading its old shard's group
+// while the router took it for a member of the new one, and accepted that
+// shard's writes into the wrong group. Its pid may change (memrl cluster
+// start rewrites pids).
+func TestStateReloadRefusesMovingSelf(t *testing.T) {
+	nodes := []Node{{ID: "x", Addr: "127.0.0.1:1"}, {ID: "y", Addr: "127.0.0.1:2", Shard: 1}}
+	path := writeTestNodes(t, nodes)
+	st, err := NewState(Config{NodesPath: path, Self: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, moved := range [][]Node{
+		{{ID: "w", Addr: "127.0.0.1:3"}, {ID: "x", Addr: "127.0.0.1:1", Shard: 1}, {ID: "y", Addr: "127.0.0.1:2", Shard: 1}},
+		{{ID: "x", Addr: "127.0.0.1:9"}, {ID: "y", Addr: "127.0.0.1:2", Shard: 1}},
+	} {
+		if err := WriteNodes(path, moved); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Reload(); err == nil {
+			t.Fatalf("reload moving this node to %+v accepted", moved)
+		}
+		if self := st.Self(); self.Shard != 0 || self.Addr != "127.0.0.1:1" || len(st.Topology().Nodes) != 2 {
+			t.Fatalf("a refused reload changed the topology: self %+v", self)
+		}
+	}
+	nodes[0].PID = 42
+	if err := WriteNodes(path, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Reload(); err != nil || st.Self().PID != 42 {
+		t.Fatalf("reload with a new pid: %v", err)
+	}
+}
