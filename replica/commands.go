@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -106,17 +108,49 @@ func (n *Node) cmdAdd(c *server.Ctx, args [][]byte) error {
 	if !n.IsLeader() {
 		return n.notLeader()
 	}
-	var err error
-	// The commit may wait for an EXEC entry's application, which takes
-	// the transaction lock exclusively.
+	var err, probeErr error
+	// The probe goes over the network, and the commit may wait for an
+	// EXEC entry's application, which takes the transaction lock
+	// exclusively: neither holds it.
 	c.WithoutTxLock(func() {
+		if probeErr = probeJoiner(c.Context(), string(args[0]), string(args[1])); probeErr != nil {
+			return
+		}
 		err = n.raft.AddVoter(raft.ServerID(args[0]), raft.ServerAddress(addr), 0, 10*time.Second).Error()
 	})
+	if probeErr != nil {
+		return server.NewError("RAFT.ADD: " + probeErr.Error() + "; nothing was changed (start the node first, with --cluster-join)")
+	}
 	if err != nil {
 		return server.NewError("RAFT.ADD: " + err.Error())
 	}
 	c.WriteOK()
 	return nil
+}
+
+// joinProbeTimeout bounds RAFT.ADD's question to the joining node.
+const joinProbeTimeout = 2 * time.Second
+
+// probeJoiner returns nil if the node at clientAddr answers RAFT.STATUS
+// with node_id id. RAFT.ADD asks before adding a voter because a voter
+// counts towards the quorum from the moment its configuration entry is
+// appended: a voter that is not running (a mistyped address or id) costs
+// the group a vote for good, and takes a one-node group down at once.
+func probeJoiner(ctx context.Context, id, clientAddr string) error {
+	v, err := cluster.Do(ctx, clientAddr, joinProbeTimeout, "RAFT.STATUS")
+	if err != nil {
+		return fmt.Errorf("the node at %s does not answer RAFT.STATUS (%v)", clientAddr, err)
+	}
+	a, _ := v.([]any)
+	for i := 0; i+1 < len(a); i += 2 {
+		if a[i] == "node_id" {
+			if got, _ := a[i+1].(string); got != id {
+				return fmt.Errorf("the node at %s is %q, not %q", clientAddr, got, id)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("the node at %s does not say its node_id in RAFT.STATUS", clientAddr)
 }
 
 // RAFT.REMOVE node-id
