@@ -58,5 +58,7 @@
 // PollInterval (Run). The node that answers "master" leads; if two do, the
 // first in the nodes file; if none does, the shard has no leader known
 // until the next round. Do is the minimal RESP2 client those questions
-// use.
+// use; it reads at most 64 MiB of one reply. Reload keeps the old
+// topology unless the new one still names this node in the same shard at
+// the same address.
 package cluster

@@ -67,7 +67,10 @@
 // Every node of a shard bootstraps the group with the same voters
 // (Config.Peers) the first time it starts; a node with raft state never
 // bootstraps again. RAFT.ADD and RAFT.REMOVE change the voters at run
-// time on the leader (a node started with no Peers waits to be added);
+// time on the leader (a node started with no Peers waits to be added;
+// RAFT.ADD first checks that it answers RAFT.STATUS with the id given, as
+// a voter counts towards the quorum at once, and RAFT.REMOVE refuses a
+// non-member);
 // RAFT.STATUS reports a node's raft state; RAFT.SNAPSHOT [KEEP n] takes a
 // snapshot and compacts the log behind it. These wait for raft without
 // the server's transaction lock (server.Ctx.WithoutTxLock): raft's FSM
