@@ -136,10 +136,17 @@ func (f fsm) ApplyBatch(logs []*raft.Log) []any {
 		n.clock.Store(0)
 	}
 	if err := a.Wait(); err != nil {
-		n.log.Error("replica: the engine's log failed", "err", err)
+		// The entries are committed and applied in memory, but this
+		// replica's engine refuses every write from now on: applying on
+		// would make it differ from the others. Stop; the restart
+		// rebuilds the engine from the raft snapshot and log, which
+		// hold every committed entry (the engine's own log is not
+		// needed for recovery).
+		n.fatal(fmt.Errorf("replica: the engine's log failed after applying committed entries %d..%d: %w",
+			logs[0].Index, logs[len(logs)-1].Index, err))
 		for i := range out {
 			if out[i] != nil {
-				out[i] = errReply(err.Error())
+				out[i] = errReply("the command was committed and applied, but this node's engine log failed and it stops: " + err.Error())
 			}
 		}
 	}

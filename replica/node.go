@@ -91,6 +91,8 @@ func DefaultRaftConfig() *raft.Config {
 type Node struct {
 	cfg  Config
 	log  *slog.Logger
+	// fatal stops the process (Config.Fatal); set before raft starts.
+	fatal func(error)
 	srv  *server.Server
 	raft *raft.Raft
 
@@ -208,10 +210,11 @@ func Open(cfg Config, srv *server.Server) (*Node, error) {
 	fatal := cfg.Fatal
 	if fatal == nil {
 		fatal = func(err error) {
-			n.log.Error("replica: stopping the process: the raft log could not be written (a failed fsync is never retried); restart recovers from what is on disk", "err", err)
+			n.log.Error("replica: stopping the process (a failed write is never retried); restart recovers from the raft snapshot and log on disk", "err", err)
 			os.Exit(70)
 		}
 	}
+	n.fatal = fatal
 	n.raft, err = raft.NewRaft(rc, fsm{n}, fatalLogStore{n.store, fatal}, n.store, snaps, n.transport)
 	if err != nil {
 		return fail(fmt.Errorf("replica: start raft: %w", err))
