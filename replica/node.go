@@ -89,12 +89,12 @@ func DefaultRaftConfig() *raft.Config {
 // machine is an engine driven through a server's command handlers. Open
 // it, serve the server, Close it after the server has shut down.
 type Node struct {
-	cfg  Config
-	log  *slog.Logger
+	cfg Config
+	log *slog.Logger
 	// fatal stops the process (Config.Fatal); set before raft starts.
 	fatal func(error)
-	srv  *server.Server
-	raft *raft.Raft
+	srv   *server.Server
+	raft  *raft.Raft
 
 	store     *raftboltdb.BoltStore
 	transport raft.Transport
