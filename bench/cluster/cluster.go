@@ -464,6 +464,22 @@ func measureRows(out io.Writer, setup, addr string, ns []int, dur time.Duration,
 
 // measure runs n connections rewarding one memory at a time for dur.
 func measure(ctx context.Context, rdb *redis.Client, n int, dur time.Duration, memories int) (float64, float64, float64, error) {
+	return measureLoad(n, dur, func() func(rng *rand.Rand) error {
+		conn := rdb.Conn()
+		return func(rng *rand.Rand) error {
+			if rng == nil { // the worker is done
+				return conn.Close()
+			}
+			return conn.Do(ctx, "MEM.REWARD", "bench", rng.Intn(3), rng.Intn(memories)+1).Err()
+		}
+	})
+}
+
+// measureLoad runs n workers for dur, each calling its request function
+// (made by newWorker, called with nil when the worker ends) one request at
+// a time, and returns the requests per second and the p50 and p99
+// latencies in µs, or the first error a request returned.
+func measureLoad(n int, dur time.Duration, newWorker func() func(rng *rand.Rand) error) (float64, float64, float64, error) {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -477,12 +493,12 @@ func measure(ctx context.Context, rdb *redis.Client, n int, dur time.Duration, m
 		go func(seed int64) {
 			defer wg.Done()
 			rng := rand.New(rand.NewSource(seed))
-			conn := rdb.Conn()
-			defer conn.Close()
+			do := newWorker()
+			defer do(nil)
 			var my []time.Duration
 			for time.Now().Before(deadline) {
 				t0 := time.Now()
-				if err := conn.Do(ctx, "MEM.REWARD", "bench", rng.Intn(3), rng.Intn(memories)+1).Err(); err != nil {
+				if err := do(rng); err != nil {
 					mu.Lock()
 					if first == nil {
 						first = err

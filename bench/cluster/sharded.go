@@ -8,9 +8,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -69,50 +67,18 @@ func measureSharded(out io.Writer, exe, dir string, shards, replicas int, ns []i
 	}
 	setup := fmt.Sprintf("%d shards x %d", shards, replicas)
 	for _, n := range ns {
-		var (
-			wg    sync.WaitGroup
-			mu    sync.Mutex
-			lats  []time.Duration
-			first error
-		)
-		deadline := time.Now().Add(dur)
-		start := time.Now()
-		for w := 0; w < n; w++ {
-			wg.Add(1)
-			go func(seed int64) {
-				defer wg.Done()
-				rng := rand.New(rand.NewSource(seed))
-				var my []time.Duration
-				for time.Now().Before(deadline) {
-					t0 := time.Now()
-					if err := cc.Do(ctx, "MEM.REWARD", colls[rng.Intn(len(colls))], rng.Intn(3), rng.Intn(per)+1).Err(); err != nil {
-						mu.Lock()
-						if first == nil {
-							first = err
-						}
-						mu.Unlock()
-						return
-					}
-					my = append(my, time.Since(t0))
+		rate, p50, p99, err := measureLoad(n, dur, func() func(rng *rand.Rand) error {
+			return func(rng *rand.Rand) error {
+				if rng == nil {
+					return nil
 				}
-				mu.Lock()
-				lats = append(lats, my...)
-				mu.Unlock()
-			}(int64(w) + 1)
-		}
-		wg.Wait()
-		if first != nil {
-			return first
-		}
-		elapsed := time.Since(start)
-		sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
-		pct := func(p float64) float64 {
-			if len(lats) == 0 {
-				return 0
+				return cc.Do(ctx, "MEM.REWARD", colls[rng.Intn(len(colls))], rng.Intn(3), rng.Intn(per)+1).Err()
 			}
-			return float64(lats[int(p*float64(len(lats)-1))].Microseconds())
+		})
+		if err != nil {
+			return err
 		}
-		fmt.Fprintf(out, "%-22s %8d %12.0f %10.0f %10.0f\n", setup, n, float64(len(lats))/elapsed.Seconds(), pct(0.5), pct(0.99))
+		fmt.Fprintf(out, "%-22s %8d %12.0f %10.0f %10.0f\n", setup, n, rate, p50, p99)
 	}
 	return nil
 }
