@@ -3,7 +3,6 @@ package replica
 import (
 	"context"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -89,19 +88,7 @@ func TestSnapshotShipsIndex(t *testing.T) {
 		}
 	}
 	lag.stop(t)
-	if err := os.RemoveAll(lag.dir); err != nil {
-		t.Fatal(err)
-	}
-	lag.relisten(t)
-	var peers []Peer
-	for _, tn := range nodes {
-		peers = append(peers, Peer{ID: tn.id, RaftAddr: tn.raftAddr})
-	}
-	lag.start(t, peers)
-	sameState(t, leader, nodes)
-	if got := lag.node.Raft().Stats()["last_snapshot_index"]; got == "0" || got == "" {
-		t.Fatalf("the empty replica caught up without a snapshot (last_snapshot_index %q)", got)
-	}
+	restartEmpty(t, lag, leader, nodes)
 	info := indexInfo(t, lag, "ix")
 	got := trainedOn.FindStringSubmatch(info)
 	if !strings.HasPrefix(info, "ivfpq ") || got == nil || got[1] != want[1] {

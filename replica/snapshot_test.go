@@ -69,6 +69,20 @@ func TestCatchUpFromSnapshot(t *testing.T) {
 	}
 	fill(t, leader, 3000, 10)
 
+	state := restartEmpty(t, lag, leader, nodes)
+	if n := strings.Count(state, "\n") - 1; n != 460 {
+		t.Fatalf("%d memories, want 460", n)
+	}
+	// It keeps applying after the install.
+	fill(t, leader, 4000, 5)
+	sameState(t, leader, nodes)
+}
+
+// restartEmpty starts the stopped node lag again from an empty folder,
+// waits until every node has the leader's state (returned) and checks that
+// lag got there by installing a snapshot, not by replaying the log.
+func restartEmpty(t *testing.T, lag, leader *testNode, nodes []*testNode) string {
+	t.Helper()
 	if err := os.RemoveAll(lag.dir); err != nil {
 		t.Fatal(err)
 	}
@@ -82,12 +96,7 @@ func TestCatchUpFromSnapshot(t *testing.T) {
 	if got := lag.node.Raft().Stats()["last_snapshot_index"]; got == "0" || got == "" {
 		t.Fatalf("the empty replica caught up without a snapshot (last_snapshot_index %q)", got)
 	}
-	if n := strings.Count(state, "\n") - 1; n != 460 {
-		t.Fatalf("%d memories, want 460", n)
-	}
-	// It keeps applying after the install.
-	fill(t, leader, 4000, 5)
-	sameState(t, leader, nodes)
+	return state
 }
 
 // TestCorruptSnapshotRefused: a snapshot stream with any byte changed,
