@@ -128,12 +128,7 @@ func (ix *Index) SearchFiltered(q []float32, k int, sp SearchParams, f Filter, s
 			}
 		}
 		if order == nil {
-			order = s.order[:0]
-			for l := range p.NList {
-				order = append(order, l)
-			}
-			slices.SortFunc(order, s.listOrder)
-			s.order = order
+			order = s.allListsNearestFirst(p.NList)
 			if len(s.probed) < p.NList {
 				s.probed = make([]bool, p.NList)
 			}

@@ -50,7 +50,10 @@ func (ix *Index) canPrune(src VectorSource, sp SearchParams) bool {
 // s.cands reset.
 func (ix *Index) probeListsLocked(q []float32, q4 lut4, f *Filter, s *searchScratch, k int, src VectorSource, prune bool) (int, error) {
 	if !prune || len(s.probeOrder) <= pruneFirst {
-		for _, l := range s.probeOrder {
+		for i, l := range s.probeOrder {
+			if i+1 < len(s.probeOrder) {
+				ix.prefetchList(s.probeOrder[i+1])
+			}
 			if err := ix.probeLocked(q, l, q4, f, s); err != nil {
 				return 0, err
 			}
@@ -85,6 +88,9 @@ func (ix *Index) probeListsLocked(q []float32, q4 lut4, f *Filter, s *searchScra
 					continue
 				}
 			}
+		}
+		if i+1 < len(s.probeOrder) {
+			ix.prefetchList(s.probeOrder[i+1])
 		}
 		if err := ix.probeLocked(q, l, q4, f, s); err != nil {
 			return 0, err
@@ -139,4 +145,23 @@ func (ix *Index) kthExactLocked(q []float32, k int, src VectorSource, s *searchS
 	}
 	clear(s.vecs) // drop the references: the pooled scratch outlives the call
 	return kth
+}
+
+// prefetchHead is how many bytes of a list's codes (and of its terms)
+// prefetchList asks for.
+const prefetchHead = 1024
+
+// prefetchList asks for the first lines of list l's codes and terms, to be
+// loaded while the list before it is scanned: a list is a sequential read
+// the hardware prefetcher follows once it has seen it start, so what costs
+// is each list's first misses.
+func (ix *Index) prefetchList(l int) {
+	seg := &ix.lists[l].base
+	if len(seg.codes) == 0 {
+		seg = &ix.lists[l].tail
+	}
+	simd.PrefetchBytes(seg.codes[:min(len(seg.codes), prefetchHead)])
+	if seg.terms != nil {
+		simd.Prefetch(seg.terms[:min(len(seg.terms), prefetchHead/4)])
+	}
 }

@@ -18,7 +18,7 @@ const scanChunk = 256
 // query allocates only its result slice.
 type searchScratch struct {
 	coarseDist []float32 // [coarseSlots(NList)]; the first NList are the lists' distances
-	probes     topK      // nearest lists
+	listKeys   []uint64  // selectProbes' (distance, list) keys, [NList]
 	probeOrder []int     // probed lists, nearest first
 	order      []int     // every list, nearest first (SearchFiltered's widening)
 	probed     []bool    // [NList] lists probed so far (SearchFiltered's widening)
@@ -42,6 +42,7 @@ func (ix *Index) getScratch() *searchScratch {
 	p := ix.p
 	return &searchScratch{
 		coarseDist: make([]float32, coarseSlots(p.NList)),
+		listKeys:   make([]uint64, 0, p.NList),
 		lut:        make([]float32, p.M*p.ksub()),
 		lut8:       make([]byte, (p.M+1)/2*2*16),
 		out:        make([]float32, scanChunk),
@@ -120,21 +121,7 @@ func (ix *Index) prepareLocked(q []float32, nprobe int, s *searchScratch) lut4 {
 	for l, dot := range s.coarseDist[:p.NList] {
 		s.coarseDist[l] = s.qq + ix.coarseNorm[l] - 2*dot
 	}
-	s.probes.reset(nprobe)
-	for l, d := range s.coarseDist[:p.NList] {
-		// Until the heap is full every list enters, even one at distance
-		// +Inf (a centroid far enough to overflow float32) or NaN, which
-		// no comparison admits: a search of every list must probe, and
-		// check, every list.
-		if !s.probes.full() || d < s.probes.worst() {
-			s.probes.push(d, uint32(l))
-		}
-	}
-	s.probeOrder = s.probeOrder[:0]
-	for _, l := range s.probes.row {
-		s.probeOrder = append(s.probeOrder, int(l))
-	}
-	slices.SortFunc(s.probeOrder, s.listOrder)
+	s.selectProbes(p.NList, nprobe)
 
 	// One table serves every list. Scores are kept as "smaller is better".
 	// IP ADC: <q, c+r̂> = <q,c> + Σ<q_m, r̂_m>, so the table is -<q_m, r_mk>
@@ -154,20 +141,6 @@ func (ix *Index) prepareLocked(q []float32, nprobe int, s *searchScratch) lut4 {
 		q4 = quantizeLUT4(s.lut, p.M, s.lut8)
 	}
 	return q4
-}
-
-// listOrder orders lists by their centroid's distance to the query (in
-// s.coarseDist), nearest first, ties by lower list number: the order lists
-// are probed in, first and when a search widens.
-func (s *searchScratch) listOrder(a, b int) int {
-	da, db := s.coarseDist[a], s.coarseDist[b]
-	switch {
-	case da < db:
-		return -1
-	case da > db:
-		return 1
-	}
-	return a - b
 }
 
 // probeLocked scores list l's codes and merges those f keeps (every code

@@ -19,3 +19,12 @@ func Prefetch(v []float32) {
 	}
 	prefetchLines((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
 }
+
+// PrefetchBytes asks for the cache lines of b to be loaded, as Prefetch
+// does for floats.
+func PrefetchBytes(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	prefetchLines(&b[0], len(b))
+}

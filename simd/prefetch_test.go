@@ -64,3 +64,22 @@ func BenchmarkRerank(b *testing.B) {
 		})
 	}
 }
+
+// TestPrefetchBytesChangesNothing is TestPrefetchChangesNothing for
+// PrefetchBytes, at every byte offset and length up to a few lines.
+func TestPrefetchBytesChangesNothing(t *testing.T) {
+	buf := make([]byte, 512)
+	for i := range buf {
+		buf[i] = byte(i * 7)
+	}
+	want := slices.Clone(buf)
+	for off := 0; off < 64; off++ {
+		for n := 0; off+n <= len(buf) && n <= 300; n++ {
+			PrefetchBytes(buf[off : off+n])
+		}
+	}
+	PrefetchBytes(nil)
+	if !slices.Equal(buf, want) {
+		t.Fatal("PrefetchBytes changed its slice")
+	}
+}

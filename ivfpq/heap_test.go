@@ -2,7 +2,9 @@ package ivfpq
 
 import "math"
 
-// topK keeps the cap smallest scores seen, as a binary max-heap so the worst
+// topK is the reference the candidate buffer (candSet) is tested and
+// benchmarked against (searches once kept their candidates and their probed
+// lists in it). It keeps the cap smallest scores seen, as a binary max-heap so the worst
 // kept score is at the root. Parallel arrays avoid interface calls in the
 // scan loop.
 type topK struct {
