@@ -40,7 +40,15 @@ func (s *searchScratch) selectProbes(nlist, nprobe int) {
 	}
 	keys := s.listKeys[:0]
 	bound := uint64(math.MaxUint64)
+	dbound := float32(math.Inf(1)) // the distance in bound's key
 	for l, d := range s.coarseDist[:nlist] {
+		// A distance above the bound's cannot make a smaller key; this
+		// float comparison turns most lists away before a key is formed
+		// (NaN compares false and goes on to its key, which is the
+		// largest).
+		if d > dbound {
+			continue
+		}
 		key := listKey(d, l)
 		if key >= bound {
 			continue
@@ -50,6 +58,7 @@ func (s *searchScratch) selectProbes(nlist, nprobe int) {
 			selectKeys(keys, nprobe)
 			keys = keys[:nprobe]
 			bound = slices.Max(keys)
+			dbound = s.coarseDist[uint32(bound)]
 		}
 	}
 	if len(keys) > nprobe {
