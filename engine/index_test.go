@@ -333,6 +333,10 @@ func TestRetrainAfterRestartIsDecidedAsWithout(t *testing.T) {
 // 1 did not record its training size. Opened, it is taken as trained at the
 // collection's size when its NList is what that size calls for, and as due
 // for a retrain when it is smaller (trained at a quarter of the size or less).
+// The collection is IP over vectors not of unit norm, whose index stores no
+// L2 terms, so its saved file has the layout version 1 had (an L2 index is
+// saved as ivfpq format version 4, with 16-bit terms, which version 1 did
+// not have) and relabelling it as version 1 makes a real version 1 file.
 func TestVersion1IndexFileTrainingSize(t *testing.T) {
 	const n0 = 1000
 	vecs := clustered(rand.New(rand.NewSource(6)), retrainFactor*n0, 16)
@@ -346,7 +350,7 @@ func TestVersion1IndexFileTrainingSize(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		db.Create("ix", Config{Dim: 16, Metric: L2, Index: IndexConfig{TrainThreshold: n0}})
+		db.Create("ix", Config{Dim: 16, Metric: IP, Index: IndexConfig{TrainThreshold: n0}})
 		c, _ := db.Collection("ix")
 		for i, v := range vecs[:tc.n] {
 			if _, err := c.Add(AddRequest{Vector: v}); err != nil {

@@ -199,7 +199,7 @@ func TestDumpIndexAndVectors(t *testing.T) {
 	fs, dir, _ := inspectDB(t)
 	path := filepath.Join(dir, "ivfpq", ivfpq.FileName)
 	fi, err := ivfpq.Inspect(fs, path)
-	if err != nil || fi.Params.NList != 4 || fi.Params.Dim != 8 || fi.Rows < 256 || len(fi.ListSizes) != 4 || fi.Version != 2 || len(fi.DamagedLists) != 0 {
+	if err != nil || fi.Params.NList != 4 || fi.Params.Dim != 8 || fi.Rows < 256 || len(fi.ListSizes) != 4 || fi.Version != 4 || len(fi.DamagedLists) != 0 {
 		t.Fatalf("Inspect = %+v, %v", fi, err)
 	}
 	var sum uint32

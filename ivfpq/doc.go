@@ -33,7 +33,8 @@
 //     threshold when the index stores no per-vector terms (IP), and
 //     simd.ScoreMask otherwise (L2), which forms every vector's full score
 //     with its own term and compares it with the worst candidate, bit for
-//     bit as the scalar check does.
+//     bit as the scalar check does (simd.ScoreMask16 for the 16-bit terms
+//     of a saved index's base segments).
 //
 // # Search
 //
@@ -121,7 +122,7 @@
 // than the checkpoint. Deleted rows stay in the lists and are filtered by
 // the bitmap given to Search.
 //
-// # File format (versions 2 and 3)
+// # File format (versions 2, 3 and 4)
 //
 // Save writes dir/ivfpq.idx through a vfs.FS atomically (vfs.AtomicFile:
 // temporary file written back in paced pieces, fsync, rename, fsync of the
@@ -132,9 +133,13 @@
 //
 //	offset  size  field
 //	     0     8  magic "MEMRLIVF"
-//	     8     4  version: 2 when M divides Dim, 3 when it does not (the
-//	              same layout; Open refuses either on the other kind of
-//	              index); Open also reads 1
+//	     8     4  version: 4 for indexes with L2 terms (L2, or IP with
+//	              the unit-norm flag), whatever M and Dim: 16-bit terms;
+//	              for the others 2 when M divides Dim, 3 when it does not
+//	              (the same layout; Open refuses either on the other kind
+//	              of index, and 4 on an index without terms); Open also
+//	              reads 1, and 2 and 3 files of indexes with terms
+//	              (float32 terms), as builds before 4 wrote them
 //	    12     4  header size (128)
 //	    16    20  Dim, NList, M, Bits, Metric (uint32 each)
 //	    36     4  rows
@@ -161,19 +166,37 @@
 //	                8  4  n, vectors in the list
 //	               12  4  reserved, zero
 //	               16  8  checksum of the segment's bytes
-//	               24  8  reserved, zero
+//	               24  4  version 4: term base (float32; finite)
+//	               28  4  version 4: term step (float32; finite, >= 0)
+//	                      (versions 1 to 3: [24, 32) reserved, zero)
 //	              data: one segment per list:
 //	                row ids [n]uint32, zero-padded to 8 bytes
 //	                codes, zero-padded to 8 bytes: Bits 8: [n][M]byte;
 //	                Bits 4: ceil(n/32) blocks of ceil(M/2)·32 bytes
 //	                (simd's fast-scan layout)
 //	                L2-scored indexes only (L2, or IP with the unit-norm
-//	                flag): terms [n]float32 (‖r̂‖² + 2⟨c, r̂⟩), zero-padded
-//	                to 8 bytes
+//	                flag): the terms ‖r̂‖² + 2⟨c, r̂⟩, zero-padded to 8
+//	                bytes: version 4: [n]uint16 t, term ≈ base +
+//	                float32(t)·step (the entry's base and step); versions
+//	                1 to 3: [n]float32
+//
+// Version 4's grid is per list: base = the list's smallest term, step =
+// (largest − smallest)/65535 (0 when they are equal), t = round((term −
+// base)/step), so a stored term is within step/2 of the float32 one; at
+// 1M vectors a list's terms span at most ~160,000, a step of ~2.5, far
+// below the 4-bit table's quantization error, and the terms take 2 bytes
+// a vector instead of 4. Saving again keeps a list's grid (its stored
+// terms copied) while the terms added since Open fall within it, and
+// otherwise regrids the list. Save refuses (ErrTermRange) terms that are
+// not finite. A mapped base segment keeps its 16-bit terms; the 4-bit scan
+// reads them with simd.ScoreMask16, folding base into its offset; tails
+// hold float32 terms until the next Save.
 //
 // Open checks the header (magic, checksum, version, parameters, reserved
-// bytes zero, every offset against the file size), the meta and directory checksums, and that
-// every segment lies inside the data section and the counts add up to rows.
+// bytes zero, every offset against the file size), the meta and directory checksums, that
+// every segment lies inside the data section and the counts add up to rows,
+// and (version 4) that every list's term base and step are finite, the
+// step not negative.
 // It decodes the centroids and codebooks and nothing else: list segments are
 // views into the mapping, and a list's checksum, and that its row ids are
 // below rows, are verified the first time a Search or Save reads it (Verify
@@ -186,5 +209,6 @@
 // ErrBadParams (invalid parameters or arguments), ErrCorrupt (a file that
 // fails a check; from Open, or from Search/Save/Verify for list data),
 // ErrVersion (unknown format version), ErrOutOfOrder (Add with row !=
-// Rows()), ErrClosed (use after Close). Compare with errors.Is.
+// Rows()), ErrClosed (use after Close), ErrTermRange (Save of L2 terms
+// that are not finite). Compare with errors.Is.
 package ivfpq

@@ -9,8 +9,8 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// On-disk format, versions 2 and 3 (Open also reads version 1). See doc.go
-// for the drawing. All integers are little-endian; all checksums are
+// On-disk format, versions 2, 3 and 4 (Open also reads version 1). See
+// doc.go for the drawing. All integers are little-endian; all checksums are
 // xxhash64.
 
 // FileName is the name of the index file inside the directory given to Save
@@ -28,6 +28,17 @@ const (
 	// (ErrVersion) rather than as damage. INVARIANT (checked by Open): a
 	// file is version 3 exactly when its M does not divide its Dim.
 	fileVersionUnequal = 3
+	// fileVersionTerms16 is the layout of indexes with L2 terms
+	// (Params.hasTerms), whatever their sub-space widths: each list's terms
+	// are stored as [n]uint16 fixed point, term ≈ base + t·step, with the
+	// list's base and step in its directory entry (bytes [24, 32), reserved
+	// in earlier versions), which halves the terms' share of the file and
+	// of the mapped index. Save writes it for, and only for, indexes with
+	// terms; indexes without keep writing version 2 or 3, byte for byte as
+	// before. INVARIANT (checked by Open): a version 4 file's index has
+	// terms; the version 3 rule (M not dividing Dim) holds for versions 1
+	// to 3 only. A build that predates it refuses it as ErrVersion.
+	fileVersionTerms16 = 4
 	// fileVersionV1 is the format before the training size was recorded:
 	// the same layout, with bytes [100, 120) all zero. Open reads it with
 	// TrainedFor 0; Save never writes it.
@@ -42,7 +53,10 @@ const (
 
 // header is the decoded fixed-size file header.
 type header struct {
-	p       Params
+	p Params
+	// version is the format version: decoded from the file, or chosen by
+	// Save (fileVersionFor) before encode.
+	version uint32
 	rows    uint32
 	metaOff uint64
 	metaLen uint64
@@ -70,29 +84,45 @@ func codesLenFor(p Params, n int) int {
 	return codes4Len(n, p.M)
 }
 
-// termsLenFor is the byte length of n vectors' L2 terms.
-func termsLenFor(p Params, n int) int {
-	if p.hasTerms() {
-		return 4 * n
+// fileVersionFor is the version Save writes for p: 4 when the index has
+// L2 terms and terms16 is set (always, outside tests that write the older
+// layout), else 3 when M does not divide Dim, else 2.
+func fileVersionFor(p Params, terms16 bool) uint32 {
+	switch {
+	case terms16 && p.hasTerms():
+		return fileVersionTerms16
+	case p.wideSubs() != 0:
+		return fileVersionUnequal
 	}
-	return 0
+	return fileVersion
+}
+
+// termsLenFor is the byte length of n vectors' L2 terms: 2 bytes each in
+// the 16-bit form (format version 4), 4 as float32.
+func termsLenFor(p Params, n int, terms16 bool) int {
+	switch {
+	case !p.hasTerms():
+		return 0
+	case terms16:
+		return 2 * n
+	}
+	return 4 * n
 }
 
 // segLenFor is the on-disk length of a list of n vectors: ids, codes and
-// terms, each padded to 8 bytes.
-func segLenFor(p Params, n int) uint64 {
-	return pad8(4*uint64(n)) + pad8(uint64(codesLenFor(p, n))) + pad8(uint64(termsLenFor(p, n)))
+// terms (16-bit when terms16), each padded to 8 bytes.
+func segLenFor(p Params, n int, terms16 bool) uint64 {
+	return pad8(4*uint64(n)) + pad8(uint64(codesLenFor(p, n))) + pad8(uint64(termsLenFor(p, n, terms16)))
 }
+
+// terms16 reports whether the file stores 16-bit terms (version 4).
+func (h *header) terms16() bool { return h.version == fileVersionTerms16 }
 
 func (h *header) encode() []byte {
 	b := make([]byte, headerSize)
 	le := binary.LittleEndian
 	copy(b[0:8], fileMagic)
-	version := uint32(fileVersion)
-	if h.p.wideSubs() != 0 {
-		version = fileVersionUnequal
-	}
-	le.PutUint32(b[8:], version)
+	le.PutUint32(b[8:], h.version)
 	le.PutUint32(b[12:], headerSize)
 	le.PutUint32(b[16:], uint32(h.p.Dim))
 	le.PutUint32(b[20:], uint32(h.p.NList))
@@ -132,9 +162,10 @@ func decodeHeader(b []byte, fileSize uint64) (header, error) {
 		return h, fmt.Errorf("%w: header checksum %016x, computed %016x", ErrCorrupt, got, want)
 	}
 	version := le.Uint32(b[8:])
-	if version != fileVersion && version != fileVersionV1 && version != fileVersionUnequal {
-		return h, fmt.Errorf("%w: version %d, this build reads %d to %d", ErrVersion, version, fileVersionV1, fileVersionUnequal)
+	if version < fileVersionV1 || version > fileVersionTerms16 {
+		return h, fmt.Errorf("%w: version %d, this build reads %d to %d", ErrVersion, version, fileVersionV1, fileVersionTerms16)
 	}
+	h.version = version
 	if hs := le.Uint32(b[12:]); hs != headerSize {
 		return h, fmt.Errorf("%w: header size %d", ErrCorrupt, hs)
 	}
@@ -145,7 +176,7 @@ func decodeHeader(b []byte, fileSize uint64) (header, error) {
 	if err := h.p.Validate(); err != nil {
 		return h, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	if unequal := h.p.wideSubs() != 0; unequal != (version == fileVersionUnequal) {
+	if unequal := h.p.wideSubs() != 0; version != fileVersionTerms16 && unequal != (version == fileVersionUnequal) {
 		return h, fmt.Errorf("%w: version %d file with M %d and Dim %d (version %d is for, and only for, M not dividing Dim)",
 			ErrCorrupt, version, h.p.M, h.p.Dim, fileVersionUnequal)
 	}
@@ -156,6 +187,10 @@ func decodeHeader(b []byte, fileSize uint64) (header, error) {
 		return h, fmt.Errorf("%w: unit-norm IP flag on a %v index", ErrCorrupt, h.p.Metric)
 	default:
 		h.p.unitIP = flags&flagUnitIP != 0
+	}
+	if version == fileVersionTerms16 && !h.p.hasTerms() {
+		return h, fmt.Errorf("%w: version %d file of a %v index without L2 terms (version %d is for, and only for, indexes with terms)",
+			ErrCorrupt, version, h.p.Metric, fileVersionTerms16)
 	}
 	// Reserved bytes must be zero: a writer that set them meant something
 	// this reader would ignore. Version 1 reserved [100, 120) as well.
@@ -195,6 +230,9 @@ type dirEntry struct {
 	off uint64 // from the start of the data section; multiple of 8
 	n   uint32 // vectors
 	sum uint64 // xxhash64 of the segment's segLenFor(n) bytes
+	// grid is the list's 16-bit term grid (version 4, bytes [24, 28) base
+	// and [28, 32) step); zero, and those bytes zero, in other versions.
+	grid termGrid
 }
 
 func (e dirEntry) put(b []byte) {
@@ -203,12 +241,21 @@ func (e dirEntry) put(b []byte) {
 	le.PutUint32(b[8:], e.n)
 	le.PutUint32(b[12:], 0)
 	le.PutUint64(b[16:], e.sum)
-	le.PutUint64(b[24:], 0)
+	le.PutUint32(b[24:], math.Float32bits(e.grid.base))
+	le.PutUint32(b[28:], math.Float32bits(e.grid.step))
 }
 
-func getDirEntry(b []byte) (dirEntry, bool) {
+// getDirEntry decodes a directory entry; ok is false when its reserved
+// bytes are not zero: [12, 16) always, and [24, 32) unless terms16 (a
+// version 4 file), where they hold the term grid (not checked here:
+// termGrid.valid).
+func getDirEntry(b []byte, terms16 bool) (e dirEntry, ok bool) {
 	le := binary.LittleEndian
-	e := dirEntry{off: le.Uint64(b[0:]), n: le.Uint32(b[8:]), sum: le.Uint64(b[16:])}
+	e = dirEntry{off: le.Uint64(b[0:]), n: le.Uint32(b[8:]), sum: le.Uint64(b[16:])}
+	if terms16 {
+		e.grid = termGrid{base: math.Float32frombits(le.Uint32(b[24:])), step: math.Float32frombits(le.Uint32(b[28:]))}
+		return e, le.Uint32(b[12:]) == 0
+	}
 	return e, le.Uint32(b[12:]) == 0 && le.Uint64(b[24:]) == 0
 }
 
@@ -232,6 +279,22 @@ func idsView(b []byte, n int) []uint32 {
 	out := make([]uint32, n)
 	for i := range out {
 		out[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	return out
+}
+
+// uint16sView returns n little-endian uint16s at b, as idsView does (b
+// must be 2-byte aligned).
+func uint16sView(b []byte, n int) []uint16 {
+	if n == 0 {
+		return nil
+	}
+	if littleEndian {
+		return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), n)
+	}
+	out := make([]uint16, n)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint16(b[2*i:])
 	}
 	return out
 }
@@ -260,6 +323,14 @@ func floatsFrom(b []byte, n int) []float32 {
 func appendFloats(b []byte, v []float32) []byte {
 	for _, x := range v {
 		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+	}
+	return b
+}
+
+// appendUint16s appends v little-endian.
+func appendUint16s(b []byte, v []uint16) []byte {
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint16(b, x)
 	}
 	return b
 }

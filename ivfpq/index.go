@@ -12,12 +12,28 @@ import (
 
 // segment is a run of one inverted list's vectors stored contiguously: the
 // row numbers, the PQ codes in the layout of the index's Bits (8-bit:
-// [n][M] bytes; 4-bit: ceil(n/32) fast-scan blocks, see simd's doc) and, for
-// 8-bit L2 indexes, one float32 term per vector.
+// [n][M] bytes; 4-bit: ceil(n/32) fast-scan blocks, see simd's doc) and,
+// for indexes with L2 terms (Params.hasTerms), one term per vector: as
+// float32 in terms (tails, and base segments read from files of versions 1
+// to 3), or in 16-bit fixed point in terms16 on the list's grid (base
+// segments of version 4 files; terms16.go).
+// INVARIANT: a non-empty segment of an index with terms has exactly one of
+// terms and terms16 set, of len(ids) entries; otherwise both are nil.
 type segment struct {
-	ids   []uint32
-	codes []byte
-	terms []float32 // per-vector L2 terms when Params.hasTerms, else nil
+	ids     []uint32
+	codes   []byte
+	terms   []float32 // float32 L2 terms, or nil
+	terms16 []uint16  // 16-bit L2 terms on grid, or nil
+	grid    termGrid  // terms16's grid; zero without terms16
+}
+
+// term returns vector i's L2 term, dequantized when stored in 16 bits.
+// REQUIRES: the segment has terms.
+func (s *segment) term(i int) float32 {
+	if s.terms16 != nil {
+		return s.grid.value(s.terms16[i])
+	}
+	return s.terms[i]
 }
 
 // invList is one inverted list. The base segment is a view of the mmap'd
@@ -50,7 +66,7 @@ type Index struct {
 	mu        sync.RWMutex
 	lists     []invList
 	rows      uint32 // INVARIANT: the lists hold exactly rows [0, rows), each once
-	listBytes int64  // bytes of ids and codes over all segments
+	listBytes int64  // bytes of ids, codes and terms over all segments
 	closed    bool
 	// trainedFor is the caller's record of the collection size the index
 	// was trained for (SetTrainedFor); ivfpq only stores it.

@@ -65,7 +65,7 @@ func Inspect(fs vfs.FS, path string) (FileInfo, error) {
 	for l := range ix.lists {
 		fi.ListSizes[l] = uint32(len(ix.lists[l].base.ids))
 		if ix.checkList(l) != nil {
-			e, _ := getDirEntry(b[h.dirOff+uint64(l)*dirEntrySize:])
+			e, _ := getDirEntry(b[h.dirOff+uint64(l)*dirEntrySize:], h.terms16())
 			fi.DamagedLists = append(fi.DamagedLists, DamagedList{List: l, Offset: h.dataOff + e.off})
 		}
 	}

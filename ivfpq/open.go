@@ -76,11 +76,14 @@ func indexFromMapping(b []byte, size uint64) (*Index, error) {
 	data := b[h.dataOff:]
 	var total uint64
 	for l := 0; l < p.NList; l++ {
-		e, ok := getDirEntry(dir[l*dirEntrySize:])
+		e, ok := getDirEntry(dir[l*dirEntrySize:], h.terms16())
 		if !ok {
 			return nil, fmt.Errorf("%w: list %d: reserved directory bytes are not zero", ErrCorrupt, l)
 		}
-		segLen := segLenFor(p, int(e.n))
+		if !e.grid.valid() {
+			return nil, fmt.Errorf("%w: list %d: term base %g and step %g (want finite, step >= 0)", ErrCorrupt, l, e.grid.base, e.grid.step)
+		}
+		segLen := segLenFor(p, int(e.n), h.terms16())
 		if e.off%8 != 0 || e.off > h.dataLen || segLen > h.dataLen-e.off {
 			return nil, fmt.Errorf("%w: list %d: segment [%d,+%d) outside the %d-byte data section", ErrCorrupt, l, e.off, segLen, h.dataLen)
 		}
@@ -92,10 +95,15 @@ func indexFromMapping(b []byte, size uint64) (*Index, error) {
 			ids:   idsView(seg, int(e.n)),
 			codes: seg[idsLen : idsLen+codesLen],
 		}
-		if p.hasTerms() {
-			ix.lists[l].base.terms = floatsView(seg[idsLen+pad8(codesLen):], int(e.n))
+		switch terms := seg[idsLen+pad8(codesLen):]; {
+		case !p.hasTerms():
+		case h.terms16():
+			ix.lists[l].base.terms16 = uint16sView(terms, int(e.n))
+			ix.lists[l].base.grid = e.grid
+		default:
+			ix.lists[l].base.terms = floatsView(terms, int(e.n))
 		}
-		ix.listBytes += 4*int64(e.n) + int64(codesLen) + int64(termsLenFor(p, int(e.n)))
+		ix.listBytes += 4*int64(e.n) + int64(codesLen) + int64(termsLenFor(p, int(e.n), h.terms16()))
 		ix.baseSum[l] = e.sum
 		if e.n > 0 {
 			ix.baseState[l].Store(listUnchecked)

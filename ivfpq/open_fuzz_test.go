@@ -17,16 +17,18 @@ import (
 )
 
 // indexFileSeeds saves small real indexes of each kind the format holds
-// (4- and 8-bit codes, L2 with terms, unit-norm IP, an empty index, a
-// training size recorded, a version 1 file, sub-spaces of two widths) and
-// returns their files: the committed seed corpus of FuzzOpenIndex
+// (4- and 8-bit codes, L2 with 16-bit terms (version 4) and with float32
+// terms as versions 1 to 3 stored them, unit-norm IP, an empty index, a
+// training size recorded, sub-spaces of two widths) and returns their
+// files: the committed seed corpus of FuzzOpenIndex
 // (TestFuzzSeedsIndexFile keeps it current).
 func indexFileSeeds(t *testing.T) map[string]corpus.Seed {
 	t.Helper()
-	// saved returns the bytes of ix's file.
-	saved := func(ix *Index) []byte {
+	// saved returns the bytes of ix's file; with float32 terms as
+	// versions before 4 stored them when legacy is set.
+	saved := func(ix *Index, legacy bool) []byte {
 		dir := t.TempDir()
-		if err := ix.Save(vfs.Default, dir); err != nil {
+		if err := ix.save(vfs.Default, dir, !legacy); err != nil {
 			t.Fatal(err)
 		}
 		b, err := os.ReadFile(filepath.Join(dir, FileName))
@@ -35,7 +37,7 @@ func indexFileSeeds(t *testing.T) map[string]corpus.Seed {
 		}
 		return b
 	}
-	build := func(p Params, n int, unit bool) []byte {
+	build := func(p Params, n int, unit, legacy bool) []byte {
 		base := clustered(n, p.Dim, 4, 7)
 		if unit {
 			normalize(base, p.Dim)
@@ -47,14 +49,14 @@ func indexFileSeeds(t *testing.T) map[string]corpus.Seed {
 		if err := ix.AddBatch(0, base, 1); err != nil {
 			t.Fatal(err)
 		}
-		return saved(ix)
+		return saved(ix, legacy)
 	}
 	empty := func(p Params) []byte {
 		ix, err := Train(p, clustered(64, p.Dim, 4, 1), 1, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return saved(ix)
+		return saved(ix, false)
 	}
 	// v1 rewrites a saved file as format version 1 wrote it.
 	v1 := func(b []byte) []byte {
@@ -70,16 +72,22 @@ func indexFileSeeds(t *testing.T) map[string]corpus.Seed {
 		return b
 	}
 	return map[string]corpus.Seed{
-		"l2-4bit-v1":    {v1(build(Params{Dim: 4, NList: 3, M: 2, Bits: 4}, 40, false)), false},
-		"l2-8bit-train": {trained(build(Params{Dim: 2, NList: 2, M: 1, Bits: 8}, 260, false), 260), false},
-		"l2-4bit":       {build(Params{Dim: 4, NList: 3, M: 2, Bits: 4}, 40, false), false},
-		"ip-4bit":       {build(Params{Dim: 4, NList: 2, M: 1, Bits: 4, Metric: IP}, 40, true), true},
-		"l2-8bit":       {build(Params{Dim: 2, NList: 2, M: 1, Bits: 8}, 260, false), true},
+		"l2-4bit-v1":    {v1(build(Params{Dim: 4, NList: 3, M: 2, Bits: 4}, 40, false, true)), false},
+		"l2-8bit-train": {trained(build(Params{Dim: 2, NList: 2, M: 1, Bits: 8}, 260, false, false), 260), false},
+		"l2-4bit":       {build(Params{Dim: 4, NList: 3, M: 2, Bits: 4}, 40, false, false), false},
+		"ip-4bit":       {build(Params{Dim: 4, NList: 2, M: 1, Bits: 4, Metric: IP}, 40, true, false), true},
+		"l2-8bit":       {build(Params{Dim: 2, NList: 2, M: 1, Bits: 8}, 260, false, false), true},
 		"empty":         {empty(Params{Dim: 4, NList: 2, M: 2, Bits: 4}), false},
-		"l2-fixed":      {build(Params{Dim: 4, NList: 3, M: 2, Bits: 4}, 40, false), true},
-		// Sub-spaces of 2, 2 and 1 dimensions: format version 3.
-		"l2-4bit-unequal": {build(Params{Dim: 5, NList: 3, M: 3, Bits: 4}, 40, false), false},
-		"l2-8bit-unequal": {build(Params{Dim: 3, NList: 2, M: 2, Bits: 8}, 260, false), true},
+		"l2-fixed":      {build(Params{Dim: 4, NList: 3, M: 2, Bits: 4}, 40, false, false), true},
+		// Sub-spaces of 2, 2 and 1 dimensions: version 4 with terms.
+		"l2-4bit-unequal": {build(Params{Dim: 5, NList: 3, M: 3, Bits: 4}, 40, false, false), false},
+		"l2-8bit-unequal": {build(Params{Dim: 3, NList: 2, M: 2, Bits: 8}, 260, false, false), true},
+		// Float32 terms, as versions 2 and 3 store them.
+		"l2-4bit-v2":         {build(Params{Dim: 4, NList: 3, M: 2, Bits: 4}, 40, false, true), true},
+		"l2-8bit-v2":         {build(Params{Dim: 2, NList: 2, M: 1, Bits: 8}, 260, false, true), false},
+		"l2-4bit-unequal-v3": {build(Params{Dim: 5, NList: 3, M: 3, Bits: 4}, 40, false, true), true},
+		// No terms, unequal widths: version 3.
+		"ip-4bit-unequal-v3": {build(Params{Dim: 5, NList: 2, M: 3, Bits: 4, Metric: IP}, 40, false, false), false},
 	}
 }
 
@@ -123,12 +131,13 @@ func fixSums(b []byte) {
 	dirOff, dataOff := le.Uint64(b[56:]), le.Uint64(b[64:])
 	p := Params{Dim: int(le.Uint32(b[16:])), NList: int(le.Uint32(b[20:])), M: int(le.Uint32(b[24:])),
 		Bits: int(le.Uint32(b[28:])), Metric: Metric(le.Uint32(b[32:]))}
+	terms16 := le.Uint32(b[8:]) == fileVersionTerms16
 	if p.Validate() == nil && dirOff <= dataOff && dataOff <= size && (dataOff-dirOff)/dirEntrySize == uint64(p.NList) {
 		dataLen := size - dataOff
 		for l := 0; l < p.NList; l++ {
 			e := b[dirOff+uint64(l)*dirEntrySize:]
 			off, n := le.Uint64(e[0:]), le.Uint32(e[8:])
-			segLen := segLenFor(p, int(n))
+			segLen := segLenFor(p, int(n), terms16)
 			if off <= dataLen && segLen <= dataLen-off {
 				le.PutUint64(e[16:], xxhash.Sum64(b[dataOff+off:dataOff+off+segLen]))
 			}
@@ -220,7 +229,7 @@ func TestVerifyRefusesRowsPastRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, _ := getDirEntry(b[h.dirOff:])
+	e, _ := getDirEntry(b[h.dirOff:], h.terms16())
 	if e.n == 0 {
 		t.Fatal("list 0 is empty")
 	}
@@ -256,7 +265,7 @@ func TestSearchOfEveryListChecksFarLists(t *testing.T) {
 	}
 	const far = 2
 	binary.LittleEndian.PutUint32(b[h.metaOff+4*uint64(far*h.p.Dim):], math.Float32bits(1e37)) // its centroid
-	e, _ := getDirEntry(b[h.dirOff+far*dirEntrySize:])
+	e, _ := getDirEntry(b[h.dirOff+far*dirEntrySize:], h.terms16())
 	binary.LittleEndian.PutUint32(b[h.dataOff+e.off:], h.rows) // a row id past the rows
 	fixSums(b)
 	ix, err := indexFromMapping(alignedCopy(b), uint64(len(b)))

@@ -60,6 +60,12 @@ var (
 	ErrOutOfOrder = errors.New("ivfpq: rows must be added in order")
 	// ErrClosed reports use of an index after Close.
 	ErrClosed = errors.New("ivfpq: index closed")
+	// ErrTermRange reports a Save refused because a list's L2 terms cannot
+	// be stored in 16-bit fixed point (format version 4): a term is NaN or
+	// infinite, or the list's terms span more than float32 holds. Only
+	// vectors far beyond the engine's MaxComponent produce such terms; the
+	// old file, if any, is left in place.
+	ErrTermRange = errors.New("ivfpq: L2 terms not finite or out of float32 range")
 )
 
 // Validate reports whether p describes a buildable index.

@@ -2,6 +2,7 @@ package ivfpq
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/memrl/memrl/simd"
 )
@@ -161,7 +162,10 @@ func (ix *Index) prefetchList(l int) {
 		seg = &ix.lists[l].tail
 	}
 	simd.PrefetchBytes(seg.codes[:min(len(seg.codes), prefetchHead)])
-	if seg.terms != nil {
+	switch {
+	case seg.terms16 != nil:
+		simd.PrefetchBytes(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(seg.terms16))), 2*min(len(seg.terms16), prefetchHead/2)))
+	case seg.terms != nil:
 		simd.Prefetch(seg.terms[:min(len(seg.terms), prefetchHead/4)])
 	}
 }

@@ -10,7 +10,9 @@ import (
 // keeps, renumbered to the rows it returns: remap(old) = (new, true) keeps
 // row old as row new, (_, false) leaves it out. Nothing is re-encoded: the
 // codes (and L2 terms) are copied, so the new index answers as ix did for
-// the rows kept. Compaction uses it when it moves a collection's rows.
+// the rows kept (16-bit terms of a saved index are copied as the float32
+// values they stand for, so scores may differ in their last bits).
+// Compaction uses it when it moves a collection's rows.
 //
 // REQUIRES: the rows kept map one to one onto [0, rows): Remap checks it
 // and fails with ErrBadParams, leaving ix unchanged, when a row is mapped
@@ -107,7 +109,7 @@ func (ix *Index) remapInto(out *Index, remap func(old uint32) (uint32, bool), ro
 				}
 				var term float32
 				if p.hasTerms() {
-					term = seg.terms[i]
+					term = seg.term(i) // 16-bit base terms dequantized: tails hold float32
 				}
 				ents = append(ents, entry{row: nr, code: codes[start : start+m : start+m], term: term})
 			}

@@ -139,9 +139,9 @@ func TestRemapAppend(t *testing.T) {
 	}
 	defer whole.Close()
 	for l := range whole.lists {
-		a, ca, _ := out.mergedListLocked(l)
-		b, cb, _ := whole.mergedListLocked(l)
-		if !slices.Equal(a, b) || !bytes.Equal(ca, cb) {
+		a, ca := out.mergedListLocked(l)
+		b, cb := whole.mergedListLocked(l)
+		if !slices.Equal(a, b) || !bytes.Equal(ca, cb) || !slices.Equal(out.mergedTermsLocked(l), whole.mergedTermsLocked(l)) {
 			t.Fatalf("list %d differs: %v vs %v", l, a, b)
 		}
 	}

@@ -18,7 +18,20 @@ import (
 // still map it. Save holds the index lock shared: searches continue, adds
 // wait. Lists read from a previous file are checksum-verified first, so
 // corruption is never copied forward. REQUIRES: dir exists on fs.
-func (ix *Index) Save(fs vfs.FS, dir string) (err error) {
+//
+// An index with L2 terms is written as format version 4, its terms in 16
+// bits on a grid per list (terms16.go); Save fails with ErrTermRange,
+// leaving the old file, if a list's terms are not finite (only vectors far
+// beyond the engine's MaxComponent make them so). Others are written as
+// version 2 or 3, as before.
+func (ix *Index) Save(fs vfs.FS, dir string) error {
+	return ix.save(fs, dir, true)
+}
+
+// save is Save; terms16 false writes an index with terms in the float32
+// layout of versions 2 and 3 instead, as builds before version 4 did
+// (tests use it to check that such files still open).
+func (ix *Index) save(fs vfs.FS, dir string, terms16 bool) (err error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if ix.closed {
@@ -42,7 +55,7 @@ func (ix *Index) Save(fs vfs.FS, dir string) (err error) {
 		}
 	}()
 
-	h := header{p: p, rows: ix.rows, metaOff: headerSize, metaLen: metaLenFor(p), trainedFor: ix.trainedFor}
+	h := header{p: p, version: fileVersionFor(p, terms16), rows: ix.rows, metaOff: headerSize, metaLen: metaLenFor(p), trainedFor: ix.trainedFor}
 	h.dirOff = pad8(h.metaOff + h.metaLen)
 	h.dataOff = h.dirOff + uint64(p.NList)*dirEntrySize
 
@@ -57,7 +70,7 @@ func (ix *Index) Save(fs vfs.FS, dir string) (err error) {
 	var off uint64
 	var buf []byte
 	for l := range ix.lists {
-		ids, codes, terms := ix.mergedListLocked(l)
+		ids, codes := ix.mergedListLocked(l)
 		buf = buf[:0]
 		for _, id := range ids {
 			buf = binary.LittleEndian.AppendUint32(buf, id)
@@ -65,12 +78,23 @@ func (ix *Index) Save(fs vfs.FS, dir string) (err error) {
 		buf = appendZeros(buf, int(pad8(uint64(len(buf)))-uint64(len(buf))))
 		buf = append(buf, codes...)
 		buf = appendZeros(buf, int(pad8(uint64(len(codes)))-uint64(len(codes))))
-		buf = appendFloats(buf, terms)
-		buf = appendZeros(buf, int(pad8(uint64(len(buf)))-uint64(len(buf))))
-		if uint64(len(buf)) != segLenFor(p, len(ids)) {
-			return fmt.Errorf("ivfpq: save: internal error: list %d encodes to %d bytes, want %d", l, len(buf), segLenFor(p, len(ids)))
+		var grid termGrid
+		switch {
+		case !p.hasTerms():
+		case h.terms16():
+			var t16 []uint16
+			if t16, grid, err = ix.mergedTerms16Locked(l); err != nil {
+				return fmt.Errorf("ivfpq: save: list %d: %w", l, err)
+			}
+			buf = appendUint16s(buf, t16)
+		default:
+			buf = appendFloats(buf, ix.mergedTermsLocked(l))
 		}
-		dirEntry{off: off, n: uint32(len(ids)), sum: xxhash.Sum64(buf)}.put(dirBuf[l*dirEntrySize:])
+		buf = appendZeros(buf, int(pad8(uint64(len(buf)))-uint64(len(buf))))
+		if want := segLenFor(p, len(ids), h.terms16()); uint64(len(buf)) != want {
+			return fmt.Errorf("ivfpq: save: internal error: list %d encodes to %d bytes, want %d", l, len(buf), want)
+		}
+		dirEntry{off: off, n: uint32(len(ids)), sum: xxhash.Sum64(buf), grid: grid}.put(dirBuf[l*dirEntrySize:])
 		if _, err = w.Write(buf); err != nil {
 			return fmt.Errorf("ivfpq: save: %w", err)
 		}
@@ -109,26 +133,22 @@ func appendZeros(b []byte, n int) []byte {
 	return b
 }
 
-// mergedListLocked returns list l's ids, codes and terms as one segment
-// (base then tail), copying only when both parts are non-empty. 4-bit codes are
+// mergedListLocked returns list l's ids and codes as one segment (base
+// then tail), copying only when both parts are non-empty. 4-bit codes are
 // repacked because the tail's blocks start at a block boundary of their own.
 // REQUIRES: ix.mu held.
-func (ix *Index) mergedListLocked(l int) ([]uint32, []byte, []float32) {
+func (ix *Index) mergedListLocked(l int) ([]uint32, []byte) {
 	lst := &ix.lists[l]
 	b, t := lst.base, lst.tail
 	switch {
 	case len(t.ids) == 0:
-		return b.ids, b.codes, b.terms
+		return b.ids, b.codes
 	case len(b.ids) == 0:
-		return t.ids, t.codes, t.terms
+		return t.ids, t.codes
 	}
 	ids := append(append(make([]uint32, 0, len(b.ids)+len(t.ids)), b.ids...), t.ids...)
-	var terms []float32
-	if ix.p.hasTerms() {
-		terms = append(append(make([]float32, 0, len(ids)), b.terms...), t.terms...)
-	}
 	if ix.p.Bits == 8 {
-		return ids, append(append(make([]byte, 0, len(b.codes)+len(t.codes)), b.codes...), t.codes...), terms
+		return ids, append(append(make([]byte, 0, len(b.codes)+len(t.codes)), b.codes...), t.codes...)
 	}
 	m := ix.p.M
 	code := make([]byte, m)
@@ -141,5 +161,66 @@ func (ix *Index) mergedListLocked(l int) ([]uint32, []byte, []float32) {
 			n++
 		}
 	}
-	return ids, codes, terms
+	return ids, codes
+}
+
+// mergedTermsLocked returns list l's L2 terms as float32 (base then tail),
+// 16-bit base terms dequantized, copying only when it must.
+// REQUIRES: ix.mu held; the index has terms.
+func (ix *Index) mergedTermsLocked(l int) []float32 {
+	b, t := &ix.lists[l].base, &ix.lists[l].tail
+	if len(t.ids) == 0 && b.terms16 == nil {
+		return b.terms
+	}
+	if len(b.ids) == 0 {
+		return t.terms
+	}
+	terms := make([]float32, 0, len(b.ids)+len(t.ids))
+	for i := range b.ids {
+		terms = append(terms, b.term(i))
+	}
+	return append(terms, t.terms...)
+}
+
+// mergedTerms16Locked returns list l's L2 terms (base then tail) in 16
+// bits and their grid. A base read as 16 bits keeps its grid when every
+// tail term lies in its span: its terms are then copied as stored and only
+// the tail's quantized, so saving again and again neither moves a stored
+// term nor adds error to it. Otherwise (float32 terms, or a tail outside
+// the span) the grid is newTermGrid's over all the list's terms, the base's
+// dequantized: each such regridding can move an old term by up to half the
+// new step. Fails with ErrTermRange (newTermGrid).
+// REQUIRES: ix.mu held; the index has terms.
+func (ix *Index) mergedTerms16Locked(l int) ([]uint16, termGrid, error) {
+	b, t := &ix.lists[l].base, &ix.lists[l].tail
+	if b.terms16 != nil && allCovered(b.grid, t.terms) {
+		if len(t.ids) == 0 {
+			return b.terms16, b.grid, nil
+		}
+		out := append(make([]uint16, 0, len(b.ids)+len(t.ids)), b.terms16...)
+		for _, x := range t.terms {
+			out = append(out, b.grid.quantize(x))
+		}
+		return out, b.grid, nil
+	}
+	terms := ix.mergedTermsLocked(l)
+	g, err := newTermGrid(terms)
+	if err != nil {
+		return nil, termGrid{}, err
+	}
+	out := make([]uint16, len(terms))
+	for i, x := range terms {
+		out[i] = g.quantize(x)
+	}
+	return out, g, nil
+}
+
+// allCovered reports whether g covers every term of terms.
+func allCovered(g termGrid, terms []float32) bool {
+	for _, x := range terms {
+		if !g.covers(x) {
+			return false
+		}
+	}
+	return true
 }

@@ -18,7 +18,9 @@ type scored struct {
 // referenceScan4 scores every vector of the probed lists of a 4-bit index
 // in plain Go, one code at a time, with the expression scan4 documents
 // (quantized sum, then ·(1/scale) rounded, + offset + the list's distance,
-// + the vector's term), and returns them all, best first.
+// + the vector's term; for 16-bit terms, + the list's term base in that
+// offset and then the rounded product t·step), and returns them all, best
+// first.
 // REQUIRES: ix.mu held for reading.
 func referenceScan4(ix *Index, q []float32, nprobe int) []scored {
 	p := ix.p
@@ -36,8 +38,14 @@ func referenceScan4(ix *Index, q []float32, nprobe int) []scored {
 				for sub, c := range code {
 					sum += uint16(s.lut8[sub*16+int(c)])
 				}
-				d := float32(float32(sum)*inv) + offset
-				d += seg.terms[i]
+				var d float32
+				if seg.terms16 != nil {
+					d = float32(float32(sum)*inv) + (offset + seg.grid.base)
+					d += float32(float32(seg.terms16[i]) * seg.grid.step)
+				} else {
+					d = float32(float32(sum)*inv) + offset
+					d += seg.terms[i]
+				}
 				all = append(all, scored{d, row})
 			}
 		}

@@ -184,6 +184,10 @@ func (ix *Index) scan8(seg *segment, bias float32, f *Filter, s *searchScratch) 
 			for i, t := range seg.terms[c0:c1] {
 				out[i] += t
 			}
+		} else if seg.terms16 != nil {
+			for i, t := range seg.terms16[c0:c1] {
+				out[i] += seg.grid.value(t)
+			}
 		}
 		worst := s.cands.worst() - bias
 		for i, d := range out {
@@ -216,9 +220,25 @@ func (ix *Index) scan8(seg *segment, bias float32, f *Filter, s *searchScratch) 
 // expression in the same float32 order as the check below, so the mask
 // keeps exactly the vectors that check could admit (the worst only falls
 // within the chunk) and no candidate is lost.
+//
+// A base segment with 16-bit terms (format version 4) uses
+// simd.ScoreMask16 instead, with the list's term base folded into the
+// offset and its step as the terms' scale, so vector i scores
+//
+//	d := float32(float32(sum)*inv) + (q4.offset + bias + grid.base)
+//	d += float32(float32(terms16[i]) * grid.step)
+//
+// both in the kernel and in the check below (the same float32 operations
+// in the same order; offset is computed once, before both), so again the
+// mask keeps exactly what the check could admit. The score differs from
+// the dequantized term's (grid.value) only in float32 rounding.
 func (ix *Index) scan4(seg *segment, q4 lut4, bias float32, f *Filter, s *searchScratch) {
 	m := ix.p.M
 	scale, offset := q4.scale, q4.offset+bias
+	if seg.terms16 != nil {
+		offset += seg.grid.base
+	}
+	step := seg.grid.step
 	inv := 1 / scale
 	n := len(seg.ids)
 	bb := block4Bytes(m)
@@ -228,10 +248,14 @@ func (ix *Index) scan4(seg *segment, q4 lut4, bias float32, f *Filter, s *search
 		b1 := min(b0+chunkBlocks, nblocks)
 		v0, v1 := b0*simd.FastScanBlock, min(b1*simd.FastScanBlock, n)
 		masks := s.masks[:b1-b0]
-		if seg.terms != nil {
+		switch {
+		case seg.terms != nil:
 			simd.FastScan4(seg.codes[b0*bb:b1*bb], m, s.lut8, math.MaxUint16, s.sums, masks)
 			simd.ScoreMask(s.sums[:v1-v0], inv, offset, seg.terms[v0:v1], s.cands.worst(), masks)
-		} else {
+		case seg.terms16 != nil:
+			simd.FastScan4(seg.codes[b0*bb:b1*bb], m, s.lut8, math.MaxUint16, s.sums, masks)
+			simd.ScoreMask16(s.sums[:v1-v0], inv, offset, seg.terms16[v0:v1], step, s.cands.worst(), masks)
+		default:
 			thresh := uint16(math.MaxUint16)
 			if w := s.cands.worst(); !math.IsInf(float64(w), 1) {
 				t := math.Ceil(float64((w - offset) * scale))
@@ -255,11 +279,13 @@ func (ix *Index) scan4(seg *segment, q4 lut4, bias float32, f *Filter, s *search
 				if idx >= n {
 					break
 				}
-				// ScoreMask's expression: the conversion rounds the
-				// product (no fused multiply-add).
+				// ScoreMask's (ScoreMask16's) expression: the
+				// conversions round the products (no fused multiply-add).
 				d := float32(float32(s.sums[bi*simd.FastScanBlock+j])*inv) + offset
 				if seg.terms != nil {
 					d += seg.terms[idx]
+				} else if seg.terms16 != nil {
+					d += float32(float32(seg.terms16[idx]) * step)
 				}
 				if d >= s.cands.worst() {
 					continue

@@ -233,16 +233,18 @@ func TestUnequalSubspacesExactResults(t *testing.T) {
 	}
 }
 
-// TestUnequalFileVersion: an index whose M does not divide Dim is saved as
-// format version 3 and reopens to the same results; an equal-width index
-// is still saved as version 2. Version 3 on an equal-width header, version
-// 2 or 1 on an unequal one (all with valid checksums), a flipped codebook
-// byte and a changed M are refused as ErrCorrupt; a version past 3 as
-// ErrVersion.
+// TestUnequalFileVersion: an index without L2 terms (IP over vectors not
+// of unit norm) whose M does not divide Dim is saved as format version 3
+// and reopens to the same results; an equal-width one is still saved as
+// version 2 (indexes with terms are saved as version 4 either way:
+// file16_test.go). Version 3 on an equal-width header, version 2 or 1 on
+// an unequal one, version 4 on one without terms (all with valid
+// checksums), a flipped codebook byte and a changed M are refused as
+// ErrCorrupt; a version past 4 as ErrVersion.
 func TestUnequalFileVersion(t *testing.T) {
 	const n, d = 2000, 13
 	base := clustered(n, d, 20, 3)
-	p := Params{Dim: d, NList: 8, M: 5, Bits: 4}
+	p := Params{Dim: d, NList: 8, M: 5, Bits: 4, Metric: IP}
 	ix := buildIndex(t, p, base, n)
 	dir := t.TempDir()
 	if err := ix.Save(vfs.Default, dir); err != nil {
@@ -273,7 +275,7 @@ func TestUnequalFileVersion(t *testing.T) {
 	ix2.Close()
 
 	// The equal-width file of the same data keeps version 2.
-	eq := buildIndex(t, Params{Dim: d, NList: 8, M: 13, Bits: 4}, base, n)
+	eq := buildIndex(t, Params{Dim: d, NList: 8, M: 13, Bits: 4, Metric: IP}, base, n)
 	eqDir := t.TempDir()
 	if err := eq.Save(vfs.Default, eqDir); err != nil {
 		t.Fatal(err)
@@ -313,7 +315,9 @@ func TestUnequalFileVersion(t *testing.T) {
 		{"equal as version 3", withVersion(eqGood, fileVersionUnequal), ErrCorrupt},
 		{"codebook byte", flipBook, ErrCorrupt},
 		{"M", flipM, ErrCorrupt},
-		{"version 4", withVersion(good, fileVersionUnequal+1), ErrVersion},
+		{"without terms as version 4", withVersion(good, fileVersionTerms16), ErrCorrupt},
+		{"equal without terms as version 4", withVersion(eqGood, fileVersionTerms16), ErrCorrupt},
+		{"version 5", withVersion(good, fileVersionTerms16+1), ErrVersion},
 	}
 	for _, c := range cases {
 		if err := os.WriteFile(path, c.file, 0o644); err != nil {

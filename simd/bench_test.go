@@ -173,3 +173,23 @@ func BenchmarkScoreMask(b *testing.B) {
 		b.ReportMetric(float64(b.N)*n/b.Elapsed().Seconds(), "codes/s")
 	})
 }
+
+// BenchmarkScoreMask16 is BenchmarkScoreMask with 16-bit fixed-point terms
+// (ivfpq's saved format version 4), the same scores to within the step.
+func BenchmarkScoreMask16(b *testing.B) {
+	const n = 256
+	r := rand.New(rand.NewPCG(9, 10))
+	sums := make([]uint16, n)
+	terms := make([]uint16, n)
+	for i := range sums {
+		sums[i] = uint16(r.IntN(8000))
+		terms[i] = uint16(r.Float32() * 65535)
+	}
+	masks := make([]uint32, n/FastScanBlock)
+	benchLevels(b, func(b *testing.B) {
+		for b.Loop() {
+			ScoreMask16(sums, 0.25, 100, terms, 1000.0/65535, 900, masks)
+		}
+		b.ReportMetric(float64(b.N)*n/b.Elapsed().Seconds(), "codes/s")
+	})
+}

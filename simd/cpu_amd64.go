@@ -78,6 +78,8 @@ var avx2Kernels = &kernels{
 	dotBlocked: dotBlockedCall,
 	min:        minCall,
 	scoreMask:  scoreMaskCall,
+
+	scoreMask16: scoreMask16Call,
 }
 
 var avx512Kernels = &kernels{
@@ -97,6 +99,8 @@ var avx512Kernels = &kernels{
 	// The 256-bit kernel too: 32 scores are four ymm registers, and the
 	// pass is a small share of a scan.
 	scoreMask: scoreMaskCall,
+
+	scoreMask16: scoreMask16Call,
 }
 
 // pairCall checks the slices (panicking, as the Go version does, when b is
@@ -219,6 +223,32 @@ func scoreMaskCall(sums []uint16, scale, offset float32, terms []float32, bound 
 		copy(ps[:], sums[done:])
 		copy(pt[:], terms[done:])
 		scoreMaskAVX2(&ps[0], &pt[0], scale, offset, bound, &pm, 1)
+		masks[whole] = pm & (1<<(n-done) - 1)
+	}
+}
+
+// scoreMask16Call is scoreMaskCall for 16-bit terms: the AVX2 kernel over
+// the whole blocks, then over zero-padded copies of a last partial block
+// (the kernel must not read past the caller's slices), whose extra bits it
+// clears.
+func scoreMask16Call(sums []uint16, scale, offset float32, terms []uint16, tscale, bound float32, masks []uint32) {
+	n := len(sums)
+	if n == 0 {
+		return
+	}
+	terms = terms[:n]
+	nb := (n + FastScanBlock - 1) / FastScanBlock
+	masks = masks[:nb]
+	whole := n / FastScanBlock
+	if whole > 0 {
+		scoreMask16AVX2(&sums[0], &terms[0], scale, offset, tscale, bound, &masks[0], whole)
+	}
+	if done := whole * FastScanBlock; done < n {
+		var ps, pt [FastScanBlock]uint16
+		var pm uint32
+		copy(ps[:], sums[done:])
+		copy(pt[:], terms[done:])
+		scoreMask16AVX2(&ps[0], &pt[0], scale, offset, tscale, bound, &pm, 1)
 		masks[whole] = pm & (1<<(n-done) - 1)
 	}
 }

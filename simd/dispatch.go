@@ -39,6 +39,8 @@ type kernels struct {
 	dotBlocked func(q, blocks, out []float32)
 	min        func(v []float32) float32
 	scoreMask  func(sums []uint16, scale, offset float32, terms []float32, bound float32, masks []uint32)
+	// scoreMask16 is scoreMask with 16-bit fixed-point terms.
+	scoreMask16 func(sums []uint16, scale, offset float32, terms []uint16, tscale, bound float32, masks []uint32)
 }
 
 var genericKernels = &kernels{
@@ -52,6 +54,8 @@ var genericKernels = &kernels{
 	dotBlocked: dotBlockedGeneric,
 	min:        minGeneric,
 	scoreMask:  scoreMaskGeneric,
+
+	scoreMask16: scoreMask16Generic,
 }
 
 // cur is the kernel set in use. INVARIANT: never nil after package init.

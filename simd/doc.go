@@ -65,6 +65,10 @@
 // 16-bit sums into full float scores, each with its vector's stored term,
 // and compares them with the worst candidate, eight at a time (AVX2 at both
 // AVX levels), giving the same bits as the scalar expression it documents.
+// ScoreMask16 is the same with 16-bit fixed-point terms (ivfpq's saved
+// indexes, format version 4): both the sums and the terms are widened and
+// converted (VPMOVZXWD, VCVTDQ2PS), each product rounded, then added in the
+// reference's order.
 //
 // ScanPQ8 is scalar code unrolled over four sub-spaces (the loads of code
 // bytes and LUT entries bound it, so a gather would not help). FastScan4

@@ -126,3 +126,23 @@ func scoreMaskGeneric(sums []uint16, scale, offset float32, terms []float32, bou
 		masks[b] = mask
 	}
 }
+
+// scoreMask16Generic is the reference for ScoreMask16.
+func scoreMask16Generic(sums []uint16, scale, offset float32, terms []uint16, tscale, bound float32, masks []uint32) {
+	n := len(sums)
+	terms = terms[:n]
+	for b := 0; b*FastScanBlock < n; b++ {
+		var mask uint32
+		for j := range min(FastScanBlock, n-b*FastScanBlock) {
+			i := b*FastScanBlock + j
+			// Both conversions round their product: no fused
+			// multiply-add, so every level computes the same float.
+			d := float32(float32(sums[i])*scale) + offset
+			d += float32(float32(terms[i]) * tscale)
+			if d < bound {
+				mask |= 1 << j
+			}
+		}
+		masks[b] = mask
+	}
+}

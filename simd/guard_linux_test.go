@@ -131,6 +131,35 @@ func TestNoOverreadScoreMask(t *testing.T) {
 	})
 }
 
+// TestNoOverreadScoreMask16 puts the sums, terms and masks each against an
+// unmapped page, and checks the bits against the reference.
+func TestNoOverreadScoreMask16(t *testing.T) {
+	forEachLevel(t, func(t testing.TB, level string) {
+		r := rand.New(rand.NewPCG(29, 30))
+		for _, n := range []int{1, 31, 32, 33, 64, 95, 256} {
+			sb, fs := guarded(t, 2*n)
+			sums := unsafe.Slice((*uint16)(unsafe.Pointer(&sb[0])), n)
+			tb, ft := guarded(t, 2*n)
+			terms := unsafe.Slice((*uint16)(unsafe.Pointer(&tb[0])), n)
+			for i := range sums {
+				sums[i], terms[i] = uint16(r.Uint32()), uint16(r.Uint32())
+			}
+			nb := (n + FastScanBlock - 1) / FastScanBlock
+			mb, fm := guarded(t, 4*nb)
+			masks := unsafe.Slice((*uint32)(unsafe.Pointer(&mb[0])), nb)
+			ScoreMask16(sums, 0.5, 1, terms, 0.25, 20000, masks)
+			want := make([]uint32, nb)
+			scoreMask16Generic(sums, 0.5, 1, terms, 0.25, 20000, want)
+			if !slices.Equal(masks, want) {
+				t.Fatalf("%s n=%d: masks %#x, reference %#x", level, n, masks, want)
+			}
+			fs()
+			ft()
+			fm()
+		}
+	})
+}
+
 // TestNoOverreadDotBlocked puts the query, the blocks and the output each
 // against an unmapped page.
 func TestNoOverreadDotBlocked(t *testing.T) {

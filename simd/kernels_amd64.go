@@ -60,6 +60,13 @@ func minAVX2(v *float32, n int) float32
 //go:noescape
 func scoreMaskAVX2(sums *uint16, terms *float32, scale, offset, bound float32, masks *uint32, nblocks int)
 
+// scoreMask16AVX2 is ScoreMask16's kernel (scoremask16_amd64.s) over whole
+// blocks. REQUIRES: nblocks >= 1; sums and terms each cover nblocks*32
+// uint16s, masks nblocks uint32s.
+//
+//go:noescape
+func scoreMask16AVX2(sums, terms *uint16, scale, offset, tscale, bound float32, masks *uint32, nblocks int)
+
 // dotBlocked8AVX2 is DotBlocked's kernel (blocked_avx2_amd64.s).
 // REQUIRES: dim >= 1, nblocks >= 1; blocks covers nblocks*dim*8 floats,
 // q dim floats, out nblocks*8 floats.

@@ -75,6 +75,23 @@ func ScoreMask(sums []uint16, scale, offset float32, terms []float32, bound floa
 	cur.Load().scoreMask(sums, scale, offset, terms, bound, masks)
 }
 
+// ScoreMask16 is ScoreMask with each vector's term in 16-bit fixed point
+// (ivfpq's saved L2 terms, term ≈ base + t·step, base folded into offset):
+// bit j%32 of masks[j/32] is set, for j < len(sums), when
+//
+//	d := float32(float32(sums[j])*scale) + offset
+//	d += float32(float32(terms[j]) * tscale)
+//	d < bound
+//
+// evaluated in that order in float32 with every operation rounded (no
+// fused multiply-add), so a caller that computes a survivor's score with
+// that expression gets the same comparison; the other bits of those masks
+// are cleared. A NaN score or bound passes nothing.
+// REQUIRES: len(terms) >= len(sums), len(masks) >= ceil(len(sums)/32).
+func ScoreMask16(sums []uint16, scale, offset float32, terms []uint16, tscale, bound float32, masks []uint32) {
+	cur.Load().scoreMask16(sums, scale, offset, terms, tscale, bound, masks)
+}
+
 // Min returns the smallest value of v. v holds no NaN (with one, the
 // result is unspecified). REQUIRES: len(v) >= 1 (an empty v panics).
 func Min(v []float32) float32 { return cur.Load().min(v) }

@@ -13,8 +13,9 @@ centroids (NList·Dim float32) and, derived at Open, their copy in the
 8-row blocked layout with their squared norms, the PQ codebooks
 (2^Bits·Dim float32, whatever the sub-space widths),
 and per list the row ids (uint32), the codes and, for L2-scored indexes,
-one float32 term per vector, each padded to 8 bytes; the directory
-(32 bytes a list) is read at Open. Per-list bookkeeping in Go (slice
+one term per vector (uint16 in format version 4, float32 in versions 1
+to 3), each padded to 8 bytes; the directory (32 bytes a list) is read at
+Open. Per-list bookkeeping in Go (slice
 headers of the base and tail segments, the base bytes, checksum and
 state; ivfpq/index.go) is counted from those fields' sizes. The raw
 vectors are not part of it: the engine keeps them in the collection's
@@ -64,7 +65,10 @@ def ivfpq_bytes(path):
         codes = np.vectorize(pad8)(n * m).sum()
     else:  # fast-scan blocks: ceil(n/32) blocks of ceil(M/2)*32 bytes
         codes = np.vectorize(pad8)(((n + 31) // 32) * ((m + 1) // 2) * 32).sum()
-    terms = np.vectorize(pad8)(4 * n).sum() if l2_terms else 0
+    # Format version 4 stores the terms as 16-bit fixed point per list
+    # (base and step in the directory entry), earlier versions as float32.
+    term_bytes = 2 if version >= 4 else 4
+    terms = np.vectorize(pad8)(term_bytes * n).sum() if l2_terms else 0
     ksub = 1 << bits
     centroids = 4 * nlist * dim
     # Derived at Open, not stored: the centroids again in simd's 8-row
@@ -74,14 +78,15 @@ def ivfpq_bytes(path):
     centroids_blocked = 4 * slots * dim + 4 * slots
     books = 4 * ksub * dim  # every dimension has ksub centroid coordinates, whatever the sub-space widths
     directory = 32 * nlist
-    # Go bookkeeping per list: invList{base, tail segment{ids, codes, terms}}
-    # = 6 slice headers (24 B) = 144 B; baseBytes (slice header 24 B),
-    # baseSum (8 B), baseState (1 B, counted 8 with alignment).
-    per_list_go = 144 + 24 + 8 + 8
+    # Go bookkeeping per list: invList{base, tail segment{ids, codes, terms,
+    # terms16, grid}} = 2 x (4 slice headers of 24 B + an 8-byte grid)
+    # = 208 B; baseBytes (slice header 24 B), baseSum (8 B), baseState
+    # (4 B, counted 8 with alignment).
+    per_list_go = 208 + 24 + 8 + 8
     out = {
         "file": path, "version": version, "dim": dim, "nlist": nlist, "pqm": m, "pqbits": bits, "rows": rows,
         "coarse_centroids": centroids, "coarse_centroids_blocked_and_norms": centroids_blocked, "pq_codebooks": books, "directory": directory,
-        "row_ids": int(ids), "codes": int(codes), "l2_terms": int(terms),
+        "row_ids": int(ids), "codes": int(codes), "l2_terms": int(terms), "l2_term_bytes": term_bytes if l2_terms else 0,
         "per_list_go_bookkeeping": per_list_go * nlist,
         "data_section_file": int(data_len), "meta_section_file": int(meta_len),
         "list_len_min": int(n.min()), "list_len_median": int(np.median(n)), "list_len_max": int(n.max()),
