@@ -141,8 +141,8 @@ func (c *Collection) ivfParams(n int) ivfpq.Params {
 	case ic.PQBits > 0:
 		p.Bits = ic.PQBits
 		if p.M = ivfpq.DefaultM(c.cfg.Dim, p.Bits); p.M == 0 {
-			// No divisor suits 4-bit codes of dim/4 bytes: take the
-			// 8-bit sub-spaces (a code of half the bytes).
+			// Below 4 dimensions there is no default 4-bit code:
+			// take the 8-bit sub-spaces.
 			p.M = ivfpq.DefaultM(c.cfg.Dim, 8)
 		}
 	}

@@ -62,9 +62,9 @@ const MaxTrainThreshold = math.MaxUint32
 
 // IndexConfig configures the IVF-PQ index. Zero fields take defaults chosen
 // from the collection's size and dimension when the index is trained (see
-// ivfpq.DefaultParams): NList ≈ 2·√n, 4-bit codes of dim/4 bytes (PQM =
-// ivfpq.DefaultM(dim, 4): 64 sub-spaces at dim 128), or 8-bit codes when no
-// divisor of the dimension suits 4-bit ones. PQM given without PQBits means
+// ivfpq.DefaultParams): NList ≈ 2·√n, 4-bit codes of about dim/5 bytes (PQM =
+// ivfpq.DefaultM(dim, 4): 52 sub-spaces at dim 128, a 26-byte code), or
+// 8-bit codes below 4 dimensions. PQM given without PQBits means
 // 8-bit codes (the default before 4-bit codes were); PQBits given without
 // PQM takes ivfpq.DefaultM for those bits.
 type IndexConfig struct {

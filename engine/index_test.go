@@ -84,8 +84,8 @@ func recallAt1(t *testing.T, c *Collection, vecs map[uint64][]float32, skip map[
 }
 
 func TestIndexBuildsSearchesAndSurvivesRestart(t *testing.T) {
-	// The default code at DIM 32: 16 sub-spaces of 4 bits (DIM/4 bytes).
-	indexBuildsSearchesAndSurvivesRestart(t, IndexConfig{NList: 16, TrainThreshold: 2000}, "ivfpq nlist=16 pqm=16 pqbits=4")
+	// The default code at DIM 32: 14 sub-spaces of 4 bits (ivfpq.DefaultM).
+	indexBuildsSearchesAndSurvivesRestart(t, IndexConfig{NList: 16, TrainThreshold: 2000}, "ivfpq nlist=16 pqm=14 pqbits=4")
 }
 
 // TestIndex8BitSurvivesRestart: the same with 8-bit codes asked for
@@ -350,7 +350,8 @@ func TestVersion1IndexFileTrainingSize(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		db.Create("ix", Config{Dim: 16, Metric: IP, Index: IndexConfig{TrainThreshold: n0}})
+		// PQM 8 divides DIM 16: version 1 files predate unequal sub-spaces.
+		db.Create("ix", Config{Dim: 16, Metric: IP, Index: IndexConfig{TrainThreshold: n0, PQM: 8, PQBits: 4}})
 		c, _ := db.Collection("ix")
 		for i, v := range vecs[:tc.n] {
 			if _, err := c.Add(AddRequest{Vector: v}); err != nil {

@@ -270,14 +270,14 @@ func TestTrainRejectsBadInput(t *testing.T) {
 
 func TestDefaultParams(t *testing.T) {
 	for _, c := range []struct{ n, dim, nlist, m, bits int }{
-		{1_000_000, 128, 2048, 64, 4},
-		{100_000, 128, 512, 64, 4},
-		{10_000, 128, 256, 32 * 2, 4}, // 3·√10000 = 300 → 256, and 256·39 ≤ 10,000
+		{1_000_000, 128, 2048, 52, 4},
+		{100_000, 128, 512, 52, 4},
+		{10_000, 128, 256, 52, 4}, // 3·√10000 = 300 → 256, and 256·39 ≤ 10,000
 		{1_000_000, 768, 2048, 128, 4},
-		{1_000_000, 96, 2048, 48, 4},
-		{1_000_000, 99, 2048, 11, 8}, // 99 = 9·11: 22 does not divide it
+		{1_000_000, 96, 2048, 40, 4},
+		{1_000_000, 99, 2048, 40, 4}, // sub-spaces of 3 and 2: M need not divide dim
 		{1_000_000, 3, 2048, 1, 8},
-		{100, 128, 2, 64, 4}, // 100/39: at most 2 lists
+		{100, 128, 2, 52, 4}, // 100/39: at most 2 lists
 	} {
 		p := DefaultParams(c.n, c.dim, L2)
 		if p.NList != c.nlist || p.M != c.m || p.Bits != c.bits {
@@ -297,12 +297,13 @@ func TestDefaultParams(t *testing.T) {
 }
 
 // TestDefaultM: 8-bit codes get the largest divisor of dim up to dim/4
-// (capped at 64); 4-bit codes twice that when it divides dim, else 0.
+// (capped at 64); 4-bit codes 13/32 of dim rounded to an even number, at
+// most 128, and 0 below 4 dimensions.
 func TestDefaultM(t *testing.T) {
 	for _, c := range []struct{ dim, m8, m4 int }{
-		{1, 1, 0}, {3, 1, 0}, {4, 1, 2}, {8, 2, 4}, {12, 3, 6}, {99, 11, 0},
-		{100, 25, 50}, {128, 32, 64}, {384, 64, 128}, {768, 64, 128}, {1536, 64, 128},
-		{1000, 50, 100}, {257, 1, 0},
+		{1, 1, 0}, {3, 1, 0}, {4, 1, 2}, {5, 1, 2}, {8, 2, 4}, {12, 3, 4}, {99, 11, 40},
+		{100, 25, 40}, {128, 32, 52}, {256, 64, 104}, {314, 2, 128}, {384, 64, 128},
+		{768, 64, 128}, {1536, 64, 128}, {1000, 50, 128}, {257, 1, 104},
 	} {
 		if got := DefaultM(c.dim, 8); got != c.m8 {
 			t.Errorf("DefaultM(%d, 8) = %d, want %d", c.dim, got, c.m8)

@@ -51,7 +51,7 @@ func parseArgs(args []string, stdout io.Writer) (*config, error) {
 	fs.StringVar(&cfg.learn, "learn", "", "training vectors (default: a random sample of base)")
 	fs.IntVar(&cfg.nlist, "nlist", 0, "inverted lists (default: ivfpq.DefaultParams)")
 	fs.IntVar(&cfg.pqm, "pqm", 0, "PQ sub-spaces M (default: ivfpq.DefaultParams)")
-	fs.IntVar(&cfg.pqbits, "pqbits", 0, "bits per PQ code: 4 (fast scan) or 8 (default 8)")
+	fs.IntVar(&cfg.pqbits, "pqbits", 0, "bits per PQ code: 4 (fast scan) or 8 (default: ivfpq.DefaultParams)")
 	fs.StringVar(&metric, "metric", "l2", "l2 or ip (ground truth must match)")
 	fs.StringVar(&nprobe, "nprobe", "", "comma-separated nprobe values to sweep (default: ivfpq.DefaultNProbe)")
 	fs.StringVar(&refine, "refine", "", "comma-separated re-rank factors to sweep (default: ivfpq.DefaultRefine)")
