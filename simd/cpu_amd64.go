@@ -205,6 +205,22 @@ func minCall(v []float32) float32 {
 // on a block boundary, and the plain loop there cost a fifth as much as the
 // kernel over all the rest).
 func scoreMaskCall(sums []uint16, scale, offset float32, terms []float32, bound float32, masks []uint32) {
+	blocksCall(sums, terms, masks, func(s *uint16, t *float32, m *uint32, nb int) {
+		scoreMaskAVX2(s, t, scale, offset, bound, m, nb)
+	})
+}
+
+// scoreMask16Call is scoreMaskCall for 16-bit terms.
+func scoreMask16Call(sums []uint16, scale, offset float32, terms []uint16, tscale, bound float32, masks []uint32) {
+	blocksCall(sums, terms, masks, func(s *uint16, t *uint16, m *uint32, nb int) {
+		scoreMask16AVX2(s, t, scale, offset, tscale, bound, m, nb)
+	})
+}
+
+// blocksCall runs a ScoreMask kernel over sums and terms: over the whole
+// blocks of 32 in place, then over zero-padded copies of a last partial
+// block, whose mask bits past the end it clears.
+func blocksCall[T uint16 | float32](sums []uint16, terms []T, masks []uint32, kernel func(sums *uint16, terms *T, masks *uint32, nblocks int)) {
 	n := len(sums)
 	if n == 0 {
 		return
@@ -214,41 +230,15 @@ func scoreMaskCall(sums []uint16, scale, offset float32, terms []float32, bound 
 	masks = masks[:nb]
 	whole := n / FastScanBlock
 	if whole > 0 {
-		scoreMaskAVX2(&sums[0], &terms[0], scale, offset, bound, &masks[0], whole)
+		kernel(&sums[0], &terms[0], &masks[0], whole)
 	}
 	if done := whole * FastScanBlock; done < n {
 		var ps [FastScanBlock]uint16
-		var pt [FastScanBlock]float32
+		var pt [FastScanBlock]T
 		var pm uint32
 		copy(ps[:], sums[done:])
 		copy(pt[:], terms[done:])
-		scoreMaskAVX2(&ps[0], &pt[0], scale, offset, bound, &pm, 1)
-		masks[whole] = pm & (1<<(n-done) - 1)
-	}
-}
-
-// scoreMask16Call is scoreMaskCall for 16-bit terms: the AVX2 kernel over
-// the whole blocks, then over zero-padded copies of a last partial block
-// (the kernel must not read past the caller's slices), whose extra bits it
-// clears.
-func scoreMask16Call(sums []uint16, scale, offset float32, terms []uint16, tscale, bound float32, masks []uint32) {
-	n := len(sums)
-	if n == 0 {
-		return
-	}
-	terms = terms[:n]
-	nb := (n + FastScanBlock - 1) / FastScanBlock
-	masks = masks[:nb]
-	whole := n / FastScanBlock
-	if whole > 0 {
-		scoreMask16AVX2(&sums[0], &terms[0], scale, offset, tscale, bound, &masks[0], whole)
-	}
-	if done := whole * FastScanBlock; done < n {
-		var ps, pt [FastScanBlock]uint16
-		var pm uint32
-		copy(ps[:], sums[done:])
-		copy(pt[:], terms[done:])
-		scoreMask16AVX2(&ps[0], &pt[0], scale, offset, tscale, bound, &pm, 1)
+		kernel(&ps[0], &pt[0], &pm, 1)
 		masks[whole] = pm & (1<<(n-done) - 1)
 	}
 }

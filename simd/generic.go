@@ -109,37 +109,35 @@ func minGeneric(v []float32) float32 {
 
 // scoreMaskGeneric is the reference for ScoreMask.
 func scoreMaskGeneric(sums []uint16, scale, offset float32, terms []float32, bound float32, masks []uint32) {
-	n := len(sums)
-	terms = terms[:n]
-	for b := 0; b*FastScanBlock < n; b++ {
-		var mask uint32
-		for j := range min(FastScanBlock, n-b*FastScanBlock) {
-			i := b*FastScanBlock + j
-			// The conversion rounds the product: no fused multiply-add,
-			// so every level computes the same float.
-			d := float32(float32(sums[i])*scale) + offset
-			d += terms[i]
-			if d < bound {
-				mask |= 1 << j
-			}
-		}
-		masks[b] = mask
-	}
+	terms = terms[:len(sums)]
+	fillMasks(len(sums), masks, func(i int) bool {
+		// The conversion rounds the product: no fused multiply-add,
+		// so every level computes the same float.
+		d := float32(float32(sums[i])*scale) + offset
+		d += terms[i]
+		return d < bound
+	})
 }
 
 // scoreMask16Generic is the reference for ScoreMask16.
 func scoreMask16Generic(sums []uint16, scale, offset float32, terms []uint16, tscale, bound float32, masks []uint32) {
-	n := len(sums)
-	terms = terms[:n]
+	terms = terms[:len(sums)]
+	fillMasks(len(sums), masks, func(i int) bool {
+		// Both conversions round their product: no fused multiply-add,
+		// so every level computes the same float.
+		d := float32(float32(sums[i])*scale) + offset
+		d += float32(float32(terms[i]) * tscale)
+		return d < bound
+	})
+}
+
+// fillMasks sets bit j of masks[b] when pass(32·b + j), for the n scores
+// in blocks of 32 (the last block's bits past n clear).
+func fillMasks(n int, masks []uint32, pass func(i int) bool) {
 	for b := 0; b*FastScanBlock < n; b++ {
 		var mask uint32
 		for j := range min(FastScanBlock, n-b*FastScanBlock) {
-			i := b*FastScanBlock + j
-			// Both conversions round their product: no fused
-			// multiply-add, so every level computes the same float.
-			d := float32(float32(sums[i])*scale) + offset
-			d += float32(float32(terms[i]) * tscale)
-			if d < bound {
+			if pass(b*FastScanBlock + j) {
 				mask |= 1 << j
 			}
 		}
