@@ -2,7 +2,6 @@ package ivfpq
 
 import (
 	"math"
-	"unsafe"
 
 	"github.com/memrl/memrl/simd"
 )
@@ -161,11 +160,8 @@ func (ix *Index) prefetchList(l int) {
 	if len(seg.codes) == 0 {
 		seg = &ix.lists[l].tail
 	}
-	simd.PrefetchBytes(seg.codes[:min(len(seg.codes), prefetchHead)])
-	switch {
-	case seg.terms16 != nil:
-		simd.PrefetchBytes(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(seg.terms16))), 2*min(len(seg.terms16), prefetchHead/2)))
-	case seg.terms != nil:
-		simd.Prefetch(seg.terms[:min(len(seg.terms), prefetchHead/4)])
-	}
+	simd.Prefetch(seg.codes[:min(len(seg.codes), prefetchHead)])
+	// At most one of the term forms is set; the other is nil.
+	simd.Prefetch(seg.terms16[:min(len(seg.terms16), prefetchHead/2)])
+	simd.Prefetch(seg.terms[:min(len(seg.terms), prefetchHead/4)])
 }

@@ -13,18 +13,9 @@ func prefetchLines(p *byte, n int)
 // miss the cache overlap instead of following one another. It has no
 // other effect (a prefetch never faults); on other architectures it does
 // nothing.
-func Prefetch(v []float32) {
+func Prefetch[T Prefetchable](v []T) {
 	if len(v) == 0 {
 		return
 	}
-	prefetchLines((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
-}
-
-// PrefetchBytes asks for the cache lines of b to be loaded, as Prefetch
-// does for floats.
-func PrefetchBytes(b []byte) {
-	if len(b) == 0 {
-		return
-	}
-	prefetchLines(&b[0], len(b))
+	prefetchLines((*byte)(unsafe.Pointer(&v[0])), int(unsafe.Sizeof(v[0]))*len(v))
 }

@@ -20,7 +20,7 @@ func TestPrefetchChangesNothing(t *testing.T) {
 			Prefetch(buf[off : off+n])
 		}
 	}
-	Prefetch(nil)
+	Prefetch([]float32(nil))
 	if !slices.Equal(buf, want) {
 		t.Fatal("Prefetch changed its slice")
 	}
@@ -66,7 +66,7 @@ func BenchmarkRerank(b *testing.B) {
 }
 
 // TestPrefetchBytesChangesNothing is TestPrefetchChangesNothing for
-// PrefetchBytes, at every byte offset and length up to a few lines.
+// byte slices, at every byte offset and length up to a few lines.
 func TestPrefetchBytesChangesNothing(t *testing.T) {
 	buf := make([]byte, 512)
 	for i := range buf {
@@ -75,11 +75,11 @@ func TestPrefetchBytesChangesNothing(t *testing.T) {
 	want := slices.Clone(buf)
 	for off := 0; off < 64; off++ {
 		for n := 0; off+n <= len(buf) && n <= 300; n++ {
-			PrefetchBytes(buf[off : off+n])
+			Prefetch(buf[off : off+n])
 		}
 	}
-	PrefetchBytes(nil)
+	Prefetch([]byte(nil))
 	if !slices.Equal(buf, want) {
-		t.Fatal("PrefetchBytes changed its slice")
+		t.Fatal("Prefetch changed its byte slice")
 	}
 }

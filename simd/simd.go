@@ -95,3 +95,7 @@ func ScoreMask16(sums []uint16, scale, offset float32, terms []uint16, tscale, b
 // Min returns the smallest value of v. v holds no NaN (with one, the
 // result is unspecified). REQUIRES: len(v) >= 1 (an empty v panics).
 func Min(v []float32) float32 { return cur.Load().min(v) }
+
+// Prefetchable are the element types Prefetch takes: a vector's floats,
+// and an index list's codes and 16-bit terms.
+type Prefetchable interface{ ~float32 | ~uint16 | ~byte }
