@@ -25,6 +25,7 @@ func TestMaxMemoryAcrossConnections(t *testing.T) {
 	for i := range 6 { // 6 × 3 MiB of one unfinished 60 MB bulk each
 		s := newRawSession(t, ts)
 		conns = append(conns, s)
+		before := ts.budget.Used()
 		if _, err := s.c.Write([]byte("*2\r\n$4\r\nECHO\r\n$60000000\r\n")); err != nil {
 			t.Fatal(err)
 		}
@@ -33,7 +34,14 @@ func TestMaxMemoryAcrossConnections(t *testing.T) {
 				break // closed: over the budget
 			}
 		}
-		time.Sleep(50 * time.Millisecond) // let the server read it
+		// Wait until the server has read this connection's 3 MiB (its
+		// reservation grew by that) or refused it, so that a refusal is
+		// not taken for the next connection's on a loaded machine.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if ts.budget.Refused() > int64(refused) || ts.budget.Used() >= before+3<<20 {
+				break
+			}
+		}
 		if ts.budget.Refused() > int64(refused) {
 			refused++
 			if got := readUntilClosed(t, s.c); !strings.HasPrefix(got, "-OOM ") {
