@@ -147,21 +147,28 @@ func (ix *Index) kthExactLocked(q []float32, k int, src VectorSource, s *searchS
 	return kth
 }
 
-// prefetchHead is how many bytes of a list's codes (and of its terms)
-// prefetchList asks for.
-const prefetchHead = 1024
+// prefetchMax bounds the bytes of one segment's codes prefetchList asks
+// for: an average list at 1M (IVF2048, 26-byte codes) is 12.5 KB, and an
+// outsized one should not evict the table and the list being scanned from
+// the 1 MB L2.
+const prefetchMax = 64 << 10
 
-// prefetchList asks for the first lines of list l's codes and terms, to be
-// loaded while the list before it is scanned: a list is a sequential read
-// the hardware prefetcher follows once it has seen it start, so what costs
-// is each list's first misses.
+// prefetchList asks for list l's codes and terms (up to prefetchMax bytes
+// of codes a segment), to be loaded while the list before it is scanned.
+//
+// Why all of it and not the first lines: a search at 1M streams about
+// 460 KB of codes from memory in 36 lists of 12.5 KB, and the hardware
+// prefetcher, which follows a list once it has seen it start, still
+// leaves the scan waiting on memory: 1.65 ns a code with the first 1 KB
+// prefetched, 1.25 with whole lists, 0.55 in cache (a 36-list scan over
+// 25 MB of codes on a Zen 5; the first lines alone saved 5-8% of a search).
 func (ix *Index) prefetchList(l int) {
-	seg := &ix.lists[l].base
-	if len(seg.codes) == 0 {
-		seg = &ix.lists[l].tail
+	for _, seg := range [2]*segment{&ix.lists[l].base, &ix.lists[l].tail} {
+		n := min(len(seg.codes), prefetchMax)
+		simd.Prefetch(seg.codes[:n])
+		// At most one of the term forms is set; the other is nil.
+		rows := min(len(seg.ids), n*8/(ix.p.M*ix.p.Bits))
+		simd.Prefetch(seg.terms16[:min(len(seg.terms16), rows)])
+		simd.Prefetch(seg.terms[:min(len(seg.terms), rows)])
 	}
-	simd.Prefetch(seg.codes[:min(len(seg.codes), prefetchHead)])
-	// At most one of the term forms is set; the other is nil.
-	simd.Prefetch(seg.terms16[:min(len(seg.terms16), prefetchHead/2)])
-	simd.Prefetch(seg.terms[:min(len(seg.terms), prefetchHead/4)])
 }
