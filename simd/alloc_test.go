@@ -31,13 +31,15 @@ func TestKernelsDoNotAllocate(t *testing.T) {
 		rows := make([]float32, BlockRows*3*dim)
 		randFloats(r, rows)
 		blocks := Blocked(rows, dim)
+		blocks16 := BlockedF16(rows, dim)
 		out := make([]float32, BlockRows*3)
 		for name, f := range map[string]func(){
-			"ScoreMask":   func() { ScoreMask(sums, 0.5, 1, terms, 1e4, masks) },
-			"ScoreMask16": func() { ScoreMask16(sums, 0.5, 1, terms16, 0.25, 1e4, masks) },
-			"FastScan4":   func() { FastScan4(codes, m, lut, 1000, sums[:nb*FastScanBlock], masks) },
-			"DotBlocked":  func() { DotBlocked(q, blocks, out) },
-			"L2Sq":        func() { _ = L2Sq(q, rows[:dim]) },
+			"ScoreMask":     func() { ScoreMask(sums, 0.5, 1, terms, 1e4, masks) },
+			"ScoreMask16":   func() { ScoreMask16(sums, 0.5, 1, terms16, 0.25, 1e4, masks) },
+			"FastScan4":     func() { FastScan4(codes, m, lut, 1000, sums[:nb*FastScanBlock], masks) },
+			"DotBlocked":    func() { DotBlocked(q, blocks, out) },
+			"DotBlockedF16": func() { DotBlockedF16(q, blocks16, out) },
+			"L2Sq":          func() { _ = L2Sq(q, rows[:dim]) },
 		} {
 			if a := testing.AllocsPerRun(100, f); a != 0 {
 				t.Errorf("%s %s: %v allocations per call, want 0", level, name, a)

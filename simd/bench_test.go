@@ -151,6 +151,14 @@ func BenchmarkCoarse4096(b *testing.B) {
 			}
 		})
 	})
+	blk16 := BlockedF16(rows, dim)
+	b.Run("DotBlockedF16", func(b *testing.B) {
+		benchLevels(b, func(b *testing.B) {
+			for b.Loop() {
+				DotBlockedF16(q, blk16, out)
+			}
+		})
+	})
 }
 
 // BenchmarkScoreMask turns one 256-vector chunk's sums into pass bits with

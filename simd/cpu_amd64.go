@@ -6,7 +6,7 @@ import "github.com/klauspost/cpuid/v2"
 // when the OS also saves the wider registers (XCR0), so these checks cover
 // both the CPU and the kernel.
 var (
-	hasAVX2   = cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.FMA3)
+	hasAVX2   = cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.FMA3, cpuid.F16C)
 	hasAVX512 = hasAVX2 && cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512DQ, cpuid.AVX512VL)
 )
 
@@ -75,9 +75,10 @@ var avx2Kernels = &kernels{
 	fastScan4: func(codes []byte, m int, lut []byte, thresh uint16, sums []uint16, masks []uint32) {
 		fastScanCall(fastScan4AVX2, codes, m, lut, thresh, sums, masks)
 	},
-	dotBlocked: dotBlockedCall,
-	min:        minCall,
-	scoreMask:  scoreMaskCall,
+	dotBlocked:    dotBlockedCall,
+	dotBlockedF16: dotBlockedF16Call,
+	min:           minCall,
+	scoreMask:     scoreMaskCall,
 
 	scoreMask16: scoreMask16Call,
 }
@@ -94,8 +95,9 @@ var avx512Kernels = &kernels{
 	},
 	// The 256-bit kernel: DotBlocked reads 8-row blocks, one ymm register
 	// each, and is bound by loads rather than by vector width.
-	dotBlocked: dotBlockedCall,
-	min:        minCall,
+	dotBlocked:    dotBlockedCall,
+	dotBlockedF16: dotBlockedF16Call,
+	min:           minCall,
 	// The 256-bit kernel too: 32 scores are four ymm registers, and the
 	// pass is a small share of a scan.
 	scoreMask: scoreMaskCall,
@@ -189,6 +191,23 @@ func dotBlockedCall(q, blocks, out []float32) {
 	}
 	blocks = blocks[:n*d]
 	dotBlocked8AVX2(&q[0], &blocks[0], d, &out[0], n/BlockRows)
+}
+
+// dotBlockedF16Call is dotBlockedCall for half-precision blocks.
+func dotBlockedF16Call(q []float32, blocks []uint16, out []float32) {
+	n, d := len(out), len(q)
+	if n%BlockRows != 0 {
+		panic("simd: DotBlockedF16: len(out) is not a multiple of BlockRows")
+	}
+	if n == 0 {
+		return
+	}
+	if d == 0 {
+		clear(out)
+		return
+	}
+	blocks = blocks[:n*d]
+	dotBlocked8F16AVX2(&q[0], &blocks[0], d, &out[0], n/BlockRows)
 }
 
 // minCall checks v (panicking like the Go version on an empty one) and

@@ -37,8 +37,10 @@ type kernels struct {
 	scanPQ8    func(codes []byte, m int, lut, out []float32)
 	fastScan4  func(codes []byte, m int, lut []byte, thresh uint16, sums []uint16, masks []uint32)
 	dotBlocked func(q, blocks, out []float32)
-	min        func(v []float32) float32
-	scoreMask  func(sums []uint16, scale, offset float32, terms []float32, bound float32, masks []uint32)
+	// dotBlockedF16 is dotBlocked over half-precision blocks.
+	dotBlockedF16 func(q []float32, blocks []uint16, out []float32)
+	min           func(v []float32) float32
+	scoreMask     func(sums []uint16, scale, offset float32, terms []float32, bound float32, masks []uint32)
 	// scoreMask16 is scoreMask with 16-bit fixed-point terms.
 	scoreMask16 func(sums []uint16, scale, offset float32, terms []uint16, tscale, bound float32, masks []uint32)
 }
@@ -54,6 +56,8 @@ var genericKernels = &kernels{
 	dotBlocked: dotBlockedGeneric,
 	min:        minGeneric,
 	scoreMask:  scoreMaskGeneric,
+
+	dotBlockedF16: dotBlockedF16Generic,
 
 	scoreMask16: scoreMask16Generic,
 }

@@ -192,3 +192,23 @@ func TestNoOverreadMin(t *testing.T) {
 		}
 	})
 }
+
+// TestNoOverreadDotBlockedF16 puts the query, the half-precision blocks and
+// the output each against an unmapped page.
+func TestNoOverreadDotBlockedF16(t *testing.T) {
+	forEachLevel(t, func(t testing.TB, level string) {
+		r := rand.New(rand.NewPCG(29, 30))
+		for _, dim := range []int{1, 3, 8, 9} {
+			for _, n := range []int{8, 16, 64, 72} {
+				q, fq := guardedFloats(t, r, dim)
+				b, fb := guarded(t, 2*n*dim)
+				blk := unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), n*dim)
+				out, fo := guardedFloats(t, r, n)
+				DotBlockedF16(q, blk, out)
+				fq()
+				fb()
+				fo()
+			}
+		}
+	})
+}

@@ -73,3 +73,10 @@ func scoreMask16AVX2(sums, terms *uint16, scale, offset, tscale, bound float32, 
 //
 //go:noescape
 func dotBlocked8AVX2(q, blocks *float32, dim int, out *float32, nblocks int)
+
+// dotBlocked8F16AVX2 is DotBlockedF16's kernel (blocked16_avx2_amd64.s;
+// needs F16C). REQUIRES: dim >= 1, nblocks >= 1; blocks covers
+// nblocks*dim*8 halves, q dim floats, out nblocks*8 floats.
+//
+//go:noescape
+func dotBlocked8F16AVX2(q *float32, blocks *uint16, dim int, out *float32, nblocks int)
