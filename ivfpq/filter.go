@@ -144,6 +144,7 @@ func (ix *Index) SearchFiltered(q []float32, k int, sp SearchParams, f Filter, s
 				continue
 			}
 			s.probed[l] = true
+			s.coarseDist[l] = ix.exactCoarse(q, l) // the widening order's is approximate
 			if err := ix.probeLocked(q, l, q4, fp, s); err != nil {
 				return nil, st, err
 			}

@@ -1,6 +1,7 @@
 package ivfpq
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"slices"
@@ -373,47 +374,63 @@ func TestOddMFastScan(t *testing.T) {
 	}
 }
 
-// TestCoarseStepMatchesL2 holds the search's coarse step (dot products over
-// the blocked centroids plus precomputed norms) to the plain squared L2
-// distance of every centroid, for list counts that do and do not fill the
-// last block, and checks that the probed lists are the nearest ones.
+// TestCoarseStepMatchesL2 holds the search's coarse step to the plain
+// squared L2 distance of every centroid, for list counts that do and do
+// not fill the last block, at several data scales: exact for the probed
+// lists (exactProbesLocked), within half precision's rounding for the
+// others (dot products over the half-precision blocked centroids plus
+// precomputed norms, whose error is at most about 2⁻¹⁰·(‖q‖² + ‖c‖²)), and
+// checks that the probed lists are the nearest ones up to that rounding.
 func TestCoarseStepMatchesL2(t *testing.T) {
 	const d = 16
-	for _, nlist := range []int{1, 7, 8, 13, 64} {
-		data := clustered(4000, d, 20, int64(nlist))
-		ix, err := Train(Params{Dim: d, NList: nlist, M: 4, Bits: 8}, data, 1, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := ix.getScratch()
-		want := make([]float32, nlist)
-		for qi := 0; qi < 20; qi++ {
-			q := data[qi*d : (qi+1)*d]
-			nprobe := max(1, nlist/3)
-			ix.mu.RLock()
-			ix.prepareLocked(q, nprobe, s)
-			ix.mu.RUnlock()
-			simd.L2SqBatch(q, ix.coarse, want)
-			for l, w := range want {
-				got := s.coarseDist[l]
-				if diff := math.Abs(float64(got - w)); diff > 1e-4*float64(simd.Dot(q, q)+ix.coarseNorm[l])+1e-4 {
-					t.Fatalf("nlist %d query %d list %d: coarse distance %g, L2 %g", nlist, qi, l, got, w)
+	for _, scale := range []float32{1, 1e-6, 1e6} {
+		for _, nlist := range []int{1, 7, 8, 13, 64} {
+			data := clustered(4000, d, 20, int64(nlist))
+			for i := range data {
+				data[i] *= scale
+			}
+			ix, err := Train(Params{Dim: d, NList: nlist, M: 4, Bits: 8}, data, 1, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := ix.getScratch()
+			want := make([]float32, nlist)
+			for qi := 0; qi < 20; qi++ {
+				q := data[qi*d : (qi+1)*d]
+				nprobe := max(1, nlist/3)
+				ix.mu.RLock()
+				ix.prepareLocked(q, nprobe, s)
+				ix.mu.RUnlock()
+				simd.L2SqBatch(q, ix.coarse, want)
+				qq := simd.Dot(q, q)
+				probed := map[int]bool{}
+				far, tol := float32(0), float32(0)
+				for _, l := range s.probeOrder {
+					probed[l] = true
+					far = max(far, want[l])
+					if got := s.coarseDist[l]; got != simd.L2Sq(q, ix.coarse[l*d:(l+1)*d]) {
+						t.Fatalf("scale %g nlist %d query %d: probed list %d: distance %g, not the exact %g", scale, nlist, qi, l, got, want[l])
+					}
+				}
+				if !slices.IsSortedFunc(s.probeOrder, func(a, b int) int { return cmp.Compare(s.coarseDist[a], s.coarseDist[b]) }) {
+					t.Fatalf("scale %g nlist %d query %d: probes not nearest first: %v", scale, nlist, qi, s.probeOrder)
+				}
+				for l, w := range want {
+					lt := 0x1p-9 * (qq + ix.coarseNorm[l])
+					tol = max(tol, lt)
+					if diff := math.Abs(float64(s.coarseDist[l] - w)); diff > float64(lt) {
+						t.Fatalf("scale %g nlist %d query %d list %d: coarse distance %g, L2 %g", scale, nlist, qi, l, s.coarseDist[l], w)
+					}
+				}
+				// Every probed list is at least as near as every list left
+				// out, up to the rounding of both distances.
+				for l, w := range want {
+					if !probed[l] && w < far-2*tol {
+						t.Fatalf("scale %g nlist %d query %d: list %d (%g) left out, list at %g probed", scale, nlist, qi, l, w, far)
+					}
 				}
 			}
-			// Every probed list is at least as near as every list left out
-			// (up to the rounding allowed above).
-			probed := map[int]bool{}
-			far := float32(0)
-			for _, l := range s.probeOrder {
-				probed[l] = true
-				far = max(far, want[l])
-			}
-			for l, w := range want {
-				if !probed[l] && w < far*(1-1e-4) {
-					t.Fatalf("nlist %d query %d: list %d (%g) left out, list at %g probed", nlist, qi, l, w, far)
-				}
-			}
+			ix.scratch.Put(s)
 		}
-		ix.scratch.Put(s)
 	}
 }

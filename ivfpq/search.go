@@ -107,21 +107,27 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 }
 
 // prepareLocked runs a search's coarse step and builds its look-up tables:
-// s.coarseDist holds every centroid's L2 distance to q, s.probeOrder the
-// nprobe nearest lists, nearest first (ties by lower list number), and
+// s.coarseDist holds every centroid's L2 distance to q (exact for the
+// lists in s.probeOrder, approximate for the others: see exactProbesLocked),
+// s.probeOrder the nprobe nearest lists, nearest first (ties by lower
+// list number), and
 // s.lut (and, for 4-bit codes, s.lut8 described by the returned lut4) the
 // per-query table. REQUIRES: ix.mu held for reading; 1 <= nprobe <= NList.
 func (ix *Index) prepareLocked(q []float32, nprobe int, s *searchScratch) lut4 {
 	p := ix.p
-	// Coarse step: the nprobe nearest centroids, nearest first.
-	// ‖q−c‖² = ‖q‖² + ‖c‖² − 2⟨q, c⟩ with the norms precomputed: one pass
-	// of dot products over the blocked centroids.
-	simd.DotBlocked(q, ix.coarseBlk, s.coarseDist)
+	// Coarse step: the nprobe nearest centroids, nearest first, chosen
+	// by distances to the half-precision centroids (Index.coarseBlk16):
+	// ‖q−c‖² = ‖q‖² + ‖c‖² − 2⟨q, c⟩ with the norms precomputed, one pass
+	// of dot products over the blocked centroids. The chosen lists' exact
+	// distances then replace those.
+	simd.DotBlockedF16(q, ix.coarseBlk16, s.coarseDist)
 	s.qq = simd.Dot(q, q)
+	unscale := 2 / ix.coarseScale
 	for l, dot := range s.coarseDist[:p.NList] {
-		s.coarseDist[l] = s.qq + ix.coarseNorm[l] - 2*dot
+		s.coarseDist[l] = s.qq + ix.coarseNorm16[l] - unscale*dot
 	}
 	s.selectProbes(p.NList, nprobe)
+	ix.exactProbesLocked(q, s)
 
 	// One table serves every list. Scores are kept as "smaller is better".
 	// IP ADC: <q, c+r̂> = <q,c> + Σ<q_m, r̂_m>, so the table is -<q_m, r_mk>
@@ -141,6 +147,30 @@ func (ix *Index) prepareLocked(q []float32, nprobe int, s *searchScratch) lut4 {
 		q4 = quantizeLUT4(s.lut, p.M, s.lut8)
 	}
 	return q4
+}
+
+// exactProbesLocked replaces the half-precision distances of the lists in
+// s.probeOrder by exact ones and puts them in order of those, nearest
+// first (ties by lower list number): a probed list's distance is its
+// scores' bias and the pruning bound's input, so it must be the float32
+// distance to the centroid. REQUIRES: ix.mu held for reading.
+func (ix *Index) exactProbesLocked(q []float32, s *searchScratch) {
+	keys := s.listKeys[:0]
+	for _, l := range s.probeOrder {
+		s.coarseDist[l] = ix.exactCoarse(q, l)
+		keys = append(keys, listKey(s.coarseDist[l], l))
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
+		s.probeOrder[i] = int(uint32(k))
+	}
+	s.listKeys = keys
+}
+
+// exactCoarse returns the squared L2 distance from q to list l's centroid.
+func (ix *Index) exactCoarse(q []float32, l int) float32 {
+	d := ix.p.Dim
+	return simd.L2Sq(q, ix.coarse[l*d:(l+1)*d])
 }
 
 // probeLocked scores list l's codes and merges those f keeps (every code
