@@ -12,7 +12,13 @@ import (
 // float terms (in memory) and 4-bit with 16-bit terms (a saved, mapped
 // index). An allocation per list scanned once cost a fifth of a 1M search
 // in malloc and the collector, unnoticed by every recall test.
+//
+// Under the race detector sync.Pool drops Puts at random, so the count is
+// meaningless there; scripts/test.sh runs this test once more without it.
 func TestSearchAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops a random quarter of Puts under -race; scripts/test.sh runs this test without it")
+	}
 	const d, n = 32, 3000
 	base := clustered(n, d, 20, 5)
 	var src VectorSource = sliceSource{x: base, dim: d} // boxed once, not per call

@@ -40,10 +40,15 @@
 //
 // Search(q, k, SearchParams{NProbe, Refine}, deleted, src):
 //  1. the NProbe lists whose centroids are nearest q (L2) are scanned,
-//     nearest first. The distances come from one simd.DotBlocked pass over
-//     a copy of the centroids in simd's blocked layout, plus their squared
-//     norms (computed at Train and Open, not stored in the file):
-//     ‖q−c‖² = ‖q‖² + ‖c‖² − 2⟨q, c⟩.
+//     nearest first. The lists are chosen by one simd.DotBlockedF16 pass
+//     over a copy of the centroids in half precision (scaled by a power of
+//     two, in simd's blocked layout), plus their squared norms (computed at
+//     Train and Open, not stored in the file): ‖q−c‖² = ‖q‖² + ‖c‖² −
+//     2⟨q, c⟩; the chosen lists then get their exact float32 distance
+//     (their scores' bias and the pruning bound's input) and are scanned in
+//     order of it. Half the bytes of a float32 copy keep it in L2 at
+//     IVF2048; only lists within the rounding of the nprobe-th can be
+//     chosen differently.
 //     From the 8th list on, a list is skipped when the Voronoi bound proves
 //     it holds none of the k nearest rows (prune.go: the distance from q to
 //     the bisector of the list's centroid and the nearest one, against the
