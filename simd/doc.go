@@ -52,8 +52,12 @@
 // DotBlocked scores a query against rows in the blocked layout (Blocked:
 // blocks of BlockRows rows stored coordinate-major, [dim][8]), 64 rows per
 // loop with one broadcast of each query coordinate and no horizontal sums;
-// ivfpq's coarse step uses it with precomputed centroid norms. Both the avx2
-// and avx512 levels run the 256-bit kernel (generic runs the reference).
+// DotBlockedF16 does the same over half-precision rows (BlockedF16,
+// ToFloat16: round to nearest even), widened exactly by F16C's VCVTPH2PS;
+// ivfpq's coarse step ranks its lists with it and precomputed centroid
+// norms, reading half the bytes. Both the avx2 and avx512 levels run the
+// 256-bit kernels (generic runs the references); the avx2 level requires
+// F16C, which every AVX2 CPU has.
 //
 // Prefetch issues a cache prefetch for every line of a slice (a no-op off
 // amd64): ivfpq prefetches all its re-rank rows before scoring them, so

@@ -9,8 +9,9 @@ Nothing is guessed from RSS. Both files are parsed:
 memrl (ivfpq/doc.go "File format"): the header gives Dim, NList, M, Bits,
 Metric and rows; the directory gives each list's length. The index holds
 in RAM (mapped from the file, or decoded at Open) exactly: the coarse
-centroids (NList·Dim float32) and, derived at Open, their copy in the
-8-row blocked layout with their squared norms, the PQ codebooks
+centroids (NList·Dim float32) and, derived at Open, their copy in half
+precision in the 8-row blocked layout and two sets of squared norms (of
+the centroids and of their rounded copy), the PQ codebooks
 (2^Bits·Dim float32, whatever the sub-space widths),
 and per list the row ids (uint32), the codes and, for L2-scored indexes,
 one term per vector (uint16 in format version 4, float32 in versions 1
@@ -71,11 +72,12 @@ def ivfpq_bytes(path):
     terms = np.vectorize(pad8)(term_bytes * n).sum() if l2_terms else 0
     ksub = 1 << bits
     centroids = 4 * nlist * dim
-    # Derived at Open, not stored: the centroids again in simd's 8-row
-    # blocked layout for the coarse step, and their squared norms, both
+    # Derived at Open, not stored: the centroids again in half precision
+    # in simd's 8-row blocked layout for the coarse step, and two sets of
+    # squared norms (float32: the centroids' and the rounded copy's), all
     # over NList rounded up to 8 (ivfpq/index.go newIndex).
     slots = (nlist + 7) // 8 * 8
-    centroids_blocked = 4 * slots * dim + 4 * slots
+    centroids_blocked = 2 * slots * dim + 2 * 4 * slots
     books = 4 * ksub * dim  # every dimension has ksub centroid coordinates, whatever the sub-space widths
     directory = 32 * nlist
     # Go bookkeeping per list: invList{base, tail segment{ids, codes, terms,
