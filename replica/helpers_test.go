@@ -134,8 +134,13 @@ func (tn *testNode) relisten(t *testing.T) {
 	t.Fatal(err)
 }
 
+// client returns a go-redis client of tn, closed when the test ends.
+// Its read timeout is 30 s, not go-redis's 3 s: a pipeline of a few hundred
+// replicated writes waits for a quorum's fsyncs on each, which took longer
+// than 3 s on a loaded 2-core machine (TestSnapshotShipsIndex failed so).
+// No test here relies on a read timing out.
 func (tn *testNode) client(t *testing.T) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: tn.addr, MaxRetries: -1, PoolSize: 16})
+	c := redis.NewClient(&redis.Options{Addr: tn.addr, MaxRetries: -1, PoolSize: 16, ReadTimeout: 30 * time.Second})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
