@@ -40,13 +40,13 @@ func dotBlockedGeneric(q, blocks, out []float32) {
 	blocks = blocks[:len(out)*dim]
 	for b := 0; b < len(out)/BlockRows; b++ {
 		blk := blocks[b*dim*BlockRows : (b+1)*dim*BlockRows]
-		var acc [BlockRows]float32
-		for d, x := range q {
-			for j := range acc {
-				acc[j] += x * blk[d*BlockRows+j]
+		for j := range BlockRows {
+			var acc float32
+			for d, x := range q {
+				acc += x * blk[d*BlockRows+j]
 			}
+			out[b*BlockRows+j] = acc
 		}
-		copy(out[b*BlockRows:], acc[:])
 	}
 }
 
@@ -85,12 +85,12 @@ func dotBlockedF16Generic(q []float32, blocks []uint16, out []float32) {
 	blocks = blocks[:len(out)*dim]
 	for b := 0; b < len(out)/BlockRows; b++ {
 		blk := blocks[b*dim*BlockRows : (b+1)*dim*BlockRows]
-		var acc [BlockRows]float32
-		for d, x := range q {
-			for j := range acc {
-				acc[j] += x * FromFloat16(blk[d*BlockRows+j])
+		for j := range BlockRows {
+			var acc float32
+			for d, x := range q {
+				acc += x * FromFloat16(blk[d*BlockRows+j])
 			}
+			out[b*BlockRows+j] = acc
 		}
-		copy(out[b*BlockRows:], acc[:])
 	}
 }

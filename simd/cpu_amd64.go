@@ -178,36 +178,34 @@ func pick512(dim int, k256, k512 func(q, rows *float32, dim int, out *float32, n
 // dotBlockedCall checks the slices (panicking like the Go version) and
 // calls the AVX2 blocked dot-product kernel.
 func dotBlockedCall(q, blocks, out []float32) {
-	n, d := len(out), len(q)
-	if n%BlockRows != 0 {
-		panic("simd: DotBlocked: len(out) is not a multiple of BlockRows")
+	if blockedArgsOK("DotBlocked", q, out) {
+		dotBlocked8AVX2(&q[0], &blocks[:len(out)*len(q)][0], len(q), &out[0], len(out)/BlockRows)
 	}
-	if n == 0 {
-		return
-	}
-	if d == 0 {
-		clear(out)
-		return
-	}
-	blocks = blocks[:n*d]
-	dotBlocked8AVX2(&q[0], &blocks[0], d, &out[0], n/BlockRows)
 }
 
 // dotBlockedF16Call is dotBlockedCall for half-precision blocks.
 func dotBlockedF16Call(q []float32, blocks []uint16, out []float32) {
-	n, d := len(out), len(q)
-	if n%BlockRows != 0 {
-		panic("simd: DotBlockedF16: len(out) is not a multiple of BlockRows")
+	if blockedArgsOK("DotBlockedF16", q, out) {
+		dotBlocked8F16AVX2(&q[0], &blocks[:len(out)*len(q)][0], len(q), &out[0], len(out)/BlockRows)
 	}
-	if n == 0 {
-		return
+}
+
+// blockedArgsOK panics, as the references do, when len(out) is not a
+// multiple of BlockRows, and reports whether a kernel has work: with no
+// rows there is nothing to do, and with no dimensions every score is 0
+// (out is cleared here).
+func blockedArgsOK(name string, q, out []float32) bool {
+	if len(out)%BlockRows != 0 {
+		panic("simd: " + name + ": len(out) is not a multiple of BlockRows")
 	}
-	if d == 0 {
+	if len(out) == 0 {
+		return false
+	}
+	if len(q) == 0 {
 		clear(out)
-		return
+		return false
 	}
-	blocks = blocks[:n*d]
-	dotBlocked8F16AVX2(&q[0], &blocks[0], d, &out[0], n/BlockRows)
+	return true
 }
 
 // minCall checks v (panicking like the Go version on an empty one) and
