@@ -74,11 +74,12 @@ func (ix *Index) probeListsLocked(q []float32, q4 lut4, f *Filter, s *searchScra
 		}
 		if i >= pruneFirst && !math.IsInf(float64(bound), 1) {
 			dl := s.coarseDist[l]
-			// The coarse distances come from ‖q‖² + ‖c‖² − 2⟨q, c⟩ summed
-			// in float32 over Dim terms: each is off by at most about
-			// (Dim+4)·2⁻²⁴·(‖q‖² + ‖c‖²) (recursive summation's worst
-			// case, |2⟨q, c⟩| ≤ ‖q‖² + ‖c‖²). gap is the difference less
-			// twice that, so the true difference is at least gap.
+			// A probed list's distance is simd.L2Sq's (exactProbesLocked),
+			// Dim squares summed in float32: it is off by at most about
+			// Dim·2⁻²⁴·‖q−c‖² ≤ Dim·2⁻²³·(‖q‖² + ‖c‖²) (recursive
+			// summation's worst case over terms of one sign). slack covers
+			// both distances with room to spare, so the true difference
+			// is at least gap.
 			slack := float32(ix.p.Dim+4) * 0x1p-23 * (2*s.qq + ix.coarseNorm[l] + ix.coarseNorm[c1])
 			if gap := dl - d1 - slack; gap > 0 {
 				sep := simd.L2Sq(ix.coarse[l*d:(l+1)*d], cent1)
