@@ -56,8 +56,9 @@ func FromFloat16(h uint16) float32 {
 	// Finite: the half's exponent and mantissa bits, moved to a float32's
 	// places, read as a float32 2¹¹² times too small (the exponent biases
 	// differ by 127 − 15); the product is exact, for subnormal halves too
-	// (a float32 subnormal times a power of two). Branch-free, so the
-	// reference kernels' inner loops inline it.
+	// (a float32 subnormal times a power of two). Without a branch on the
+	// exponent's value, it is small enough for the reference kernels'
+	// inner loops to inline.
 	f := math.Float32frombits(uint32(h&0x7fff)<<13) * 0x1p112
 	return math.Float32frombits(math.Float32bits(f) | uint32(h&0x8000)<<16)
 }
