@@ -40,8 +40,8 @@ func (f *Filter) keep(row uint32) bool {
 
 // SearchStats describes how a SearchFiltered call went.
 type SearchStats struct {
-	Probed int // inverted lists scanned or pruned, NProbe or more after widening
-	Pruned int // of those, lists skipped by the Voronoi bound (prune.go)
+	Probed int // inverted lists scanned, or pruned at PruneFactor 1; NProbe or more after widening unless pruned below 1
+	Pruned int // lists skipped by the Voronoi bound (prune.go); at PruneFactor 1 they count in Probed
 	Rounds int // probing rounds: 1, plus one per widening
 }
 
@@ -84,6 +84,10 @@ func (ix *Index) SearchFiltered(q []float32, k int, sp SearchParams, f Filter, s
 	if refine <= 0 {
 		refine = DefaultRefine(p.Bits)
 	}
+	prune, err := ix.pruneFactor(src, sp)
+	if err != nil {
+		return nil, st, err
+	}
 	if f.Deleted != nil && f.Deleted.IsEmpty() {
 		f.Deleted = nil
 	}
@@ -102,13 +106,15 @@ func (ix *Index) SearchFiltered(q []float32, k int, sp SearchParams, f Filter, s
 	}
 	q4 := ix.prepareLocked(q, nprobe, s)
 	s.cands.reset(k * refine)
-	skipped, err := ix.probeListsLocked(q, q4, fp, s, k, src, ix.canPrune(src, sp))
+	skipped, err := ix.probeListsLocked(q, q4, fp, s, k, src, prune)
 	if err != nil {
 		return nil, st, err
 	}
-	// A pruned list counts as probed: it provably holds none of the k
-	// nearest rows that pass, so widening need not come back to it.
-	st.Probed, st.Pruned, st.Rounds = len(s.probeOrder), skipped, 1
+	// A list pruned at factor 1 counts as probed: it provably holds none
+	// of the k nearest rows that pass, so widening need not come back to
+	// it. One skipped by a smaller factor (listed in s.skipped) might, so
+	// it does not count, and widening may scan it.
+	st.Probed, st.Pruned, st.Rounds = len(s.probeOrder)-len(s.skipped), skipped, 1
 	// order is every list nearest first, built only when a search widens;
 	// next indexes it. Lists already probed are skipped by s.probed, not
 	// by position: the coarse step's heap and this sort may break ties
@@ -135,6 +141,9 @@ func (ix *Index) SearchFiltered(q []float32, k int, sp SearchParams, f Filter, s
 			clear(s.probed)
 			for _, l := range s.probeOrder {
 				s.probed[l] = true
+			}
+			for _, l := range s.skipped {
+				s.probed[l] = false
 			}
 		}
 		want := min(2*st.Probed, p.NList)

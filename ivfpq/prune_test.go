@@ -8,8 +8,8 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 )
 
-// TestPruneLosesNoTrueNeighbour searches with and without list pruning and
-// checks the property prune.go proves: every row of the exact top k that
+// TestPruneLosesNoTrueNeighbour searches with and without list pruning (at
+// PruneFactor 1) and checks the property prune.go proves: every row of the exact top k that
 // the unpruned search returns, the pruned search returns too (so recall
 // never drops), with deleted rows and a Match filter too, for 8- and 4-bit
 // codes, L2 and cosine (IP over unit vectors). It also checks that pruning
@@ -45,7 +45,7 @@ func TestPruneLosesNoTrueNeighbour(t *testing.T) {
 						skip = func(r uint32) bool { return deleted.Contains(r) || !odd(r) }
 					}
 					truth := bruteForce(base, d, q, k, c.metric, skip)
-					sp := SearchParams{NProbe: 64, Refine: 4}
+					sp := SearchParams{NProbe: 64, Refine: 4, PruneFactor: 1}
 					on, st, err := ix.SearchFiltered(q, k, sp, f, src)
 					if err != nil {
 						t.Fatal(err)
@@ -81,7 +81,7 @@ func TestPruneLosesNoTrueNeighbour(t *testing.T) {
 						}
 					}
 					if !filtered {
-						plain, err := ix.Search(q, k, SearchParams{NProbe: 64, Refine: 4}, deleted, src)
+						plain, err := ix.Search(q, k, SearchParams{NProbe: 64, Refine: 4, PruneFactor: 1}, deleted, src)
 						if err != nil {
 							t.Fatal(err)
 						}

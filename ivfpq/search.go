@@ -22,6 +22,7 @@ type searchScratch struct {
 	probeOrder []int     // probed lists, nearest first
 	order      []int     // every list, nearest first (SearchFiltered's widening)
 	probed     []bool    // [NList] lists probed so far (SearchFiltered's widening)
+	skipped    []int     // lists the last probe skipped with a PruneFactor below 1
 	lut        []float32 // [M*ksub] float look-up table
 	lut8       []byte    // [ceil(M/2)*2*16] quantized table (4-bit codes)
 	out        []float32 // [scanChunk] approximate scores
@@ -82,6 +83,10 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 	if refine <= 0 {
 		refine = DefaultRefine(p.Bits)
 	}
+	prune, err := ix.pruneFactor(src, sp)
+	if err != nil {
+		return nil, err
+	}
 	if deleted != nil && deleted.IsEmpty() {
 		deleted = nil
 	}
@@ -100,7 +105,7 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 	}
 	q4 := ix.prepareLocked(q, nprobe, s)
 	s.cands.reset(k * refine)
-	if _, err := ix.probeListsLocked(q, q4, f, s, k, src, ix.canPrune(src, sp)); err != nil {
+	if _, err := ix.probeListsLocked(q, q4, f, s, k, src, prune); err != nil {
 		return nil, err
 	}
 	return ix.rerank(q, k, src, s), nil

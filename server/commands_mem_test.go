@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -328,9 +329,21 @@ func TestMemIVFPQOverProtocol(t *testing.T) {
 		for j := 0; j < 8; j++ {
 			args = append(args, float32((5*(j+3))%97))
 		}
-		res := mustDo(t, rdb, append(args, "K1", 5, "K2", 1, "LAMBDA", 0, "NPROBE", 8, "REFINE", 4)...).([]any)
-		if len(res) != 1 || res[0].([]any)[0] != int64(5) || res[0].([]any)[1] != "0" {
-			t.Fatalf("%s: nearest to memory 5: %v", c.name, res)
+		for _, prune := range []any{nil, 1, 0.3} {
+			opts := []any{"K1", 5, "K2", 1, "LAMBDA", 0, "NPROBE", 8, "REFINE", 4}
+			if prune != nil {
+				opts = append(opts, "PRUNE", prune)
+			}
+			res := mustDo(t, rdb, append(slices.Clone(args), opts...)...).([]any)
+			if len(res) != 1 || res[0].([]any)[0] != int64(5) || res[0].([]any)[1] != "0" {
+				t.Fatalf("%s PRUNE %v: nearest to memory 5: %v", c.name, prune, res)
+			}
+		}
+		for _, bad := range []any{0, -0.5, 1.5, "nan", "inf", "x"} {
+			err := rdb.Do(ctx, append(slices.Clone(args), "PRUNE", bad)...).Err()
+			if err == nil || !strings.HasPrefix(err.Error(), "ERR") {
+				t.Fatalf("%s: PRUNE %v: err %v, want an ERR reply", c.name, bad, err)
+			}
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/memrl/memrl/ivfpq"
 )
 
 func TestIvecsRoundTrip(t *testing.T) {
@@ -52,7 +54,7 @@ func TestMainSyntheticWritesJSONAndIDs(t *testing.T) {
 	if len(rs) != 4 {
 		t.Fatalf("%d results, want 4:\n%s", len(rs), out.String())
 	}
-	for _, k := range []string{"nprobe", "refine", "recall1", "recall10", "qps", "cpu_us", "p50_us", "p99_us", "build_s", "index_bytes"} {
+	for _, k := range []string{"nprobe", "refine", "prune", "recall1", "recall10", "qps", "cpu_us", "p50_us", "p99_us", "build_s", "index_bytes"} {
 		if _, ok := rs[0][k]; !ok {
 			t.Errorf("JSON lacks %q", k)
 		}
@@ -66,6 +68,52 @@ func TestMainSyntheticWritesJSONAndIDs(t *testing.T) {
 	ids, err := readIvecs(filepath.Join(dir, "ids.nprobe16.refine8.ivecs"), 0)
 	if err != nil || len(ids) != 50 || len(ids[0]) != 10 {
 		t.Fatalf("ids file: %v, %d rows", err, len(ids))
+	}
+}
+
+// TestPruneSweep: --prune adds a sweep dimension (each factor's row says
+// which it is, the default being ivfpq.DefaultPruneFactor), a smaller
+// factor prunes at least as many lists, and factors outside (0, 1] are
+// refused.
+func TestPruneSweep(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "r.json")
+	base := []string{"--synthetic", "6000", "--dim", "16", "--nq", "50", "--nlist", "64", "--pqm", "8",
+		"--nprobe", "32", "--refine", "4"}
+	var out strings.Builder
+	if err := Main(append(slices.Clone(base), "--prune", "1,0.5,0.1", "--json", jsonPath), &out); err != nil {
+		t.Fatal(err)
+	}
+	var rs []result
+	b, err := os.ReadFile(jsonPath)
+	if err == nil {
+		err = json.Unmarshal(b, &rs)
+	}
+	if err != nil || len(rs) != 3 {
+		t.Fatalf("%v, %d results:\n%s", err, len(rs), out.String())
+	}
+	for i, want := range []float32{1, 0.5, 0.1} {
+		if rs[i].Prune != want {
+			t.Errorf("row %d: prune %v, want %v", i, rs[i].Prune, want)
+		}
+	}
+	if !(rs[0].Pruned <= rs[1].Pruned && rs[1].Pruned <= rs[2].Pruned) {
+		t.Errorf("lists pruned %v, %v, %v for factors 1, 0.5, 0.1: want non-decreasing", rs[0].Pruned, rs[1].Pruned, rs[2].Pruned)
+	}
+	out.Reset()
+	if err := Main(append(slices.Clone(base), "--json", jsonPath), &out); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = os.ReadFile(jsonPath); err == nil {
+		err = json.Unmarshal(b, &rs)
+	}
+	if err != nil || len(rs) != 1 || rs[0].Prune != ivfpq.DefaultPruneFactor {
+		t.Fatalf("default sweep: %v, %+v", err, rs)
+	}
+	for _, bad := range []string{"0", "1.5", "-1", "NaN", "x", "0.5,"} {
+		if err := Main(append(slices.Clone(base), "--prune", bad), &out); err == nil {
+			t.Errorf("--prune %q accepted", bad)
+		}
 	}
 }
 

@@ -19,6 +19,7 @@ type config struct {
 	nlist, pqm, pqbits     int
 	metric                 ivfpq.Metric
 	nprobe, refine         []int
+	prune                  []float32 // PruneFactor values to sweep; none means the default
 	k                      int
 	jsonPath, outIDs       string
 	nq, nbase, trainSize   int
@@ -44,7 +45,7 @@ func Main(args []string, stdout io.Writer) error {
 func parseArgs(args []string, stdout io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("memrl bench ann", flag.ContinueOnError)
 	cfg := &config{}
-	var nprobe, refine, metric string
+	var nprobe, refine, prune, metric string
 	fs.StringVar(&cfg.base, "base", "", "base vectors (.fvecs or .bvecs)")
 	fs.StringVar(&cfg.query, "query", "", "query vectors (.fvecs or .bvecs)")
 	fs.StringVar(&cfg.gt, "gt", "", "ground truth (.ivecs, 0-based rows of base, best first)")
@@ -66,6 +67,7 @@ func parseArgs(args []string, stdout io.Writer) (*config, error) {
 	fs.IntVar(&cfg.dim, "dim", 64, "dimension of --synthetic data")
 	fs.StringVar(&cfg.indexDir, "index-dir", "", "save the index here, reopen it (mmap) and time the open and first query (default: a temporary directory)")
 	fs.BoolVar(&cfg.reuseIndex, "reuse-index", false, "open the index already saved in --index-dir (same data and shape) instead of building one; build_s is the building run's")
+	fs.StringVar(&prune, "prune", "", "comma-separated list-pruning factors in (0, 1] to sweep (ivfpq.SearchParams.PruneFactor; 1 is lossless; default: ivfpq.DefaultPruneFactor)")
 	fs.BoolVar(&cfg.noPrune, "no-prune", false, "scan every probed list (ivfpq.SearchParams.NoPrune), to measure what list pruning saves")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the search sweep to this file")
 	fs.Int64Var(&cfg.seed, "seed", 1, "random seed for training and synthetic data")
@@ -78,6 +80,9 @@ func parseArgs(args []string, stdout io.Writer) (*config, error) {
 	}
 	if cfg.refine, err = parseInts(refine); err != nil {
 		return nil, fmt.Errorf("--refine: %w", err)
+	}
+	if cfg.prune, err = parseFactors(prune); err != nil {
+		return nil, fmt.Errorf("--prune: %w", err)
 	}
 	switch strings.ToLower(metric) {
 	case "l2":
@@ -100,6 +105,22 @@ func parseArgs(args []string, stdout io.Writer) (*config, error) {
 		return nil, fmt.Errorf("--pqbits %d: want 4 or 8", cfg.pqbits)
 	}
 	return cfg, nil
+}
+
+// parseFactors parses "1,0.5,0.4", each in (0, 1]; empty means none given.
+func parseFactors(s string) ([]float32, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []float32
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 32)
+		if err != nil || !(v > 0 && v <= 1) {
+			return nil, fmt.Errorf("%q is not a number in (0, 1]", f)
+		}
+		out = append(out, float32(v))
+	}
+	return out, nil
 }
 
 // parseInts parses "1,4,16"; empty means none given.

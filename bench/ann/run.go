@@ -115,6 +115,7 @@ func trainingSet(cfg *config, ds *dataset, p ivfpq.Params) []float32 {
 type result struct {
 	NProbe     int     `json:"nprobe"`
 	Refine     int     `json:"refine"`
+	Prune      float32 `json:"prune"` // ivfpq.SearchParams.PruneFactor (0 with --no-prune)
 	Recall1    float64 `json:"recall1"`
 	Recall10   float64 `json:"recall10"`
 	QPS        float64 `json:"qps"`
@@ -158,6 +159,10 @@ func run(cfg *config, w io.Writer) error {
 	refines := cfg.refine
 	if len(refines) == 0 {
 		refines = []int{ivfpq.DefaultRefine(p.Bits)}
+	}
+	prunes := cfg.prune
+	if len(prunes) == 0 || cfg.noPrune {
+		prunes = []float32{ivfpq.DefaultPruneFactor}
 	}
 
 	name := fmt.Sprintf("IVF%d,PQ%dx%d", p.NList, p.M, p.Bits)
@@ -214,14 +219,20 @@ func run(cfg *config, w io.Writer) error {
 	var results []result
 	for _, np := range nprobes {
 		for _, rf := range refines {
-			r, err := sweepOne(ix, ds, src, cfg.k, ivfpq.SearchParams{NProbe: np, Refine: rf, NoPrune: cfg.noPrune})
-			if err != nil {
-				return err
+			for _, pf := range prunes {
+				sp := ivfpq.SearchParams{NProbe: np, Refine: rf, PruneFactor: pf, NoPrune: cfg.noPrune}
+				r, err := sweepOne(ix, ds, src, cfg.k, sp)
+				if err != nil {
+					return err
+				}
+				if cfg.noPrune {
+					r.Prune = 0
+				}
+				r.BuildS, r.IndexBytes, r.OpenMS = buildS, ix.Bytes(), openMS
+				r.RSSBytes = residentBytes()
+				r.Engine, r.Index = "memrl", name
+				results = append(results, r)
 			}
-			r.BuildS, r.IndexBytes, r.OpenMS = buildS, ix.Bytes(), openMS
-			r.RSSBytes = residentBytes()
-			r.Engine, r.Index = "memrl", name
-			results = append(results, r)
 		}
 	}
 	printTable(w, results)
@@ -233,6 +244,9 @@ func run(cfg *config, w io.Writer) error {
 	if cfg.outIDs != "" {
 		for _, r := range results {
 			path := fmt.Sprintf("%s.nprobe%d.refine%d.ivecs", cfg.outIDs, r.NProbe, r.Refine)
+			if len(prunes) > 1 {
+				path = fmt.Sprintf("%s.nprobe%d.refine%d.prune%g.ivecs", cfg.outIDs, r.NProbe, r.Refine, r.Prune)
+			}
 			if err := writeIvecs(path, r.ids); err != nil {
 				return err
 			}
@@ -287,6 +301,7 @@ func sweepOne(ix *ivfpq.Index, ds *dataset, src source, k int, sp ivfpq.SearchPa
 	return result{
 		NProbe:   sp.NProbe,
 		Refine:   sp.Refine,
+		Prune:    sp.PruneFactor,
 		Recall1:  float64(hit1) / float64(nq),
 		Recall10: float64(hit10) / float64(10*nq),
 		QPS:      float64(nq) / total.Seconds(),

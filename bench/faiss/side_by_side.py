@@ -36,6 +36,8 @@ def best_at(rows, recall):
 def setting(r):
     if r["engine"] == "hnswlib":
         return f"ef={r['nprobe']}"
+    if r.get("prune"):
+        return f"np={r['nprobe']},rf={r['refine']},pf={r['prune']:g}"
     return f"np={r['nprobe']},rf={r['refine']}"
 
 

@@ -213,6 +213,7 @@ class _Commands:
         delta: Optional[float] = None,
         nprobe: Optional[int] = None,
         refine: Optional[int] = None,
+        prune: Optional[float] = None,
         raw_q: bool = False,
         filter: Any = None,
         with_payload: bool = False,
@@ -225,12 +226,16 @@ class _Commands:
         ``lam=0`` is plain similarity search. ``raw_q`` (``RAWQ``) blends Q as
         learned instead of its z-score (an ablation). ``filter`` searches only
         memories whose attributes match it (an expression string or a dict):
-        phase 1 returns the K1 most similar *matching* memories.
+        phase 1 returns the K1 most similar *matching* memories. ``nprobe``,
+        ``refine`` and ``prune`` (the list-pruning factor in (0, 1]; 1 is
+        lossless) tune the IVF-PQ index and are ignored by exact search.
         """
         args: list[Any] = ["MEM.RETRIEVE", coll, b"FP32", c.pack_vector(vector)]
         for name, v in (("K1", k1), ("K2", k2), ("NPROBE", nprobe), ("REFINE", refine)):
             if v is not None:
                 args += [name, int(v)]
+        if prune is not None:
+            args += ["PRUNE", c.fmt_float(prune)]
         if lam is not None:
             args += ["LAMBDA", c.fmt_float(lam)]
         if delta is not None:
