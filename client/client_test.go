@@ -164,14 +164,14 @@ func TestAddRetrieve(t *testing.T) {
 	if err != nil || len(rs) != 1 || rs[0].Key == "" || rs[0].Payload != nil {
 		t.Fatalf("Retrieve WITHKEYS = %+v, %v", rs, err)
 	}
-	// PRUNE (the IVF-PQ stop factor) is sent; exact search ignores it, and
+	// STOP (the IVF-PQ early-stop factor) is sent; exact search ignores it, and
 	// a factor outside (0, 1] is refused.
-	rs, err = c.Retrieve(ctx, name, q, &client.RetrieveOptions{K2: 4, Lambda: ptr(0.0), Prune: 0.4})
+	rs, err = c.Retrieve(ctx, name, q, &client.RetrieveOptions{K2: 4, Lambda: ptr(0.0), Stop: 0.4})
 	if err != nil || !slices.Equal(ids(rs), []int64{1, 2, 3, 4}) {
-		t.Fatalf("Retrieve PRUNE 0.4 = %+v, %v", rs, err)
+		t.Fatalf("Retrieve STOP 0.4 = %+v, %v", rs, err)
 	}
-	if _, err := c.Retrieve(ctx, name, q, &client.RetrieveOptions{Prune: 1.5}); err == nil {
-		t.Fatal("Retrieve PRUNE 1.5 accepted")
+	if _, err := c.Retrieve(ctx, name, q, &client.RetrieveOptions{Stop: 1.5}); err == nil {
+		t.Fatal("Retrieve STOP 1.5 accepted")
 	}
 	// DELTA keeps similarities ≥ 0.75.
 	rs, err = c.Retrieve(ctx, name, q, &client.RetrieveOptions{Delta: ptr(0.75), Lambda: ptr(0.0)})

@@ -107,9 +107,10 @@ type RetrieveOptions struct {
 	Delta  *float64 // phase 1 keeps only similarities ≥ Delta
 	NProbe int      // IVF-PQ lists probed first
 	Refine int      // IVF-PQ re-rank factor, at most 256
-	// Prune is the IVF-PQ list-pruning factor in (0, 1] (PRUNE): 1 is
-	// lossless, smaller values stop earlier; 0 leaves the server's default.
-	Prune float64
+	// Stop is the IVF-PQ early-stop factor in (0, 1] (STOP): 1 skips only
+	// lists that provably cannot help, smaller values stop earlier; 0
+	// leaves the server's default.
+	Stop float64
 	// Filter keeps only memories whose attributes match the expression
 	// (docs/PROTOCOL.md "Filters"); "" is no filter.
 	Filter      string
@@ -155,8 +156,8 @@ func retrieveSpec(coll string, q []float32, o *RetrieveOptions) spec[[]Result] {
 		if o.Refine != 0 {
 			args = append(args, "REFINE", o.Refine)
 		}
-		if o.Prune != 0 {
-			args = append(args, "PRUNE", o.Prune)
+		if o.Stop != 0 {
+			args = append(args, "STOP", o.Stop)
 		}
 		if o.Filter != "" {
 			args = append(args, "FILTER", o.Filter)

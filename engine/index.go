@@ -81,7 +81,7 @@ func (p ivfPhase1) search(q []float32, opt SearchOptions) ([]candidate, error) {
 			f.MinSim = math.Nextafter32(f.MinSim, float32(math.Inf(1)))
 		}
 	}
-	res, _, err := p.ix.SearchFiltered(q, opt.K1, ivfpq.SearchParams{NProbe: nprobe, Refine: opt.Refine, PruneFactor: float32(opt.Prune)}, f, c.vecs)
+	res, _, err := p.ix.SearchFiltered(q, opt.K1, ivfpq.SearchParams{NProbe: nprobe, Refine: opt.Refine, PruneFactor: float32(opt.Stop)}, f, c.vecs)
 	if err != nil {
 		return nil, err
 	}

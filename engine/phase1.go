@@ -30,10 +30,13 @@ type SearchOptions struct {
 	HasDelta bool
 	NProbe   int // IVF lists probed first (more when widening); <= 0 means the index's default
 	Refine   int // IVF re-rank factor; <= 0 means the index's default
-	// Prune is the IVF list-pruning factor (ivfpq.SearchParams.PruneFactor):
-	// in (0, 1], 1 lossless, smaller values stop earlier; 0 means
+	// Stop is the IVF index's early-stop factor (STOP;
+	// ivfpq.SearchParams.PruneFactor): a probed list is skipped when a
+	// lower bound on its rows' distance exceeds Stop times the K1-th
+	// distance found so far. In (0, 1]: 1 skips only lists that provably
+	// hold none of the K1 nearest, smaller values stop earlier; 0 means
 	// ivfpq.DefaultPruneFactor.
-	Prune float64
+	Stop float64
 
 	// Allow, when non-nil, holds the rows of the vector file that may be
 	// returned (the caller's filter, resolved through its attribute

@@ -57,8 +57,8 @@ func (o RetrieveOptions) Validate() error {
 	if o.Refine > MaxRefine {
 		return fmt.Errorf("%w: REFINE must be at most %d, got %d", ErrBadParam, MaxRefine, o.Refine)
 	}
-	if o.Prune != 0 && !(o.Prune > 0 && o.Prune <= 1) {
-		return fmt.Errorf("%w: PRUNE must be in (0, 1], got %v", ErrBadParam, o.Prune)
+	if o.Stop != 0 && !(o.Stop > 0 && o.Stop <= 1) {
+		return fmt.Errorf("%w: STOP must be in (0, 1], got %v", ErrBadParam, o.Stop)
 	}
 	if math.IsNaN(o.Lambda) || o.Lambda < 0 || o.Lambda > 1 {
 		return fmt.Errorf("%w: LAMBDA must be in [0, 1], got %v", ErrBadParam, o.Lambda)

@@ -169,7 +169,7 @@ func (m memCommands) add(c *Ctx, args [][]byte) error {
 }
 
 // MEM.RETRIEVE coll (FP32 blob | VALUES d v1 … vd) [K1 n] [K2 n] [LAMBDA l]
-// [DELTA x] [NPROBE n] [REFINE n] [PRUNE f] [RAWQ] [WITHPAYLOAD] [WITHATTRS] [WITHKEYS] [FILTER expr]
+// [DELTA x] [NPROBE n] [REFINE n] [STOP f] [RAWQ] [WITHPAYLOAD] [WITHATTRS] [WITHKEYS] [FILTER expr]
 func (m memCommands) retrieve(c *Ctx, args [][]byte) error {
 	coll, err := m.coll(args[0])
 	if err != nil {
@@ -197,9 +197,9 @@ func (m memCommands) retrieve(c *Ctx, args [][]byte) error {
 			opt.NProbe, err = a.int("NPROBE")
 		case "REFINE":
 			opt.Refine, err = a.int("REFINE")
-		case "PRUNE":
-			if opt.Prune, err = a.float("PRUNE"); err == nil && !(opt.Prune > 0) {
-				err = fmt.Errorf("%w: PRUNE must be in (0, 1], got %v", engine.ErrBadParam, opt.Prune)
+		case "STOP":
+			if opt.Stop, err = a.float("STOP"); err == nil && !(opt.Stop > 0) {
+				err = fmt.Errorf("%w: STOP must be in (0, 1], got %v", engine.ErrBadParam, opt.Stop)
 			}
 		case "RAWQ":
 			opt.RawQ = true

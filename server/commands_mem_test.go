@@ -290,7 +290,8 @@ func TestMemRedisCLI(t *testing.T) {
 
 // TestMemIVFPQOverProtocol creates IVFPQ collections with a low training
 // threshold, fills them past it, and retrieves with NPROBE and REFINE once
-// the index is in use: 8-bit codes on sub-spaces of equal width, and 4-bit
+// the index is in use (and with STOP, the early stop, valid and not):
+// 8-bit codes on sub-spaces of equal width, and 4-bit
 // codes with a PQM that does not divide DIM (3 sub-spaces of 3, 3 and 2
 // dimensions).
 func TestMemIVFPQOverProtocol(t *testing.T) {
@@ -329,20 +330,20 @@ func TestMemIVFPQOverProtocol(t *testing.T) {
 		for j := 0; j < 8; j++ {
 			args = append(args, float32((5*(j+3))%97))
 		}
-		for _, prune := range []any{nil, 1, 0.3} {
+		for _, stop := range []any{nil, 1, 0.3} {
 			opts := []any{"K1", 5, "K2", 1, "LAMBDA", 0, "NPROBE", 8, "REFINE", 4}
-			if prune != nil {
-				opts = append(opts, "PRUNE", prune)
+			if stop != nil {
+				opts = append(opts, "STOP", stop)
 			}
 			res := mustDo(t, rdb, append(slices.Clone(args), opts...)...).([]any)
 			if len(res) != 1 || res[0].([]any)[0] != int64(5) || res[0].([]any)[1] != "0" {
-				t.Fatalf("%s PRUNE %v: nearest to memory 5: %v", c.name, prune, res)
+				t.Fatalf("%s STOP %v: nearest to memory 5: %v", c.name, stop, res)
 			}
 		}
 		for _, bad := range []any{0, -0.5, 1.5, "nan", "inf", "x"} {
-			err := rdb.Do(ctx, append(slices.Clone(args), "PRUNE", bad)...).Err()
+			err := rdb.Do(ctx, append(slices.Clone(args), "STOP", bad)...).Err()
 			if err == nil || !strings.HasPrefix(err.Error(), "ERR") {
-				t.Fatalf("%s: PRUNE %v: err %v, want an ERR reply", c.name, bad, err)
+				t.Fatalf("%s: STOP %v: err %v, want an ERR reply", c.name, bad, err)
 			}
 		}
 	}

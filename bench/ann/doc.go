@@ -23,17 +23,20 @@
 // --index-dir keeps the saved index (and its build time, in DIR/build_s);
 // --reuse-index then opens it instead of training and adding again (a 1M
 // build takes minutes), refusing an index of another shape or row count.
-// --cpuprofile profiles the search sweep only. --no-prune turns off
-// ivfpq's list pruning (the Voronoi bound), to measure what it saves.
+// --cpuprofile profiles the search sweep only. --prune 1,0.5,0.4 sweeps
+// ivfpq's PruneFactor too (the early stop; 1 is lossless, the default
+// ivfpq.DefaultPruneFactor); --no-prune turns list pruning off, to
+// measure what it saves.
 //
 // --json writes a JSON array with one object per swept setting, with the
-// fields nprobe, refine, recall1, recall10, qps, mean_us, cpu_us (mean
+// fields nprobe, refine, prune (the PruneFactor; 0 with --no-prune), recall1, recall10, qps, mean_us, cpu_us (mean
 // thread CPU time per query, Linux only: comparable across a loaded
 // machine's moods where qps is not), pruned_lists (mean lists per query
 // skipped by ivfpq's Voronoi bound), p50_us, p99_us,
 // build_s, index_bytes, rss_bytes, open_first_query_ms, engine and index.
 // --out-ids writes each setting's returned ids to
-// PREFIX.nprobeN.refineR.ivecs.
+// PREFIX.nprobeN.refineR.ivecs (PREFIX.nprobeN.refineR.pruneF.ivecs when
+// --prune sweeps more than one factor).
 //
 // bench/faiss runs FAISS on the same files and prints both side by side.
 package ann

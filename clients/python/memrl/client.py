@@ -213,7 +213,7 @@ class _Commands:
         delta: Optional[float] = None,
         nprobe: Optional[int] = None,
         refine: Optional[int] = None,
-        prune: Optional[float] = None,
+        stop: Optional[float] = None,
         raw_q: bool = False,
         filter: Any = None,
         with_payload: bool = False,
@@ -227,15 +227,16 @@ class _Commands:
         learned instead of its z-score (an ablation). ``filter`` searches only
         memories whose attributes match it (an expression string or a dict):
         phase 1 returns the K1 most similar *matching* memories. ``nprobe``,
-        ``refine`` and ``prune`` (the list-pruning factor in (0, 1]; 1 is
-        lossless) tune the IVF-PQ index and are ignored by exact search.
+        ``refine`` and ``stop`` (the early-stop factor in (0, 1]; 1 skips
+        only lists that provably cannot help) tune the IVF-PQ index and are
+        ignored by exact search.
         """
         args: list[Any] = ["MEM.RETRIEVE", coll, b"FP32", c.pack_vector(vector)]
         for name, v in (("K1", k1), ("K2", k2), ("NPROBE", nprobe), ("REFINE", refine)):
             if v is not None:
                 args += [name, int(v)]
-        if prune is not None:
-            args += ["PRUNE", c.fmt_float(prune)]
+        if stop is not None:
+            args += ["STOP", c.fmt_float(stop)]
         if lam is not None:
             args += ["LAMBDA", c.fmt_float(lam)]
         if delta is not None:

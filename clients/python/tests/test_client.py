@@ -86,11 +86,11 @@ def test_retrieve_hits_parsed_and_options(client, coll):
     assert len(client.retrieve(coll, [1, 0], k1=3, k2=3, delta=0.5)) == 2
     with pytest.raises(memrl.OutOfRange):
         client.retrieve(coll, [1, 0], k1=0)
-    # PRUNE is the IVF-PQ stop factor in (0, 1]; exact search accepts and ignores it.
-    assert [h.id for h in client.retrieve(coll, [1, 0], k1=2, k2=2, lam=0, prune=0.4)] == [a, b]
+    # STOP is the IVF-PQ early-stop factor in (0, 1]; exact search accepts and ignores it.
+    assert [h.id for h in client.retrieve(coll, [1, 0], k1=2, k2=2, lam=0, stop=0.4)] == [a, b]
     for bad in (0, 1.5):
         with pytest.raises(memrl.OutOfRange):
-            client.retrieve(coll, [1, 0], prune=bad)
+            client.retrieve(coll, [1, 0], stop=bad)
 
 
 def test_reward_mixed_refs_and_nextq(client, coll):

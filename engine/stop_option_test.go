@@ -10,10 +10,10 @@ import (
 	"github.com/memrl/memrl/wal"
 )
 
-// TestRetrievePruneFactor: Prune reaches the index (factors in (0, 1]
+// TestRetrieveStop: Stop reaches the index (factors in (0, 1]
 // retrieve from an indexed collection, 0 being the default) and a factor
 // outside (0, 1], NaN included, is ErrBadParam, refused before any search.
-func TestRetrievePruneFactor(t *testing.T) {
+func TestRetrieveStop(t *testing.T) {
 	db, _ := openTemp(t, Options{FS: vfs.NewMemFS(), Sync: wal.SyncNone, CheckpointInterval: -1})
 	cfg := NewConfig(8)
 	cfg.Metric = L2
@@ -29,17 +29,17 @@ func TestRetrievePruneFactor(t *testing.T) {
 	waitIndexed(t, c)
 	for _, f := range []float64{0, 1, 0.5, 0.05} {
 		opt := NewRetrieveOptions()
-		opt.Lambda, opt.K2, opt.Prune, opt.NProbe, opt.Path = 0, 1, f, 16, PathIndex
+		opt.Lambda, opt.K2, opt.Stop, opt.NProbe, opt.Path = 0, 1, f, 16, PathIndex
 		res, err := c.Retrieve(vecs[7], opt)
 		if err != nil || len(res) != 1 || res[0].Sim != 0 {
-			t.Fatalf("Prune %v: %+v, %v; want the query's own memory at similarity 0", f, res, err)
+			t.Fatalf("Stop %v: %+v, %v; want the query's own memory at similarity 0", f, res, err)
 		}
 	}
 	for _, f := range []float64{math.NaN(), -0.1, 1.01, math.Inf(1)} {
 		opt := NewRetrieveOptions()
-		opt.Prune = f
+		opt.Stop = f
 		if _, err := c.Retrieve(vecs[0], opt); !errors.Is(err, ErrBadParam) {
-			t.Fatalf("Prune %v: err %v, want ErrBadParam", f, err)
+			t.Fatalf("Stop %v: err %v, want ErrBadParam", f, err)
 		}
 	}
 }
