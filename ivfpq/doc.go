@@ -58,8 +58,8 @@
 //     lists, 10% of 64, 14% of 128. Below 1 (the default is 0.5) it is an
 //     adaptive stop: a list is skipped when its bound exceeds the factor
 //     times the k-th distance, which ends the probe early for queries whose
-//     first lists held close rows (at 1M, IVF2048, a fifth to a third of
-//     36–128 lists, for at most 0.0004 of recall@10 at 0.5).
+//     first lists held close rows (at 1M, IVF2048, 10–40% of 32–256
+//     lists, for at most 0.0003 of recall@10 at 0.5).
 //     Needs a VectorSource and L2 geometry; SearchParams.NoPrune turns it
 //     off;
 //  2. each code gets an asymmetric distance from a per-query table. An IP
