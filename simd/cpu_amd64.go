@@ -95,12 +95,8 @@ var avx512Kernels = &kernels{
 	},
 	// The 256-bit kernel: DotBlocked reads 8-row blocks, one ymm register
 	// each, and is bound by loads rather than by vector width.
-	dotBlocked: dotBlockedCall,
-	// Half-precision blocks are another matter: one 32-byte load widens
-	// to two coordinates of a block, half the AVX2 kernel's loads and
-	// conversions (23–25 µs against 35 µs for 4,096 × 128 on a Xeon,
-	// BENCH.md).
-	dotBlockedF16: dotBlockedF16AVX512Call,
+	dotBlocked:    dotBlockedCall,
+	dotBlockedF16: dotBlockedF16Call,
 	min:           minCall,
 	// The 256-bit kernel too: 32 scores are four ymm registers, and the
 	// pass is a small share of a scan.
@@ -191,13 +187,6 @@ func dotBlockedCall(q, blocks, out []float32) {
 func dotBlockedF16Call(q []float32, blocks []uint16, out []float32) {
 	if blockedArgsOK("DotBlockedF16", q, out) {
 		dotBlocked8F16AVX2(&q[0], &blocks[:len(out)*len(q)][0], len(q), &out[0], len(out)/BlockRows)
-	}
-}
-
-// dotBlockedF16AVX512Call is dotBlockedF16Call with the 512-bit kernel.
-func dotBlockedF16AVX512Call(q []float32, blocks []uint16, out []float32) {
-	if blockedArgsOK("DotBlockedF16", q, out) {
-		dotBlocked8F16AVX512(&q[0], &blocks[:len(out)*len(q)][0], len(q), &out[0], len(out)/BlockRows)
 	}
 }
 

@@ -80,9 +80,3 @@ func dotBlocked8AVX2(q, blocks *float32, dim int, out *float32, nblocks int)
 //
 //go:noescape
 func dotBlocked8F16AVX2(q *float32, blocks *uint16, dim int, out *float32, nblocks int)
-
-// dotBlocked8F16AVX512 is dotBlocked8F16AVX2 two coordinates a step
-// (blocked16_avx512_amd64.s). REQUIRES: as dotBlocked8F16AVX2.
-//
-//go:noescape
-func dotBlocked8F16AVX512(q *float32, blocks *uint16, dim int, out *float32, nblocks int)
