@@ -239,8 +239,8 @@ type SearchParams struct {
 // DefaultPruneFactor is the PruneFactor used when SearchParams.PruneFactor
 // is 0. At 0.5, at 1M (IVF2048,PQ52x4, nprobe 32–256), searches scanned
 // 10–40% fewer lists than at 1 for a loss of recall@10 of at most 0.0003,
-// on sift1m-deb's queries and on bench/queryset's (bench/README.md, "An
-// adaptive stop").
+// on sift1m-deb's queries and on bench/queryset's (bench/README.md, "On a
+// Xeon …: an adaptive stop").
 const DefaultPruneFactor = 0.5
 
 // pruneFactor returns sp's pruning factor, DefaultPruneFactor for 0, or an

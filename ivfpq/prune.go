@@ -38,9 +38,10 @@ import (
 // the skips concentrate where the first lists already found close rows:
 // easy queries end early, hard ones scan about what they asked for. It is
 // no longer lossless. At 1M (IVF2048,PQ52x4, sift1m-deb's queries) f = 1
-// reached recall@10 0.95 scanning 36.2 lists a query, f = 0.5 28.7, f = 0.4
-// 25.2 and f = 0.3 22.1 (with more lists asked for); 0.99 took 92.4 lists
-// at f = 1 and 63.7 at f = 0.5 (bench/README.md, "An adaptive stop").
+// reached recall@10 0.95 scanning 32.8 lists a query, f = 0.5 26.4, f = 0.4
+// 23.4 and f = 0.3 22.1 (with more lists asked for); 0.99 took 92.4 lists
+// at f = 1 and 63.7 at f = 0.5 (bench/README.md, "On a Xeon …: an
+// adaptive stop").
 // Such a skipped list is not counted as probed, so a filtered search that
 // widens comes back to it (SearchFiltered).
 //
