@@ -60,6 +60,12 @@ func (o RetrieveOptions) Validate() error {
 	if o.Stop != 0 && !(o.Stop > 0 && o.Stop <= 1) {
 		return fmt.Errorf("%w: STOP must be in (0, 1], got %v", ErrBadParam, o.Stop)
 	}
+	// The index takes the factor as a float32, where a positive value
+	// below the smallest float32 becomes 0, which means the default: refuse
+	// it rather than search with a factor the caller did not ask for.
+	if o.Stop != 0 && float32(o.Stop) == 0 {
+		return fmt.Errorf("%w: STOP %v is below the smallest positive float32", ErrBadParam, o.Stop)
+	}
 	if math.IsNaN(o.Lambda) || o.Lambda < 0 || o.Lambda > 1 {
 		return fmt.Errorf("%w: LAMBDA must be in [0, 1], got %v", ErrBadParam, o.Lambda)
 	}

@@ -12,7 +12,8 @@ import (
 
 // TestRetrieveStop: Stop reaches the index (factors in (0, 1]
 // retrieve from an indexed collection, 0 being the default) and a factor
-// outside (0, 1], NaN included, is ErrBadParam, refused before any search.
+// outside (0, 1], NaN included, is ErrBadParam, refused before any search,
+// as is a positive factor that float32 would round to 0 (the default).
 func TestRetrieveStop(t *testing.T) {
 	db, _ := openTemp(t, Options{FS: vfs.NewMemFS(), Sync: wal.SyncNone, CheckpointInterval: -1})
 	cfg := NewConfig(8)
@@ -27,7 +28,7 @@ func TestRetrieveStop(t *testing.T) {
 		}
 	}
 	waitIndexed(t, c)
-	for _, f := range []float64{0, 1, 0.5, 0.05} {
+	for _, f := range []float64{0, 1, 0.5, 0.05, math.SmallestNonzeroFloat32} {
 		opt := NewRetrieveOptions()
 		opt.Lambda, opt.K2, opt.Stop, opt.NProbe, opt.Path = 0, 1, f, 16, PathIndex
 		res, err := c.Retrieve(vecs[7], opt)
@@ -35,7 +36,7 @@ func TestRetrieveStop(t *testing.T) {
 			t.Fatalf("Stop %v: %+v, %v; want the query's own memory at similarity 0", f, res, err)
 		}
 	}
-	for _, f := range []float64{math.NaN(), -0.1, 1.01, math.Inf(1)} {
+	for _, f := range []float64{math.NaN(), -0.1, 1.01, math.Inf(1), 1e-50, math.SmallestNonzeroFloat64} {
 		opt := NewRetrieveOptions()
 		opt.Stop = f
 		if _, err := c.Retrieve(vecs[0], opt); !errors.Is(err, ErrBadParam) {

@@ -340,7 +340,7 @@ func TestMemIVFPQOverProtocol(t *testing.T) {
 				t.Fatalf("%s STOP %v: nearest to memory 5: %v", c.name, stop, res)
 			}
 		}
-		for _, bad := range []any{0, -0.5, 1.5, "nan", "inf", "x"} {
+		for _, bad := range []any{0, -0.5, 1.5, "nan", "inf", "x", "1e-50"} {
 			err := rdb.Do(ctx, append(slices.Clone(args), "STOP", bad)...).Err()
 			if err == nil || !strings.HasPrefix(err.Error(), "ERR") {
 				t.Fatalf("%s: STOP %v: err %v, want an ERR reply", c.name, bad, err)
