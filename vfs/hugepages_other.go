@@ -1,0 +1,5 @@
+//go:build !linux
+
+package vfs
+
+func adviseHugePages([]byte) {}
