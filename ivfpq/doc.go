@@ -137,11 +137,8 @@
 // Save writes dir/ivfpq.idx through a vfs.FS atomically (vfs.AtomicFile:
 // temporary file written back in paced pieces, fsync, rename, fsync of the
 // directory), so a crash leaves the old file or the new one; the old file is
-// not shrunk, since an index opened from it may still map it. Save then drops
-// the new file's cached pages and Open maps it read-only with vfs.Map (mmap
-// on the OS, a copy on vfs.MemFS), advising huge pages before the first read
-// (vfs.Mapping.AdviseHugePages): read back from the device, a 1M index is a
-// handful of 2 MB pages rather than thousands of TLB misses. All integers are
+// not shrunk, since an index opened from it may still map it. Open maps it
+// read-only with vfs.Map (mmap on the OS, a copy on vfs.MemFS). All integers are
 // little-endian, all checksums xxhash64, all sections 8-byte aligned.
 //
 //	offset  size  field

@@ -44,12 +44,6 @@
 // are (a collection's vector file): callers of those check MapShared and
 // keep their own copy when it is false.
 //
-// Mapping.AdviseHugePages and DropCachedPages are hints for read-mostly
-// mappings that are read at random (hugepages.go): where the kernel and the
-// file system support large folios, a file read back from the device for
-// an advised mapping comes in 2 MB pages. On MemFS, and elsewhere, they do
-// nothing.
-//
 // # Locking
 //
 // FS.Lock takes an exclusive lock on a file (flock on the OS), so that two
