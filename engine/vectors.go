@@ -126,11 +126,6 @@ func (s *vectorStore) mapRows(f vfs.File, capRows, valid uint32) error {
 	if err != nil {
 		return fmt.Errorf("engine: mmap vector file: %w", err)
 	}
-	// Re-ranking reads rows scattered over the file, each a TLB miss in
-	// 4 KB pages. Huge pages come only for rows read from the device (after
-	// a restart on a cold cache, or once evicted): rows appended here are
-	// cached small by write(2) (vfs/hugepages.go).
-	mm.AdviseHugePages()
 	if s.mm != nil {
 		if err := s.mm.Unmap(); err != nil {
 			mm.Unmap()

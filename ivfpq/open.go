@@ -45,10 +45,6 @@ func openFile(f vfs.File) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mmap: %w", err)
 	}
-	// Before the first read: the lists are scanned a few hundred
-	// kilobytes a search, and in huge pages a 1M index is a handful of TLB
-	// entries (vfs/hugepages.go; Save dropped the cached small pages).
-	mm.AdviseHugePages()
 	ix, err := indexFromMapping(mm.Bytes(), uint64(size))
 	if err != nil {
 		mm.Unmap()

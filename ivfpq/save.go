@@ -15,9 +15,7 @@ import (
 // it writes a temporary file, fsyncs it, renames it over FileName and
 // fsyncs dir, so a crash leaves either the old file or the new one. The old
 // file is not shrunk (vfs.CreateAtomicMapped): an index opened from it may
-// still map it. The new file's pages are then dropped from the cache
-// (vfs.DropCachedPages), so that Open reads them back as huge pages where
-// the kernel can. Save holds the index lock shared: searches continue, adds
+// still map it. Save holds the index lock shared: searches continue, adds
 // wait. Lists read from a previous file are checksum-verified first, so
 // corruption is never copied forward. REQUIRES: dir exists on fs.
 //
@@ -125,9 +123,6 @@ func (ix *Index) save(fs vfs.FS, dir string, terms16 bool) (err error) {
 	if err = af.Commit(); err != nil {
 		return fmt.Errorf("ivfpq: save: %w", err)
 	}
-	// The pages just written are cached small; dropped, they are read back
-	// as huge pages by the Open that maps the file (vfs/hugepages.go).
-	vfs.DropCachedPages(fs, filepath.Join(dir, FileName))
 	return nil
 }
 

@@ -15,8 +15,6 @@ import (
 
 // readVectors reads a .fvecs or .bvecs file (chosen by extension) as a flat
 // float32 slice of n*dim values. limit > 0 reads at most limit vectors.
-// The slice is in huge pages where the system gives them (hugeFloats):
-// the search's re-rank reads rows of it at random.
 func readVectors(path string, limit int) (x []float32, n, dim int, err error) {
 	var elem int
 	switch strings.ToLower(filepath.Ext(path)) {
@@ -31,7 +29,7 @@ func readVectors(path string, limit int) (x []float32, n, dim int, err error) {
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	x = hugeFloats(n * dim)
+	x = make([]float32, n*dim)
 	rec := 4 + dim*elem
 	for i := 0; i < n; i++ {
 		r := raw[i*rec+4 : (i+1)*rec]

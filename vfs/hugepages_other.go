@@ -1,5 +1,0 @@
-//go:build !linux
-
-package vfs
-
-func adviseHugePages([]byte) {}
