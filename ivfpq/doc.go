@@ -118,9 +118,12 @@
 // # Concurrency
 //
 // Index.mu (a sync.RWMutex) guards the inverted lists and the row count.
-// Search, Save and Verify hold it shared; Add and AddBatch encode without it
-// and hold it exclusively only to append. Centroids and codebooks are
-// immutable after Train/Open.
+// Search and Verify hold it shared; Add and AddBatch encode without it
+// and hold it exclusively only to append. Save holds it shared only to
+// note the lists' lengths and then to copy out one list at a time, never
+// while writing or syncing: it writes the rows the index had when it
+// began, and adds made meanwhile wait at most one list's copy. Centroids
+// and codebooks are immutable after Train/Open.
 //
 // # Rows and crash safety
 //

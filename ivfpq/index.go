@@ -73,8 +73,9 @@ type Index struct {
 	coarseScale  float32
 	book         []float32 // PQ codebooks, ksub·Dim floats (pq.go: sub-space s at ksub·subOff(s)); immutable
 
-	// mu guards lists, rows, listBytes, closed, mm, file and trainedFor. Search and Save
-	// hold it shared; Add holds it exclusively only while appending.
+	// mu guards lists, rows, listBytes, closed, mm, file and trainedFor. Search
+	// holds it shared, Save shared one list at a time (never across I/O);
+	// Add holds it exclusively only while appending.
 	mu        sync.RWMutex
 	lists     []invList
 	rows      uint32 // INVARIANT: the lists hold exactly rows [0, rows), each once

@@ -139,9 +139,9 @@ func TestRemapAppend(t *testing.T) {
 	}
 	defer whole.Close()
 	for l := range whole.lists {
-		a, ca := out.mergedListLocked(l)
-		b, cb := whole.mergedListLocked(l)
-		if !slices.Equal(a, b) || !bytes.Equal(ca, cb) || !slices.Equal(out.mergedTermsLocked(l), whole.mergedTermsLocked(l)) {
+		a, ca := mergedList(&out.lists[l], out.p)
+		b, cb := mergedList(&whole.lists[l], whole.p)
+		if !slices.Equal(a, b) || !bytes.Equal(ca, cb) || !slices.Equal(mergedTerms(&out.lists[l]), mergedTerms(&whole.lists[l])) {
 			t.Fatalf("list %d differs: %v vs %v", l, a, b)
 		}
 	}

@@ -15,9 +15,18 @@ import (
 // it writes a temporary file, fsyncs it, renames it over FileName and
 // fsyncs dir, so a crash leaves either the old file or the new one. The old
 // file is not shrunk (vfs.CreateAtomicMapped): an index opened from it may
-// still map it. Save holds the index lock shared: searches continue, adds
-// wait. Lists read from a previous file are checksum-verified first, so
-// corruption is never copied forward. REQUIRES: dir exists on fs.
+// still map it. Lists read from a previous file are checksum-verified
+// first, so corruption is never copied forward. REQUIRES: dir exists on fs.
+//
+// The file holds the rows the index had when Save began: rows added while
+// it runs stay in memory for the next save. Save takes the index lock
+// shared only to note the lists' lengths and then to copy out one list at
+// a time, never while it writes or syncs, so an Add waits for at most one
+// list's encoding and searches never wait. Why: an Add waiting for the
+// exclusive lock also holds back every search that comes after it
+// (sync.RWMutex), and it waits under the engine's collection lock; a save
+// that held the lock through its fsync (a 40 MB index on a slow disk: a
+// second or more) stalled every retrieval of the collection for as long.
 //
 // An index with L2 terms is written as format version 4, its terms in 16
 // bits on a grid per list (terms16.go); Save fails with ErrTermRange,
@@ -32,16 +41,21 @@ func (ix *Index) Save(fs vfs.FS, dir string) error {
 // layout of versions 2 and 3 instead, as builds before version 4 did
 // (tests use it to check that such files still open).
 func (ix *Index) save(fs vfs.FS, dir string, terms16 bool) (err error) {
+	// What the file will hold: the rows so far, and each list's length
+	// then. Rows are appended in order under the exclusive lock and lists
+	// only grow at their tails, so list l's first lens[l] vectors are
+	// exactly its rows below rows, whatever is added later.
 	ix.mu.RLock()
-	defer ix.mu.RUnlock()
 	if ix.closed {
+		ix.mu.RUnlock()
 		return ErrClosed
 	}
+	rows, trainedFor := ix.rows, ix.trainedFor
+	lens := make([]int, len(ix.lists))
 	for l := range ix.lists {
-		if err := ix.checkList(l); err != nil {
-			return err
-		}
+		lens[l] = ix.lists[l].len()
 	}
+	ix.mu.RUnlock()
 
 	p := ix.p
 	af, err := vfs.CreateAtomicMapped(fs, filepath.Join(dir, FileName))
@@ -55,7 +69,7 @@ func (ix *Index) save(fs vfs.FS, dir string, terms16 bool) (err error) {
 		}
 	}()
 
-	h := header{p: p, version: fileVersionFor(p, terms16), rows: ix.rows, metaOff: headerSize, metaLen: metaLenFor(p), trainedFor: ix.trainedFor}
+	h := header{p: p, version: fileVersionFor(p, terms16), rows: rows, metaOff: headerSize, metaLen: metaLenFor(p), trainedFor: trainedFor}
 	h.dirOff = pad8(h.metaOff + h.metaLen)
 	h.dataOff = h.dirOff + uint64(p.NList)*dirEntrySize
 
@@ -69,32 +83,15 @@ func (ix *Index) save(fs vfs.FS, dir string, terms16 bool) (err error) {
 	dirBuf := make([]byte, p.NList*dirEntrySize)
 	var off uint64
 	var buf []byte
-	for l := range ix.lists {
-		ids, codes := ix.mergedListLocked(l)
-		buf = buf[:0]
-		for _, id := range ids {
-			buf = binary.LittleEndian.AppendUint32(buf, id)
-		}
-		buf = appendZeros(buf, int(pad8(uint64(len(buf)))-uint64(len(buf))))
-		buf = append(buf, codes...)
-		buf = appendZeros(buf, int(pad8(uint64(len(codes)))-uint64(len(codes))))
+	for l := range lens {
 		var grid termGrid
-		switch {
-		case !p.hasTerms():
-		case h.terms16():
-			var t16 []uint16
-			if t16, grid, err = ix.mergedTerms16Locked(l); err != nil {
-				return fmt.Errorf("ivfpq: save: list %d: %w", l, err)
-			}
-			buf = appendUint16s(buf, t16)
-		default:
-			buf = appendFloats(buf, ix.mergedTermsLocked(l))
+		if buf, grid, err = ix.encodeListPrefix(l, lens[l], h.terms16(), buf[:0]); err != nil {
+			return fmt.Errorf("ivfpq: save: list %d: %w", l, err)
 		}
-		buf = appendZeros(buf, int(pad8(uint64(len(buf)))-uint64(len(buf))))
-		if want := segLenFor(p, len(ids), h.terms16()); uint64(len(buf)) != want {
+		if want := segLenFor(p, lens[l], h.terms16()); uint64(len(buf)) != want {
 			return fmt.Errorf("ivfpq: save: internal error: list %d encodes to %d bytes, want %d", l, len(buf), want)
 		}
-		dirEntry{off: off, n: uint32(len(ids)), sum: xxhash.Sum64(buf), grid: grid}.put(dirBuf[l*dirEntrySize:])
+		dirEntry{off: off, n: uint32(lens[l]), sum: xxhash.Sum64(buf), grid: grid}.put(dirBuf[l*dirEntrySize:])
 		if _, err = w.Write(buf); err != nil {
 			return fmt.Errorf("ivfpq: save: %w", err)
 		}
@@ -105,6 +102,7 @@ func (ix *Index) save(fs vfs.FS, dir string, terms16 bool) (err error) {
 	}
 	h.dataLen = off
 
+	// coarse and book never change after training: no lock needed.
 	meta := make([]byte, 0, h.metaLen)
 	meta = appendFloats(meta, ix.coarse)
 	meta = appendFloats(meta, ix.book)
@@ -126,6 +124,76 @@ func (ix *Index) save(fs vfs.FS, dir string, terms16 bool) (err error) {
 	return nil
 }
 
+// encodeListPrefix appends to buf the file encoding of list l's first n
+// vectors (ids, codes and terms, each padded to 8 bytes) and returns it
+// with the list's term grid (zero unless terms16). It holds the index lock
+// shared while it reads the list, and verifies a list read from a file
+// before copying it. REQUIRES: l's length was at least n under the lock
+// (lists never shrink).
+func (ix *Index) encodeListPrefix(l, n int, terms16 bool, buf []byte) ([]byte, termGrid, error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.closed {
+		return buf, termGrid{}, ErrClosed
+	}
+	if err := ix.checkList(l); err != nil {
+		return buf, termGrid{}, err
+	}
+	lst := ix.listPrefixLocked(l, n)
+	ids, codes := mergedList(&lst, ix.p)
+	for _, id := range ids {
+		buf = binary.LittleEndian.AppendUint32(buf, id)
+	}
+	buf = appendZeros(buf, int(pad8(uint64(len(buf)))-uint64(len(buf))))
+	buf = append(buf, codes...)
+	buf = appendZeros(buf, int(pad8(uint64(len(codes)))-uint64(len(codes))))
+	var grid termGrid
+	switch {
+	case !ix.p.hasTerms():
+	case terms16:
+		t16, g, err := mergedTerms16(&lst)
+		if err != nil {
+			return buf, termGrid{}, err
+		}
+		buf, grid = appendUint16s(buf, t16), g
+	default:
+		buf = appendFloats(buf, mergedTerms(&lst))
+	}
+	buf = appendZeros(buf, int(pad8(uint64(len(buf)))-uint64(len(buf))))
+	return buf, grid, nil
+}
+
+// listPrefixLocked returns list l holding only its first n vectors: its
+// base (never written, so never longer than n for an n noted under the
+// lock) and the first n−len(base) of its tail. A partial last block of
+// 4-bit codes is copied with the later vectors' slots cleared, since the
+// file keeps them zero. REQUIRES: ix.mu held; len(base) <= n <= l's length.
+func (ix *Index) listPrefixLocked(l, n int) invList {
+	lst := ix.lists[l]
+	k := n - len(lst.base.ids)
+	t := &lst.tail
+	if k == len(t.ids) {
+		return lst
+	}
+	t.ids = t.ids[:k]
+	if t.terms != nil {
+		t.terms = t.terms[:k]
+	}
+	if ix.p.Bits == 8 {
+		t.codes = t.codes[:k*ix.p.M]
+		return lst
+	}
+	m := ix.p.M
+	codes := make([]byte, 0, codes4Len(k, m))
+	code := make([]byte, m)
+	for i := range k {
+		getCode4(t.codes, i, m, code)
+		codes = appendCode4(codes, i, m, code)
+	}
+	t.codes = codes
+	return lst
+}
+
 func appendZeros(b []byte, n int) []byte {
 	for ; n > 0; n-- {
 		b = append(b, 0)
@@ -133,12 +201,11 @@ func appendZeros(b []byte, n int) []byte {
 	return b
 }
 
-// mergedListLocked returns list l's ids and codes as one segment (base
-// then tail), copying only when both parts are non-empty. 4-bit codes are
-// repacked because the tail's blocks start at a block boundary of their own.
-// REQUIRES: ix.mu held.
-func (ix *Index) mergedListLocked(l int) ([]uint32, []byte) {
-	lst := &ix.lists[l]
+// mergedList returns lst's ids and codes as one segment (base then tail),
+// copying only when both parts are non-empty. 4-bit codes are repacked
+// because the tail's blocks start at a block boundary of their own.
+// REQUIRES: the index lock held if lst is one of its lists (or a view of one).
+func mergedList(lst *invList, p Params) ([]uint32, []byte) {
 	b, t := lst.base, lst.tail
 	switch {
 	case len(t.ids) == 0:
@@ -147,10 +214,10 @@ func (ix *Index) mergedListLocked(l int) ([]uint32, []byte) {
 		return t.ids, t.codes
 	}
 	ids := append(append(make([]uint32, 0, len(b.ids)+len(t.ids)), b.ids...), t.ids...)
-	if ix.p.Bits == 8 {
+	if p.Bits == 8 {
 		return ids, append(append(make([]byte, 0, len(b.codes)+len(t.codes)), b.codes...), t.codes...)
 	}
-	m := ix.p.M
+	m := p.M
 	code := make([]byte, m)
 	var codes []byte
 	n := 0
@@ -164,11 +231,11 @@ func (ix *Index) mergedListLocked(l int) ([]uint32, []byte) {
 	return ids, codes
 }
 
-// mergedTermsLocked returns list l's L2 terms as float32 (base then tail),
-// 16-bit base terms dequantized, copying only when it must.
-// REQUIRES: ix.mu held; the index has terms.
-func (ix *Index) mergedTermsLocked(l int) []float32 {
-	b, t := &ix.lists[l].base, &ix.lists[l].tail
+// mergedTerms returns lst's L2 terms as float32 (base then tail), 16-bit
+// base terms dequantized, copying only when it must.
+// REQUIRES: as mergedList; the index has terms.
+func mergedTerms(lst *invList) []float32 {
+	b, t := &lst.base, &lst.tail
 	if len(t.ids) == 0 && b.terms16 == nil {
 		return b.terms
 	}
@@ -182,7 +249,7 @@ func (ix *Index) mergedTermsLocked(l int) []float32 {
 	return append(terms, t.terms...)
 }
 
-// mergedTerms16Locked returns list l's L2 terms (base then tail) in 16
+// mergedTerms16 returns lst's L2 terms (base then tail) in 16
 // bits and their grid. A base read as 16 bits keeps its grid when every
 // tail term lies in its span: its terms are then copied as stored and only
 // the tail's quantized, so saving again and again neither moves a stored
@@ -190,9 +257,9 @@ func (ix *Index) mergedTermsLocked(l int) []float32 {
 // the span) the grid is newTermGrid's over all the list's terms, the base's
 // dequantized: each such regridding can move an old term by up to half the
 // new step. Fails with ErrTermRange (newTermGrid).
-// REQUIRES: ix.mu held; the index has terms.
-func (ix *Index) mergedTerms16Locked(l int) ([]uint16, termGrid, error) {
-	b, t := &ix.lists[l].base, &ix.lists[l].tail
+// REQUIRES: as mergedList; the index has terms.
+func mergedTerms16(lst *invList) ([]uint16, termGrid, error) {
+	b, t := &lst.base, &lst.tail
 	if b.terms16 != nil && allCovered(b.grid, t.terms) {
 		if len(t.ids) == 0 {
 			return b.terms16, b.grid, nil
@@ -203,7 +270,7 @@ func (ix *Index) mergedTerms16Locked(l int) ([]uint16, termGrid, error) {
 		}
 		return out, b.grid, nil
 	}
-	terms := ix.mergedTermsLocked(l)
+	terms := mergedTerms(lst)
 	g, err := newTermGrid(terms)
 	if err != nil {
 		return nil, termGrid{}, err
