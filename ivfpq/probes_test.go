@@ -1,6 +1,7 @@
 package ivfpq
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 	"slices"
@@ -66,14 +67,52 @@ func TestSelectProbes(t *testing.T) {
 	}
 }
 
-// BenchmarkSelectProbes measures choosing 128 of 2048 lists.
+// BenchmarkSelectProbes measures choosing 36 and 128 of 2048 lists, for
+// 64 queries in turn (one query's distances again and again would let the
+// branch predictor learn them), on distances in random order and on
+// distances in runs: centroids along a random walk, so that a query's
+// nearest lists have nearby numbers.
 func BenchmarkSelectProbes(b *testing.B) {
+	const nlist, dim, nq = 2048, 8, 64
 	rng := rand.New(rand.NewSource(1))
-	s := &searchScratch{coarseDist: make([]float32, 2048)}
-	for l := range s.coarseDist {
-		s.coarseDist[l] = rng.Float32() * 1e5
+	random := make([][]float32, nq)
+	for q := range random {
+		random[q] = make([]float32, nlist)
+		for l := range random[q] {
+			random[q][l] = rng.Float32() * 1e5
+		}
 	}
-	for b.Loop() {
-		s.selectProbes(2048, 128)
+	walk := make([]float32, nlist*dim)
+	for l := 1; l < nlist; l++ {
+		for j := range dim {
+			walk[l*dim+j] = walk[(l-1)*dim+j] + float32(rng.NormFloat64())
+		}
+	}
+	runs := make([][]float32, nq)
+	for q := range runs {
+		c := walk[rng.Intn(nlist)*dim:][:dim]
+		runs[q] = make([]float32, nlist)
+		for l := range runs[q] {
+			var d float32
+			for j := range dim {
+				x := walk[l*dim+j] - c[j] - float32(rng.NormFloat64())
+				d += x * x
+			}
+			runs[q][l] = d
+		}
+	}
+	for _, order := range []struct {
+		name  string
+		dists [][]float32
+	}{{"random", random}, {"runs", runs}} {
+		for _, nprobe := range []int{36, 128} {
+			b.Run(fmt.Sprintf("%s/nprobe%d", order.name, nprobe), func(b *testing.B) {
+				s := &searchScratch{coarseDist: make([]float32, nlist)}
+				for i := 0; b.Loop(); i++ {
+					copy(s.coarseDist, order.dists[i%nq])
+					s.selectProbes(nlist, nprobe)
+				}
+			})
+		}
 	}
 }

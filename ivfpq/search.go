@@ -19,6 +19,7 @@ const scanChunk = 256
 type searchScratch struct {
 	coarseDist []float32 // [coarseSlots(NList)]; the first NList are the lists' distances
 	listKeys   []uint64  // selectProbes' (distance, list) keys, [NList]
+	groupMin   []int32   // probeBound's group representatives, [2·nprobe]
 	probeOrder []int     // probed lists, nearest first
 	order      []int     // every list, nearest first (SearchFiltered's widening)
 	probed     []bool    // [NList] lists probed so far (SearchFiltered's widening)
