@@ -64,18 +64,20 @@ func (s *searchScratch) selectProbes(nlist, nprobe int) {
 // is the largest of the nprobe smallest representatives. They are
 // distances of nprobe different lists, so the nprobe-th nearest list is
 // no farther than b. Dealt rather than cut into runs of consecutive
-// numbers because a query's nearest lists often have nearby numbers (the
-// centroids start from sample rows in the data's order), and would share
-// a group. About 1.4·nprobe lists pass b (for 36 of 2048 lists, a group's
-// minimum of 28: the median minimum is at the 2.4% quantile, 50 lists).
+// numbers so that a query's nearest lists would not crowd into a few
+// groups were they numbered near each other (k-means starts from a random
+// permutation, so they are not, but nothing requires it). About
+// 1.4·nprobe lists pass b (for 36 of 2048 lists, a group's minimum of 28:
+// the median minimum is at the 2.4% quantile, 50 lists).
 //
 // Why: streamKeys admits a key, a branch it cannot predict, for every
 // list that beats its bound, which is loose until it has met the nearest
 // lists, and selects among its buffer every nprobe admissions: choosing
 // 36 of 2048 lists took 9.4 us a query on sift1m-deb's queries with it,
 // 6.2 with this bound first (BenchmarkSelectProbes: 8.5 and 4.0 us on
-// distances in random order, 15.7 and 3.4 in runs). The representatives
-// take one pass with no branch, the bound one selection over 2·nprobe.
+// distances in random order; in runs, where streamKeys is at its worst,
+// 15.7 and 3.4). The representatives take one pass with no branch, the
+// bound one selection over 2·nprobe.
 func (s *searchScratch) probeBound(nlist, nprobe int) (float32, bool) {
 	g := 2 * nprobe
 	if g*4 > nlist {
