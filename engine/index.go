@@ -275,8 +275,11 @@ func (c *Collection) buildIndex() (*ivfpq.Index, int, error) {
 	n := len(c.mems)
 	p := c.ivfParams(n)
 	limit := min(256*p.NList, trainRows(c.cfg.Dim))
-	sample := c.sampleLocked(rand.New(rand.NewSource(int64(n))), limit)
 	c.mu.RUnlock()
+	sample, err := c.sample(rand.New(rand.NewSource(int64(n))), limit)
+	if err != nil {
+		return nil, 0, err
+	}
 
 	workers, pace := buildWorkers(), buildPace()
 	ix, err := ivfpq.TrainPaced(p, sample, workers, int64(n), pace)
@@ -318,25 +321,81 @@ func (c *Collection) buildIndex() (*ivfpq.Index, int, error) {
 	}
 }
 
-// sampleLocked copies up to limit live vectors chosen at random.
-// REQUIRES: c.mu held at least for reading.
-func (c *Collection) sampleLocked(rng *rand.Rand, limit int) []float32 {
+// sampleChunk is how many vectors sample copies under one hold of the
+// read lock: 4096 rows of 128 floats are 2 MiB, about a millisecond.
+var sampleChunk = 4096
+
+// afterSampleChunk, when set (by tests only), runs after each chunk sample
+// copies, with no lock held.
+var afterSampleChunk func()
+
+// sample copies up to limit live vectors chosen at random (every live one
+// when there are no more), for training. It takes the read lock for each
+// sampleChunk rows it copies, not for the whole sample, and fails with
+// errDropped or errCompacted if the collection is dropped, or its rows
+// moved, in between.
+//
+// Why in chunks: the sample is up to TrainSampleBytes (256 MiB, half a
+// million random rows at DIM 128), a copy that took up to a second at 1M
+// memories. A read lock held that long does not stop searches by itself,
+// but a writer that comes meanwhile (an add, or a finished index save
+// recording its rows) waits for it, and sync.RWMutex then holds back every
+// new reader behind the writer: retrievals stalled for as long (a query
+// of 1.1 to 1.5 s among eight clients during a retrain at 1M, twice).
+func (c *Collection) sample(rng *rand.Rand, limit int) ([]float32, error) {
 	dim := c.cfg.Dim
+	c.mu.RLock()
+	gen, nrows := c.gen, c.vecs.nrows
+	var rows []uint32 // every live row, when there are no more than limit
 	if len(c.mems) <= limit {
-		out := make([]float32, 0, len(c.mems)*dim)
+		rows = make([]uint32, 0, len(c.mems))
 		for _, m := range c.mems {
-			out = append(out, c.vecs.row(m.row)...)
+			rows = append(rows, m.row)
 		}
-		return out
+		limit = len(rows)
 	}
+	c.mu.RUnlock()
 	out := make([]float32, 0, limit*dim)
-	for len(out) < limit*dim {
-		r := uint32(rng.Int63n(int64(c.vecs.nrows)))
-		if !c.dead.Contains(r) {
-			out = append(out, c.vecs.row(r)...)
+	for got := 0; got < limit; {
+		c.mu.RLock()
+		switch {
+		case c.dropped:
+			c.mu.RUnlock()
+			return nil, errDropped
+		case c.gen != gen:
+			c.mu.RUnlock()
+			return nil, errCompacted
+		case rows == nil && len(c.mems) == 0:
+			c.mu.RUnlock()
+			return nil, errors.New("every memory was deleted while the index build sampled them")
+		}
+		// Rows below nrows keep their vectors until a compaction (ruled
+		// out above); a memory deleted since it was picked only leaves
+		// its vector in the sample.
+		tries := 0
+		for end := min(got+sampleChunk, limit); got < end; {
+			if rows != nil {
+				out = append(out, c.vecs.row(rows[got])...)
+				got++
+				continue
+			}
+			if tries++; tries > 64*sampleChunk {
+				// More than limit were live at the start; deletes since
+				// left so few that picking at random no longer finds them.
+				c.mu.RUnlock()
+				return nil, errors.New("most memories were deleted while the index build sampled them")
+			}
+			if r := uint32(rng.Int63n(int64(nrows))); !c.dead.Contains(r) {
+				out = append(out, c.vecs.row(r)...)
+				got++
+			}
+		}
+		c.mu.RUnlock()
+		if afterSampleChunk != nil {
+			afterSampleChunk()
 		}
 	}
-	return out
+	return out, nil
 }
 
 // indexDir is where a collection saves its index.
