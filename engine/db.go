@@ -213,9 +213,6 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db.Recovery.Duration = time.Since(start)
-	for _, c := range db.byUID {
-		c.verifyAfterOpen()
-	}
 	go db.checkpointer()
 	go db.sweeper()
 	go db.pruner()

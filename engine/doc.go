@@ -167,20 +167,15 @@
 // (xxhash64 of the memory's id, the payload's offset and its bytes).
 // What is verified when:
 //
-//   - Open, after replay: vectors.sum's header, and the IVF-PQ index's
-//     header and directory (ivfpq.Open). A damaged vectors.sum header
-//     stops Open (ErrCorrupt): without it the payloads cannot be read.
-//     (Removing the file makes Open treat the collection as one from
-//     before checksums, below.)
-//   - Just after Open returns, in the background: everything, as Verify
-//     does (a chunk at a time under the read lock): every row against its
-//     checksum, vectors.sum against the copy in memory, every live payload
-//     (records next to each other in the file are read a chunk at a
-//     time). Damage is logged, and damaged rows are left out of searches
-//     (as tombstones are) from then on; Get keeps reporting them. Before
-//     the pass reaches a damaged row, the checks below keep it from being
-//     served. It ran before Open returned until the vector file's read (512
-//     MiB at 1M × 128, from the disk after a cold start) held up restarts.
+//   - Open, after replay: everything (Collection.Verify): every row against
+//     its checksum, vectors.sum against the copy in memory, every live
+//     payload (records next to each other in the file are read a chunk at
+//     a time), and the IVF-PQ index's header and directory (ivfpq.Open).
+//     Damage is logged, and damaged rows are left out of searches (as
+//     tombstones are); Get keeps reporting them. A damaged vectors.sum
+//     header stops Open (ErrCorrupt): without it the payloads cannot be
+//     read. (Removing the file makes Open treat the collection as one
+//     from before checksums, below.)
 //   - Get: the memory's row and payload.
 //   - Retrieve: the rows of the K1 phase-1 candidates, once phase 1 is
 //     done, and the payloads returned. Phase 1 itself (the exact scan and

@@ -103,11 +103,6 @@ func (c *Collection) Verify() (VerifyReport, error) {
 	return rep, nil
 }
 
-// errFilesReplaced is verify's error when a compaction replaced the
-// collection's files while it ran: the rows and payload offsets it was
-// checking belong to the files before. Nothing is damaged; check again.
-var errFilesReplaced = errors.New("the collection was compacted while it was verified: verify again")
-
 // payloadRef names a payload to check.
 type payloadRef struct {
 	id, off uint64
@@ -122,36 +117,18 @@ func (c *Collection) verify(lock func() error, unlock func()) (VerifyReport, err
 	if err := lock(); err != nil {
 		return rep, err
 	}
-	end, gen := c.vecs.nrows, c.gen
+	end := c.vecs.nrows
 	rep.SumsChecked = !c.vecs.legacy
 	err := c.vecs.checkSumsHeader()
 	unlock()
 	if err != nil {
 		return rep, err
 	}
-	// relock takes the lock for the next chunk, failing if a compaction
-	// has replaced the files the rows and offsets noted refer to.
-	relock := func() error {
-		if err := lock(); err != nil {
-			return err
-		}
-		if c.gen != gen {
-			unlock()
-			return errFilesReplaced
-		}
-		return nil
-	}
 	for from := uint32(0); from < end; {
-		if err := relock(); err != nil {
+		if err := lock(); err != nil {
 			return rep, err
 		}
-		// An add whose log write failed takes its row back (rows only
-		// shrink so); the rows past it were never a memory's.
-		to := min(from+uint32(verifyChunk), end, c.vecs.nrows)
-		if from >= to {
-			unlock()
-			break
-		}
+		to := min(from+uint32(verifyChunk), end)
 		err := c.verifyRowsLocked(&rep, from, to)
 		unlock()
 		if err != nil {
@@ -160,7 +137,7 @@ func (c *Collection) verify(lock func() error, unlock func()) (VerifyReport, err
 		from = to
 	}
 
-	if err := relock(); err != nil {
+	if err := lock(); err != nil {
 		return rep, err
 	}
 	refs := make([]payloadRef, 0, len(c.mems))
@@ -170,7 +147,7 @@ func (c *Collection) verify(lock func() error, unlock func()) (VerifyReport, err
 	unlock()
 	slices.SortFunc(refs, func(a, b payloadRef) int { return cmp.Compare(a.off, b.off) })
 	for i := 0; i < len(refs); i += verifyChunk {
-		if err := relock(); err != nil {
+		if err := lock(); err != nil {
 			return rep, err
 		}
 		err := c.verifyPayloadsLocked(&rep, refs[i:min(i+verifyChunk, len(refs))])
@@ -303,10 +280,11 @@ func (c *Collection) reportLocked(err error) error {
 }
 
 // openChecksLocked runs at Open, after replay: it migrates a collection
-// from before checksums (writing its checksum file) and checks the
-// checksum file's header; a damaged header, or files that cannot be read,
-// stop Open. The rows and payloads themselves are checked after Open
-// returns, by verifyAfterOpen.
+// from before checksums (writing its checksum file) and verifies the whole
+// collection. Damage is logged, and damaged vector rows are left out of
+// searches from then on (as tombstones are), so that retrievals go on
+// while Get and MEM.VERIFY keep reporting them; an error means the files
+// could not be read, and stops Open.
 // REQUIRES: c not yet shared (Open has not returned).
 func (c *Collection) openChecksLocked() error {
 	if c.vecs.legacy {
@@ -320,72 +298,15 @@ func (c *Collection) openChecksLocked() error {
 		c.pays.legacyEnd = end
 		c.db.opts.Logf("memrl: collection %q: upgraded to checksummed files: %d vector rows summed as found; the %d payload bytes written before stay unchecked", c.name, c.vecs.nrows, end)
 	}
-	if err := c.vecs.checkSumsHeader(); err != nil {
+	rep, err := c.verify(func() error { return nil }, func() {})
+	if err != nil {
 		return fmt.Errorf("engine: collection %q: verifying its files: %w", c.name, err)
 	}
+	if rep.Damaged > 0 {
+		c.db.opts.Logf("memrl: collection %q: damaged files found at open (searches skip damaged vectors; delete the memories named): %v", c.name, rep.Err())
+		for _, r := range rep.badRows {
+			c.dead.Add(r)
+		}
+	}
 	return nil
-}
-
-// afterOpenVerified, when set (by tests only), is called with each
-// collection's report when verifyAfterOpen ends (err set if it could not
-// run to the end).
-var afterOpenVerified func(c *Collection, rep VerifyReport, err error)
-
-// verifyAfterOpen checks every vector row and payload of c against its
-// checksum in the background, as Verify does (the read lock a chunk at a
-// time), starting when Open returns. Damage is logged, and damaged vector
-// rows are left out of searches from then on (as tombstones are), so that
-// retrievals go on while Get and MEM.VERIFY keep reporting them.
-//
-// Why not before Open returns, as it was: at 1M memories of DIM 128 it
-// reads and hashes the 512 MiB vector file, from the disk after a cold
-// start, before the server can listen. Nothing damaged is served
-// meanwhile: every read of a vector or payload checks its checksum, so
-// until this pass reaches a damaged row a retrieval that meets it leaves
-// it out (and logs it), and a Get of it fails with ErrCorrupt, as for
-// damage that happens while the database is open.
-//
-// If the collection is compacted while the pass runs, the rows it found
-// damaged are no longer the same rows and are not marked (the compaction
-// copies vectors through the same checks); if it is closed or dropped, the
-// pass stops.
-func (c *Collection) verifyAfterOpen() {
-	c.mu.RLock()
-	gen := c.gen
-	c.mu.RUnlock()
-	hook := afterOpenVerified // read here, in Open, not by the goroutine
-	c.bg.Add(1)
-	go func() {
-		defer c.bg.Done()
-		rep, err := c.verify(c.rlockLive, c.mu.RUnlock)
-		// A compaction meanwhile wrote new files (copying only rows and
-		// payloads that passed their checks): check those, a few times
-		// at most.
-		for try := 0; errors.Is(err, errFilesReplaced) && try < 3; try++ {
-			c.mu.RLock()
-			gen = c.gen
-			c.mu.RUnlock()
-			rep, err = c.verify(c.rlockLive, c.mu.RUnlock)
-		}
-		if hook != nil {
-			defer hook(c, rep, err)
-		}
-		switch {
-		case errors.Is(err, ErrNoCollection):
-			return // closed or dropped
-		case err != nil:
-			c.db.opts.Logf("memrl: collection %q: verifying its files after open: %v", c.name, err)
-			return
-		case rep.Damaged == 0:
-			return
-		}
-		c.db.opts.Logf("memrl: collection %q: damaged files found after open (searches skip damaged vectors; delete the memories named): %v", c.name, rep.Err())
-		c.mu.Lock()
-		if c.gen == gen && !c.dropped {
-			for _, r := range rep.badRows {
-				c.dead.Add(r)
-			}
-		}
-		c.mu.Unlock()
-	}()
 }
