@@ -103,6 +103,11 @@ func (c *Collection) Verify() (VerifyReport, error) {
 	return rep, nil
 }
 
+// errFilesReplaced is Verify's error when a compaction replaced the
+// collection's files while it ran: the rows and payload offsets it was
+// checking belong to the files before. Nothing is damaged; verify again.
+var errFilesReplaced = errors.New("the collection was compacted while it was verified: verify again")
+
 // payloadRef names a payload to check.
 type payloadRef struct {
 	id, off uint64
@@ -117,18 +122,36 @@ func (c *Collection) verify(lock func() error, unlock func()) (VerifyReport, err
 	if err := lock(); err != nil {
 		return rep, err
 	}
-	end := c.vecs.nrows
+	end, gen := c.vecs.nrows, c.gen
 	rep.SumsChecked = !c.vecs.legacy
 	err := c.vecs.checkSumsHeader()
 	unlock()
 	if err != nil {
 		return rep, err
 	}
-	for from := uint32(0); from < end; {
+	// relock takes the lock for the next chunk, failing if a compaction
+	// has replaced the files the rows and offsets noted refer to.
+	relock := func() error {
 		if err := lock(); err != nil {
+			return err
+		}
+		if c.gen != gen {
+			unlock()
+			return errFilesReplaced
+		}
+		return nil
+	}
+	for from := uint32(0); from < end; {
+		if err := relock(); err != nil {
 			return rep, err
 		}
-		to := min(from+uint32(verifyChunk), end)
+		// An add whose log write failed takes its row back (rows only
+		// shrink so); the rows past it were never a memory's.
+		to := min(from+uint32(verifyChunk), end, c.vecs.nrows)
+		if from >= to {
+			unlock()
+			break
+		}
 		err := c.verifyRowsLocked(&rep, from, to)
 		unlock()
 		if err != nil {
@@ -137,7 +160,7 @@ func (c *Collection) verify(lock func() error, unlock func()) (VerifyReport, err
 		from = to
 	}
 
-	if err := lock(); err != nil {
+	if err := relock(); err != nil {
 		return rep, err
 	}
 	refs := make([]payloadRef, 0, len(c.mems))
@@ -147,7 +170,7 @@ func (c *Collection) verify(lock func() error, unlock func()) (VerifyReport, err
 	unlock()
 	slices.SortFunc(refs, func(a, b payloadRef) int { return cmp.Compare(a.off, b.off) })
 	for i := 0; i < len(refs); i += verifyChunk {
-		if err := lock(); err != nil {
+		if err := relock(); err != nil {
 			return rep, err
 		}
 		err := c.verifyPayloadsLocked(&rep, refs[i:min(i+verifyChunk, len(refs))])
