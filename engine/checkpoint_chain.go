@@ -192,7 +192,9 @@ func newCkptMerger(base checkpoint) *ckptMerger {
 func newMergeColl(c ckptCollection) *mergeColl {
 	mc := &mergeColl{cc: c, pos: make(map[uint64]int, len(c.mems))}
 	mems := c.mems
-	mc.cc.mems = mems[:0:0]
+	// Sized for them all: grown by appends, a million memories were
+	// copied thirty-odd times (1.1 s of a 5.9 s Open at 1M).
+	mc.cc.mems = make([]ckptMemory, 0, len(mems))
 	for _, mem := range mems {
 		mc.upsert(mem, true)
 	}

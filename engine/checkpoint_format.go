@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -378,6 +379,13 @@ func decodeCheckpointFrom(d *decoder) (checkpoint, error) {
 					c.tombs = append(c.tombs, d.u64())
 				}
 			}
+			// Each batch is decoded into a slice of its own size and the
+			// batches are joined once at the end. Why: appending a
+			// million memories to one slice grew it thirty-odd times, each
+			// a copy into freshly faulted memory: 1.9 s of a 5.9 s Open at
+			// 1M (growslice's memmove and page faults).
+			var batches [][]ckptMemory
+			total := 0
 			for !d.err {
 				n := d.u32()
 				if n == 0 {
@@ -386,13 +394,20 @@ func decodeCheckpointFrom(d *decoder) (checkpoint, error) {
 				if n > ckptMaxBatch || uint64(n) > uint64(len(d.b))/ckptMemSize {
 					return cp, fmt.Errorf("%w: collection %q: batch of %d memories", ErrCorruptCheckpoint, c.name, n)
 				}
+				batch := make([]ckptMemory, 0, n)
 				for range n {
 					m, err := decodeCkptMemory(d, version)
 					if err != nil {
 						return cp, fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, c.name, err)
 					}
-					c.mems = append(c.mems, m)
+					batch = append(batch, m)
 				}
+				batches = append(batches, batch)
+				total += len(batch)
+			}
+			c.mems = slices.Grow(c.mems, total)
+			for _, b := range batches {
+				c.mems = append(c.mems, b...)
 			}
 			c.nrows = d.u32()
 			c.paySize = d.u64()
