@@ -385,7 +385,9 @@ func (c *Collection) sample(rng *rand.Rand, limit int) ([]float32, error) {
 				c.mu.RUnlock()
 				return nil, errors.New("most memories were deleted while the index build sampled them")
 			}
-			if r := uint32(rng.Int63n(int64(nrows))); !c.dead.Contains(r) {
+			// r < c.vecs.nrows: an add whose log write failed takes its
+			// row back, and the row past the end is no memory's.
+			if r := uint32(rng.Int63n(int64(nrows))); r < c.vecs.nrows && !c.dead.Contains(r) {
 				out = append(out, c.vecs.row(r)...)
 				got++
 			}
