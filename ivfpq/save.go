@@ -22,7 +22,7 @@ import (
 // it runs stay in memory for the next save. Save takes the index lock
 // shared only to note the lists' lengths and then to copy out one list at
 // a time, never while it writes or syncs, so an Add waits for at most one
-// list's encoding and searches never wait. Why: an Add waiting for the
+// list's copy (and searches, for at most that Add). Why: an Add waiting for the
 // exclusive lock also holds back every search that comes after it
 // (sync.RWMutex), and it waits under the engine's collection lock; a save
 // that held the lock through its fsync (a 40 MB index on a slow disk: a
