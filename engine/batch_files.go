@@ -73,6 +73,9 @@ func (s *vectorStore) putRows(first uint32, vs [][]float32) error {
 			return err
 		}
 	}
+	if err := s.reserve(end); err != nil {
+		return err
+	}
 	buf := make([]byte, 0, len(vs)*int(s.rowSize))
 	sums := make([]uint64, len(vs))
 	for i, v := range vs {
@@ -85,10 +88,8 @@ func (s *vectorStore) putRows(first uint32, vs [][]float32) error {
 	if err := s.putSums(first, sums); err != nil {
 		return err
 	}
-	if s.heap != nil {
-		for i, v := range vs {
-			copy(s.heap[(int(first)+i)*s.dim:], v)
-		}
+	if s.resident {
+		copy(s.mem.b[int64(first)*s.rowSize:], buf)
 	}
 	s.nrows = max(s.nrows, end)
 	return nil

@@ -135,7 +135,7 @@ func openCollectionGen(db *DB, name string, uid uint64, cfg Config, gen uint64, 
 	if err := db.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fdError(err)
 	}
-	vecs, err := openVectorStoreGen(db.files, dir, gen, cfg.Dim, nrows, create)
+	vecs, err := openVectorStoreGen(db.files, dir, gen, cfg.Dim, nrows, create, db.opts.MapFiles)
 	if err != nil {
 		return nil, err
 	}

@@ -242,7 +242,7 @@ func (c *Collection) createGen(gen uint64) (*nextGen, error) {
 	if err := c.removeGen(gen); err != nil {
 		return nil, err
 	}
-	vecs, err := openVectorStoreGen(c.db.files, c.dir, gen, c.cfg.Dim, 0, true)
+	vecs, err := openVectorStoreGen(c.db.files, c.dir, gen, c.cfg.Dim, 0, true, c.db.opts.MapFiles)
 	if err != nil {
 		return nil, err
 	}

@@ -85,6 +85,15 @@ type Options struct {
 	// times, and must still choose the same memory. It costs a full scan
 	// per deduplicated add on large collections.
 	ExactWrites bool
+	// MapFiles reads each collection's vectors and IVF-PQ index through
+	// shared mappings of their files instead of keeping copies of them in
+	// memory advised for huge pages (the default, vfs.AllocResident). A
+	// mapping lets the kernel evict them under memory pressure and opens
+	// without the copies; the copies make a search's scattered reads TLB
+	// hits: at a million memories the re-rank of a retrieval through the
+	// server took 62 µs with the mapping and 7 µs with the copy
+	// (engine/rowmem.go).
+	MapFiles bool
 }
 
 // DefaultMaxCollections is the default of Options.MaxCollections. Each

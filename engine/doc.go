@@ -143,7 +143,7 @@
 //	dir/CHECKPOINT                  full checkpoint: state as of a WAL position (checkpoint_format.go)
 //	dir/CHECKPOINT.<n>              delta checkpoints of its chain (checkpoint_chain.go)
 //	dir/wal/                        the write-ahead log (package wal)
-//	dir/collections/<uid>/vectors.f32   row-major float32 vectors, read through mmap
+//	dir/collections/<uid>/vectors.f32   row-major float32 vectors, copied into memory at open (Options.MapFiles: mapped)
 //	dir/collections/<uid>/vectors.sum   format header and a checksum per vector row (sums_format.go)
 //	dir/collections/<uid>/payloads.dat  payload records: bytes, then their checksum (payloads.go);
 //	                                    append-only: SetPayload appends the new record, and the
@@ -179,12 +179,15 @@
 //   - Get: the memory's row and payload.
 //   - Retrieve: the rows of the K1 phase-1 candidates, once phase 1 is
 //     done, and the payloads returned. Phase 1 itself (the exact scan and
-//     the index's exact re-ranking) reads rows from the mapping unchecked:
+//     the index's exact re-ranking) reads rows from memory unchecked:
 //     a checksum per row scanned would make the scan 3-4 times slower. So
 //     a damaged row is never returned nor ranked (a damaged candidate is
 //     left out and logged, and the retrieval goes on), but one damaged
 //     into looking dissimilar drops out of results unnoticed until Verify.
-//   - Verify (MEM.VERIFY): everything, as at Open, plus the index's lists.
+//   - Verify (MEM.VERIFY): everything, as at Open, plus the index's lists;
+//     resident rows both as held and as read back from the vector file
+//     (damage to the file while open is served from the intact copy until
+//     the next Open, which leaves the row out).
 //
 // A read that meets damage fails with an error wrapping ErrCorrupt that
 // names the memory, and is logged; damaged data is never returned.
@@ -197,8 +200,9 @@
 // Collections hold no descriptors of their own. Their files are opened when
 // an operation needs them (a write, a payload read, a checkpoint's sync)
 // through a cache that keeps at most Options.MaxOpenFiles of them open,
-// closing the least recently used (filecache.go); vectors are read through
-// a mapping, which needs no descriptor once made. A command that cannot
+// closing the least recently used (filecache.go); vectors are read from a
+// copy in memory or through a mapping, neither of which needs a descriptor
+// once made. A command that cannot
 // open a file for want of descriptors fails with ErrTooManyOpenFiles and
 // changes nothing; the log is untouched. Create refuses more than
 // Options.MaxCollections collections (ErrTooManyCollections).

@@ -160,90 +160,97 @@ func TestFlippedByteNeverServed(t *testing.T) {
 	}
 }
 
-// TestDamageWhileOpenIsReported flips bytes under a running database (the
-// vectors are read through a shared mapping, so the damage is visible at
-// once): the reads that meet it fail with ErrCorrupt, naming the memory,
-// and Verify names it too.
+// TestDamageWhileOpenIsReported flips bytes under a running database. With
+// the vectors read through a shared mapping the damage is visible at once:
+// the reads that meet it fail with ErrCorrupt, naming the memory. Resident
+// vectors were copied at open, so reads go on serving the intact copy.
+// Either way Verify, which reads the file, names it, and after a restart
+// reads fail.
 func TestDamageWhileOpenIsReported(t *testing.T) {
-	fx := newSumFixture(t)
-	var logged []string
-	db, err := Open(fx.dir, Options{CheckpointInterval: -1, CheckpointBytes: -1,
-		Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	c, _ := db.Collection("c")
-	flip := func(name string, off int64) {
-		f, err := os.OpenFile(filepath.Join(fx.coll, name), os.O_RDWR, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		b := []byte{0}
-		f.ReadAt(b, off)
-		b[0] ^= 1
-		f.WriteAt(b, off)
-	}
-	// Memory 2's vector (row 1) and memory 3's payload.
-	flip("vectors.f32", 8+4)
-	m3 := c.mems[3]
-	flip("payloads.dat", int64(m3.payOff)+1)
+	for _, mapped := range []bool{true, false} {
+		t.Run(map[bool]string{true: "mapped", false: "resident"}[mapped], func(t *testing.T) {
+			fx := newSumFixture(t)
+			var logged []string
+			db, err := Open(fx.dir, Options{CheckpointInterval: -1, CheckpointBytes: -1, MapFiles: mapped,
+				Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			c, _ := db.Collection("c")
+			flip := func(name string, off int64) {
+				f, err := os.OpenFile(filepath.Join(fx.coll, name), os.O_RDWR, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				b := []byte{0}
+				f.ReadAt(b, off)
+				b[0] ^= 1
+				f.WriteAt(b, off)
+			}
+			// Memory 2's vector (row 1) and memory 3's payload.
+			flip("vectors.f32", 8+4)
+			m3 := c.mems[3]
+			flip("payloads.dat", int64(m3.payOff)+1)
 
-	if _, err := c.Get(2); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "memory 2") {
-		t.Fatalf("get 2: %v", err)
-	}
-	if _, err := c.Get(3); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "memory 3") {
-		t.Fatalf("get 3: %v", err)
-	}
-	if m, err := c.Get(1); err != nil || string(m.Payload) != "pay-1" {
-		t.Fatalf("get 1: %v", err)
-	}
-	// A damaged vector among the candidates is left out (and logged);
-	// the retrieval goes on with the others.
-	opt := NewRetrieveOptions()
-	if res, err := c.Retrieve(fx.vecs[1], opt); err != nil || len(res) == 0 || slices.ContainsFunc(res, func(r Result) bool { return r.ID == 2 }) {
-		t.Fatalf("retrieve meeting row 1: %v, %v", res, err)
-	}
-	opt.WithPayload = true
-	opt.K1 = 1
-	if _, err := c.Retrieve(fx.vecs[3], opt); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("retrieve with memory 3's payload: %v", err)
-	}
-	if res, err := c.Retrieve(fx.vecs[1], opt); err != nil || res[0].ID != 1 {
-		t.Fatalf("retrieve of 1 alone: %v %v", res, err)
-	}
-	rep, err := c.Verify()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Damaged != 2 || rep.Damage[0].What != "vector" || rep.Damage[0].ID != 2 ||
-		rep.Damage[1].What != "payload" || rep.Damage[1].ID != 3 || rep.Damage[1].Offset != int64(m3.payOff) {
-		t.Fatalf("verify: %+v", rep)
-	}
-	if len(logged) == 0 || !strings.Contains(strings.Join(logged, "\n"), "fails its checksum") {
-		t.Fatalf("damage not logged: %q", logged)
-	}
-	// A restart leaves the damaged vector out of searches; Get still
-	// reports it; deleting the memory clears the damage from Verify.
-	db.Close()
-	db, err = Open(fx.dir, Options{CheckpointInterval: -1, CheckpointBytes: -1, Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ = db.Collection("c")
-	opt = NewRetrieveOptions()
-	if res, err := c.Retrieve(fx.vecs[2], opt); err != nil || slices.ContainsFunc(res, func(r Result) bool { return r.ID == 2 }) {
-		t.Fatalf("retrieve after restart: %v, %v", res, err)
-	}
-	if _, err := c.Get(2); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("get 2 after restart: %v", err)
-	}
-	if _, err := c.Delete([]uint64{3}); err != nil {
-		t.Fatal(err)
-	}
-	if rep, _ := c.Verify(); rep.Damaged != 1 || rep.Damage[0].ID != 2 || rep.Payloads != 2 {
-		t.Fatalf("verify after deleting 3: %+v", rep)
+			if m, err := c.Get(2); mapped && (!errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "memory 2")) ||
+				!mapped && (err != nil || !slices.Equal(m.Vector, fx.vecs[2])) {
+				t.Fatalf("get 2: %v", err)
+			}
+			if _, err := c.Get(3); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "memory 3") {
+				t.Fatalf("get 3: %v", err)
+			}
+			if m, err := c.Get(1); err != nil || string(m.Payload) != "pay-1" {
+				t.Fatalf("get 1: %v", err)
+			}
+			// A damaged vector among the candidates is left out (and logged);
+			// the retrieval goes on with the others.
+			opt := NewRetrieveOptions()
+			if res, err := c.Retrieve(fx.vecs[1], opt); err != nil || len(res) == 0 || mapped && slices.ContainsFunc(res, func(r Result) bool { return r.ID == 2 }) {
+				t.Fatalf("retrieve meeting row 1: %v, %v", res, err)
+			}
+			opt.WithPayload = true
+			opt.K1 = 1
+			if _, err := c.Retrieve(fx.vecs[3], opt); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("retrieve with memory 3's payload: %v", err)
+			}
+			if res, err := c.Retrieve(fx.vecs[1], opt); err != nil || res[0].ID != 1 {
+				t.Fatalf("retrieve of 1 alone: %v %v", res, err)
+			}
+			rep, err := c.Verify()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Damaged != 2 || rep.Damage[0].What != "vector" || rep.Damage[0].ID != 2 ||
+				rep.Damage[1].What != "payload" || rep.Damage[1].ID != 3 || rep.Damage[1].Offset != int64(m3.payOff) {
+				t.Fatalf("verify: %+v", rep)
+			}
+			if len(logged) == 0 || !strings.Contains(strings.Join(logged, "\n"), "fails its checksum") {
+				t.Fatalf("damage not logged: %q", logged)
+			}
+			// A restart leaves the damaged vector out of searches; Get still
+			// reports it; deleting the memory clears the damage from Verify.
+			db.Close()
+			db, err = Open(fx.dir, Options{CheckpointInterval: -1, CheckpointBytes: -1, Logf: t.Logf})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, _ = db.Collection("c")
+			opt = NewRetrieveOptions()
+			if res, err := c.Retrieve(fx.vecs[2], opt); err != nil || slices.ContainsFunc(res, func(r Result) bool { return r.ID == 2 }) {
+				t.Fatalf("retrieve after restart: %v, %v", res, err)
+			}
+			if _, err := c.Get(2); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("get 2 after restart: %v", err)
+			}
+			if _, err := c.Delete([]uint64{3}); err != nil {
+				t.Fatal(err)
+			}
+			if rep, _ := c.Verify(); rep.Damaged != 1 || rep.Damage[0].ID != 2 || rep.Payloads != 2 {
+				t.Fatalf("verify after deleting 3: %+v", rep)
+			}
+		})
 	}
 }
 
@@ -423,7 +430,7 @@ func TestVerifyAcrossACompaction(t *testing.T) {
 		}
 		return c.rlockLive()
 	}
-	if _, err := c.verify(lock, c.mu.RUnlock); !errors.Is(err, errFilesReplaced) {
+	if _, err := c.verify(lock, c.mu.RUnlock, true); !errors.Is(err, errFilesReplaced) {
 		t.Fatalf("verify across a compaction: %v, want errFilesReplaced", err)
 	}
 	rep, err := c.Verify()

@@ -489,7 +489,11 @@ func (c *Collection) openIndexLocked() {
 	if c.cfg.Index.Kind != IndexIVFPQ {
 		return
 	}
-	ix, err := ivfpq.Open(c.db.fs, c.indexDir())
+	openIndex := ivfpq.OpenResident
+	if c.db.opts.MapFiles {
+		openIndex = ivfpq.Open
+	}
+	ix, err := openIndex(c.db.fs, c.indexDir())
 	discard := true
 	switch {
 	case err != nil && errors.Is(err, os.ErrNotExist):

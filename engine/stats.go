@@ -31,7 +31,7 @@ type CollectionStats struct {
 	Index       string // "flat", "ivfpq"; "flat+building" or "ivfpq+building" while an index is built (a retrain, for the latter)
 	QMean       float64
 	QStd        float64 // population standard deviation of Q
-	MappedBytes int64   // bytes of the vector file mapped into memory
+	MappedBytes int64   // bytes the vectors are read from: the vector file's mapping, or the resident copy's rows (Options.MapFiles)
 	PayloadSize uint64  // bytes of the payload file in use (payloads and their checksums)
 }
 
@@ -61,7 +61,7 @@ func (c *Collection) Stats() (CollectionStats, error) {
 	}
 	st := CollectionStats{
 		Name: c.name, Dim: c.cfg.Dim, Memories: len(c.mems), DeadRows: c.dead.GetCardinality(),
-		Rows: c.vecs.nrows, Index: "flat", MappedBytes: int64(len(c.vecs.mm.Bytes())), PayloadSize: c.pays.size,
+		Rows: c.vecs.nrows, Index: "flat", MappedBytes: c.vecs.heldBytes(), PayloadSize: c.pays.size,
 	}
 	if _, ok := c.index.(ivfPhase1); ok {
 		st.Index = "ivfpq"
@@ -90,7 +90,7 @@ func (db *DB) MappedBytes() int64 {
 	var n int64
 	for _, c := range colls {
 		if c.rlockLive() == nil {
-			n += int64(len(c.vecs.mm.Bytes()))
+			n += c.vecs.heldBytes()
 			c.mu.RUnlock()
 		}
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"unsafe"
 
@@ -16,14 +17,26 @@ import (
 // many rows the file had when it was synced, so recovery never trusts bytes
 // past that.
 //
-// Rows are written with WriteAt (pwrite) and read through a read-only shared
-// mmap of the whole file, so a database of millions of vectors opens without
-// copying them into the heap (Open reads them once, to verify them); on Linux the page cache makes the written bytes
-// visible through the mapping at once. The file grows by doubling (a sparse
-// truncate) and the mapping is replaced when it does.
+// Rows are written with WriteAt (pwrite) and kept in one of two ways:
+//
+//   - resident (the default, Options.MapFiles false): a copy of the rows
+//     in anonymous memory advised for huge pages (rowmem.go), read from
+//     the file once at open and updated by every put after its write. The
+//     re-rank's scattered row reads are then TLB hits; the page cache's
+//     copy of the file is clean after a checkpoint and the kernel may
+//     reclaim it. The copy is reserved four times ahead of the rows in use
+//     (untouched pages cost address space only), so it is copied to a
+//     larger reservation a few times as a collection grows, with the
+//     collection's lock held.
+//   - mapped (Options.MapFiles): a read-only shared mmap of the whole
+//     file, so a database of millions of vectors opens without copying
+//     them (Open still reads them once, to verify them); on Linux the page
+//     cache makes the written bytes visible through the mapping at once.
+//     The file grows by doubling (a sparse truncate) and the mapping is
+//     replaced when it does.
 //
 // A file whose mapping would not show later writes (vfs.MapShared is false:
-// a vfs.MemFS file in tests) keeps a heap copy instead of a mapping.
+// a vfs.MemFS file in tests) is always kept resident.
 //
 // The store holds no descriptor of its own: writes, growth and syncs take
 // the file from the database's fileCache for the length of the call, and
@@ -36,11 +49,12 @@ import (
 type vectorStore struct {
 	files    *fileCache
 	path     string
-	mappable bool // the file's mappings show writes (vfs.MapShared), so rows are read through mm
+	resident bool // rows are read from mem, a copy; otherwise through mm
 	dim      int
 	rowSize  int64        // dim*4
-	mm       *vfs.Mapping // maps capRows rows; nil when capRows is 0 or not mappable
-	heap     []float32    // used instead of mm when the file is not mappable
+	mm       *vfs.Mapping // maps capRows rows; nil when capRows is 0 or resident
+	mem      rowMem       // resident: rows [0, memRows) reserved, [0, nrows) hold the file's rows
+	memRows  uint32       // rows mem can hold
 	capRows  uint32       // rows the file (and mapping) can hold
 	nrows    uint32       // rows in use: the highest row written + 1
 
@@ -67,13 +81,17 @@ type vectorStore struct {
 // The checksums of rows [0, nrows) are read but not compared with the
 // rows here: recovery verifies the whole collection once the log is
 // replayed (Collection.openChecksLocked).
-func openVectorStore(files *fileCache, dir string, dim int, nrows uint32, create bool) (*vectorStore, error) {
-	return openVectorStoreGen(files, dir, 0, dim, nrows, create)
+//
+// mapped asks for the rows to be read through a mapping of the file rather
+// than kept resident (see vectorStore); a file that cannot be mapped so
+// is kept resident anyway.
+func openVectorStore(files *fileCache, dir string, dim int, nrows uint32, create, mapped bool) (*vectorStore, error) {
+	return openVectorStoreGen(files, dir, 0, dim, nrows, create, mapped)
 }
 
 // openVectorStoreGen is openVectorStore of the files of generation gen
 // (genName: compaction writes a new generation).
-func openVectorStoreGen(files *fileCache, dir string, gen uint64, dim int, nrows uint32, create bool) (*vectorStore, error) {
+func openVectorStoreGen(files *fileCache, dir string, gen uint64, dim int, nrows uint32, create, mapped bool) (*vectorStore, error) {
 	path := filepath.Join(dir, genName(vecBase, vecExt, gen))
 	cf, err := files.acquire(path)
 	if err != nil {
@@ -81,7 +99,7 @@ func openVectorStoreGen(files *fileCache, dir string, gen uint64, dim int, nrows
 	}
 	defer files.release(cf)
 	s := &vectorStore{files: files, path: path, sumsPath: filepath.Join(dir, genName(vecBase, sumsExt, gen)), dim: dim, rowSize: int64(dim) * 4}
-	s.mappable = vfs.MapShared(cf.f)
+	s.resident = !mapped || !vfs.MapShared(cf.f)
 	st, err := cf.f.Stat()
 	if err != nil {
 		return nil, err
@@ -90,6 +108,7 @@ func openVectorStoreGen(files *fileCache, dir string, gen uint64, dim int, nrows
 		return nil, fmt.Errorf("engine: vector file %s has %d bytes, the checkpoint needs %d rows of %d", path, st.Size(), nrows, s.rowSize)
 	}
 	if err := s.mapRows(cf.f, uint32(st.Size()/s.rowSize), nrows); err != nil {
+		s.unmap()
 		return nil, err
 	}
 	s.nrows, s.synced.size = nrows, int64(nrows)*s.rowSize
@@ -101,8 +120,10 @@ func openVectorStoreGen(files *fileCache, dir string, gen uint64, dim int, nrows
 	return s, nil
 }
 
-// mapRows maps (or reads into the heap) a file of capRows rows, of which the
-// first valid rows hold data.
+// mapRows maps a file of capRows rows, of which the first valid rows hold
+// data, or, for a resident store, reads those rows into memory the first
+// time (later growth of a resident store's file leaves mem as it is: puts
+// make room there with reserve).
 //
 // The new mapping is made before the old one is dropped, so that a failure
 // leaves the store as it was: still readable, with its old capacity.
@@ -110,16 +131,16 @@ func (s *vectorStore) mapRows(f vfs.File, capRows, valid uint32) error {
 	if capRows == 0 {
 		return nil
 	}
-	if !s.mappable {
-		heap := make([]float32, int(capRows)*s.dim)
-		copy(heap, s.heap)
-		if s.heap == nil && valid > 0 {
-			buf := unsafe.Slice((*byte)(unsafe.Pointer(&heap[0])), int64(valid)*s.rowSize)
-			if _, err := f.ReadAt(buf, 0); err != nil {
+	if s.resident {
+		if s.mem.b == nil && valid > 0 {
+			if err := s.reserve(valid); err != nil {
 				return err
 			}
+			if _, err := f.ReadAt(s.mem.b[:int64(valid)*s.rowSize], 0); err != nil {
+				return fmt.Errorf("engine: reading vector file %s: %w", s.path, err)
+			}
 		}
-		s.heap, s.capRows = heap, capRows
+		s.capRows = capRows
 		return nil
 	}
 	mm, err := vfs.Map(f, int(int64(capRows)*s.rowSize))
@@ -134,6 +155,31 @@ func (s *vectorStore) mapRows(f vfs.File, capRows, valid uint32) error {
 	}
 	s.mm, s.capRows = mm, capRows
 	return nil
+}
+
+// reserveAhead is how many times the rows it needs a resident store
+// reserves when it must move its rows to a larger reservation: a
+// collection filled to a million rows moves them about ten times, the
+// last time a quarter of them.
+const reserveAhead = 4
+
+// reserve makes room in a resident store's memory for need rows, moving
+// the rows in use to a larger reservation when mem is too small. A
+// failure leaves the store as it was.
+func (s *vectorStore) reserve(need uint32) error {
+	if !s.resident || need <= s.memRows {
+		return nil
+	}
+	rows := max(uint64(need)*reserveAhead, uint64(vfs.HugePage)/uint64(s.rowSize))
+	rows = min(rows, math.MaxUint32)
+	mem, err := allocRowMem(int64(rows) * s.rowSize)
+	if err != nil {
+		return err
+	}
+	copy(mem.b, s.mem.b[:int64(s.nrows)*s.rowSize])
+	old := s.mem
+	s.mem, s.memRows = mem, uint32(min(uint64(len(mem.b))/uint64(s.rowSize), math.MaxUint32))
+	return old.release()
 }
 
 // grow makes room for at least need rows of f, the store's file.
@@ -157,6 +203,9 @@ func (s *vectorStore) put(r uint32, v []float32) error {
 			return err
 		}
 	}
+	if err := s.reserve(r + 1); err != nil {
+		return err
+	}
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), s.rowSize)
 	if _, err := cf.f.WriteAt(b, int64(r)*s.rowSize); err != nil {
 		return err
@@ -164,8 +213,8 @@ func (s *vectorStore) put(r uint32, v []float32) error {
 	if err := s.putSum(r, rowSum(r, v)); err != nil {
 		return err
 	}
-	if s.heap != nil {
-		copy(s.heap[int(r)*s.dim:], v)
+	if s.resident {
+		copy(s.mem.b[int64(r)*s.rowSize:], b)
 	}
 	if r >= s.nrows {
 		s.nrows = r + 1
@@ -180,10 +229,11 @@ func (s *vectorStore) rows() []float32 {
 	if s.nrows == 0 {
 		return nil
 	}
-	if s.heap != nil {
-		return s.heap[:int(s.nrows)*s.dim]
+	b := s.mm.Bytes()
+	if s.resident {
+		b = s.mem.b
 	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(&s.mm.Bytes()[0])), int(s.nrows)*s.dim)
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), int(s.nrows)*s.dim)
 }
 
 // row returns row r (aliasing, as rows). REQUIRES: r < nrows.
@@ -226,12 +276,45 @@ func (m *syncMark) syncTo(f vfs.File, size int64) error {
 	return nil
 }
 
+// readRows reads rows [from, to) from the vector file (not the resident
+// copy), for Verify. REQUIRES: to <= nrows.
+func (s *vectorStore) readRows(from, to uint32) ([]float32, error) {
+	out := make([]float32, int(to-from)*s.dim)
+	if len(out) == 0 {
+		return out, nil
+	}
+	cf, err := s.files.acquire(s.path)
+	if err != nil {
+		return nil, err
+	}
+	defer s.files.release(cf)
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), int64(len(out))*4)
+	if _, err := cf.f.ReadAt(b, int64(from)*s.rowSize); err != nil {
+		return nil, fmt.Errorf("engine: reading vector file %s: %w", s.path, err)
+	}
+	return out, nil
+}
+
+// heldBytes is the memory the rows are read from: the mapping's length,
+// or the resident rows in use.
+func (s *vectorStore) heldBytes() int64 {
+	if s.resident {
+		return int64(s.nrows) * s.rowSize // the pages in use; the reservation past them is address space
+	}
+	return int64(len(s.mm.Bytes()))
+}
+
+// unmap releases the mapping or the resident rows.
 func (s *vectorStore) unmap() error {
 	var err error
 	if s.mm != nil {
 		err = s.mm.Unmap()
 		s.mm = nil
 	}
+	if rerr := s.mem.release(); err == nil {
+		err = rerr
+	}
+	s.memRows = 0
 	return err
 }
 

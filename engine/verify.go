@@ -84,7 +84,8 @@ func joinComma(s []string) string {
 var verifyChunk = 4096 // a variable so that tests can make chunks tiny
 
 // Verify checks the whole collection against its checksums: every vector
-// row (live or dead) against the checksum in memory, the checksum file
+// row (live or dead) against the checksum in memory (read from the vector
+// file, and for resident vectors also the copy searches read), the checksum file
 // against that copy, every live memory's payload, and the IVF-PQ index's
 // lists if it has one. Damage is reported, and logged, never repaired:
 // delete the memories it names (or restore from a copy). It takes the
@@ -93,7 +94,7 @@ var verifyChunk = 4096 // a variable so that tests can make chunks tiny
 // and the payloads of the memories live then and still live when their
 // chunk is checked.
 func (c *Collection) Verify() (VerifyReport, error) {
-	rep, err := c.verify(c.rlockLive, c.mu.RUnlock)
+	rep, err := c.verify(c.rlockLive, c.mu.RUnlock, true)
 	if err != nil {
 		return rep, err
 	}
@@ -115,9 +116,11 @@ type payloadRef struct {
 
 // verify is Verify, taking the collection's lock with lock and unlock
 // around each chunk (Open, which has the collection to itself, passes
-// no-ops). An error means the check could not run (the collection was
+// no-ops). readFile reads resident rows back from the vector file as well
+// as checking the copy; Open, which has just read the copy from the file,
+// passes false. An error means the check could not run (the collection was
 // dropped, a file could not be opened or read), not damage.
-func (c *Collection) verify(lock func() error, unlock func()) (VerifyReport, error) {
+func (c *Collection) verify(lock func() error, unlock func(), readFile bool) (VerifyReport, error) {
 	var rep VerifyReport
 	if err := lock(); err != nil {
 		return rep, err
@@ -152,7 +155,7 @@ func (c *Collection) verify(lock func() error, unlock func()) (VerifyReport, err
 			unlock()
 			break
 		}
-		err := c.verifyRowsLocked(&rep, from, to)
+		err := c.verifyRowsLocked(&rep, from, to, readFile)
 		unlock()
 		if err != nil {
 			return rep, err
@@ -196,18 +199,28 @@ func (c *Collection) verify(lock func() error, unlock func()) (VerifyReport, err
 }
 
 // verifyRowsLocked checks rows [from, to) against their checksums in
-// memory, and the checksum file's copies against those.
+// memory, and the checksum file's copies against those; with readFile, a
+// resident store's rows are also read back from the vector file.
 // REQUIRES: c.mu held at least for reading; to <= c.vecs.nrows.
-func (c *Collection) verifyRowsLocked(rep *VerifyReport, from, to uint32) error {
+func (c *Collection) verifyRowsLocked(rep *VerifyReport, from, to uint32, readFile bool) error {
 	v := c.vecs
 	fileSums, err := v.fileSums(from, to)
 	if err != nil {
 		return err
 	}
+	var fileRows []float32 // rows [from, to) as the vector file holds them, when they are not what row reads
+	if readFile && v.resident {
+		if fileRows, err = v.readRows(from, to); err != nil {
+			return err
+		}
+	}
+	onFile := func(r uint32) bool {
+		return fileRows == nil || rowSum(r, fileRows[int(r-from)*v.dim:int(r-from+1)*v.dim]) == v.sums[r]
+	}
 	for r := from; r < to; r++ {
 		rep.Rows++
 		switch {
-		case rowSum(r, v.row(r)) != v.sums[r]:
+		case rowSum(r, v.row(r)) != v.sums[r] || !onFile(r):
 			rep.add(Damage{What: "vector", ID: c.liveIDLocked(r), Row: r, Offset: int64(r) * v.rowSize})
 			rep.badRows = append(rep.badRows, r)
 		case fileSums[r-from] != v.sums[r]:
@@ -321,7 +334,7 @@ func (c *Collection) openChecksLocked() error {
 		c.pays.legacyEnd = end
 		c.db.opts.Logf("memrl: collection %q: upgraded to checksummed files: %d vector rows summed as found; the %d payload bytes written before stay unchecked", c.name, c.vecs.nrows, end)
 	}
-	rep, err := c.verify(func() error { return nil }, func() {})
+	rep, err := c.verify(func() error { return nil }, func() {}, false)
 	if err != nil {
 		return fmt.Errorf("engine: collection %q: verifying its files: %w", c.name, err)
 	}

@@ -71,7 +71,20 @@ func sameResults(t *testing.T, what string, terms bool, base []float32, d int, g
 	}
 }
 
+// openers are the two ways to open a saved index: mapped and copied into
+// memory.
+var openers = []struct {
+	name string
+	open func(vfs.FS, string) (*Index, error)
+}{{"mapped", Open}, {"resident", OpenResident}}
+
 func TestSaveOpenRoundTripAndAppend(t *testing.T) {
+	for _, op := range openers {
+		t.Run(op.name, func(t *testing.T) { testSaveOpenRoundTripAndAppend(t, op.open) })
+	}
+}
+
+func testSaveOpenRoundTripAndAppend(t *testing.T, Open func(vfs.FS, string) (*Index, error)) {
 	const n, d = 3000, 16
 	base := clustered(n+500, d, 20, 3)
 	for _, bits := range []int{8, 4} {
@@ -132,6 +145,19 @@ func TestSaveOpenRoundTripAndAppend(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(dir, FileName+".tmp")); !os.IsNotExist(err) {
 				t.Fatalf("temporary file left behind: %v", err)
+			}
+			// A flipped byte past the header (in the centroids) is refused.
+			path := filepath.Join(dir, FileName)
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw[headerSize+1] ^= 0x40
+			if err := os.WriteFile(path, raw, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Open(vfs.Default, dir); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("corrupt centroids: %v", err)
 			}
 		}
 	}

@@ -16,12 +16,24 @@ import (
 // checks all of them. A file that fails a check is refused with an error
 // wrapping ErrCorrupt (or ErrVersion); nothing is returned from it.
 func Open(fs vfs.FS, dir string) (*Index, error) {
+	return open(fs, dir, false)
+}
+
+// OpenResident is Open with the file's bytes read into memory from
+// vfs.MapResident (in huge pages where the system offers them) instead of
+// mapped: a search's reads of the lists it probes are then TLB hits. It
+// reads the whole file at open, and the copy stays in memory until Close.
+func OpenResident(fs vfs.FS, dir string) (*Index, error) {
+	return open(fs, dir, true)
+}
+
+func open(fs vfs.FS, dir string, resident bool) (*Index, error) {
 	path := filepath.Join(dir, FileName)
 	f, err := fs.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("ivfpq: open: %w", err)
 	}
-	ix, err := openFile(f)
+	ix, err := openFile(f, resident)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("ivfpq: open %s: %w", path, err)
@@ -29,7 +41,7 @@ func Open(fs vfs.FS, dir string) (*Index, error) {
 	return ix, nil
 }
 
-func openFile(f vfs.File) (*Index, error) {
+func openFile(f vfs.File, resident bool) (*Index, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
@@ -41,9 +53,13 @@ func openFile(f vfs.File) (*Index, error) {
 	if size != int64(int(size)) {
 		return nil, fmt.Errorf("%w: file of %d bytes cannot be mapped", ErrCorrupt, size)
 	}
-	mm, err := vfs.Map(f, int(size))
+	mapFile := vfs.Map
+	if resident {
+		mapFile = vfs.MapResident
+	}
+	mm, err := mapFile(f, int(size))
 	if err != nil {
-		return nil, fmt.Errorf("mmap: %w", err)
+		return nil, fmt.Errorf("map: %w", err)
 	}
 	ix, err := indexFromMapping(mm.Bytes(), uint64(size))
 	if err != nil {

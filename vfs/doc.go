@@ -44,6 +44,14 @@
 // are (a collection's vector file): callers of those check MapShared and
 // keep their own copy when it is false.
 //
+// MapResident gives the same read-only view as a copy in memory from
+// AllocResident: anonymous memory outside the Go heap, aligned on and
+// advised for 2 MB transparent huge pages (resident_linux.go). A shared
+// file mapping gets huge pages only for page-cache pages the kernel cached
+// as large folios, which pages written with write(2) are not; data a search
+// reads at random (vector rows, an index's lists) is then a page walk per
+// read, so the engine keeps its vectors and indexes resident by default.
+//
 // # Locking
 //
 // FS.Lock takes an exclusive lock on a file (flock on the OS), so that two

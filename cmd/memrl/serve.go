@@ -59,7 +59,7 @@ func serve(args []string) error {
 	}
 	start := time.Now()
 	eopts := engine.Options{Sync: o.sync, SyncInterval: o.syncEvery, CheckpointInterval: o.ckptEvery,
-		MaxOpenFiles: o.maxOpenFiles, MaxCollections: o.maxCollections, Logf: engineLogf(logger)}
+		MaxOpenFiles: o.maxOpenFiles, MaxCollections: o.maxCollections, MapFiles: o.mapFiles, Logf: engineLogf(logger)}
 	var db *engine.DB
 	var node *replica.Node
 	var collections func() []string
