@@ -104,7 +104,7 @@ func serve(args []string) error {
 		return err
 	}
 
-	errc := make(chan error, 1)
+	errc := make(chan error, 2) // the TCP listener's Serve, and the Unix socket's
 	go func() { errc <- srv.ListenAndServe() }()
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -121,7 +121,17 @@ func serve(args []string) error {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	logger.Info("serving", "addr", srv.Addr().String(), "sync", o.sync.String(), "simd", simd.Level(),
+	if o.unixSock != "" {
+		ln, err := listenUnix(o.unixSock, o.unixPerm)
+		if err != nil {
+			srv.Shutdown(context.Background())
+			stopObs(context.Background())
+			closeDB()
+			return err
+		}
+		go func() { errc <- srv.Serve(ln) }()
+	}
+	logger.Info("serving", "addr", srv.Addr().String(), "unixsocket", o.unixSock, "sync", o.sync.String(), "simd", simd.Level(),
 		"tls", o.cfg.TLS != nil, "users", len(o.cfg.Users))
 
 	var serveErr error

@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
-	"github.com/memrl/memrl/engine"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/memrl/memrl/engine"
 	"github.com/memrl/memrl/internal/cliflag"
 	"github.com/memrl/memrl/server"
 	"github.com/memrl/memrl/wal"
@@ -20,6 +20,8 @@ import (
 type serveOptions struct {
 	dir       string
 	addr      string
+	unixSock  string
+	unixPerm  os.FileMode
 	sync      wal.SyncPolicy
 	syncEvery time.Duration
 	ckptEvery time.Duration
@@ -68,6 +70,8 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&o.dir, "dir", defaultDir, "data folder")
 	fs.StringVar(&o.addr, "addr", defaultAddr, "TCP address to listen on; beyond loopback needs a password (or --protected-mode no)")
+	fs.StringVar(&o.unixSock, "unixsocket", "", "also listen on this Unix socket (local clients skip TCP; a stale socket file is replaced)")
+	unixPerm := fs.String("unixsocketperm", "700", "permissions of the --unixsocket file, octal")
 	syncName := fs.String("sync", "always", "WAL sync policy: always (a reply means fsynced: survives a machine crash), interval (fsync every --sync-interval: survives a process kill, a machine crash loses up to one interval), none (written to the OS, never fsynced: survives a process kill, not a machine crash)")
 	fs.DurationVar(&o.syncEvery, "sync-interval", 10*time.Millisecond, "fsync period for --sync interval")
 	fs.DurationVar(&o.ckptEvery, "checkpoint-interval", 5*time.Minute, "longest time between checkpoints (<0 disables)")
@@ -128,6 +132,11 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 		return nil, cliflag.Usagef("--protected-mode: want yes or no, not %q", *protected)
 	}
 	o.cfg.Addr = o.addr
+	perm, err := strconv.ParseUint(*unixPerm, 8, 32)
+	if err != nil || perm > 0o777 {
+		return nil, cliflag.Usagef("--unixsocketperm: want octal permissions such as 700, not %q", *unixPerm)
+	}
+	o.unixPerm = os.FileMode(perm)
 	addrSet := false
 	fs.Visit(func(f *flag.Flag) { addrSet = addrSet || f.Name == "addr" })
 	if err := o.cluster.check(o, addrSet); err != nil {
