@@ -11,7 +11,7 @@ type Server = serverProc
 // gomaxprocs > 0, the output appended to logPath) and returns once it
 // listens.
 func ExecStarter(bin, syncName string, gomaxprocs int, logPath string) func(dir string) (Server, error) {
-	return execStarter(bin, syncName, gomaxprocs, logPath)
+	return execStarter(bin, syncName, gomaxprocs, "", logPath, "")
 }
 
 // WorkDir returns dir (created), or a new temporary folder and a function

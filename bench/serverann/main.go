@@ -32,6 +32,9 @@ type Config struct {
 	Poll            time.Duration // how often INFO keyspace is read
 	JSON            string
 	SkipInProcess   bool
+	UnixSocket      bool   // the server also listens on a Unix socket in the work folder, and the clients use it
+	ServerCPUs      string // run the server under taskset -c ServerCPUs; "" anywhere
+	ClientCPUs      string // pin this process to these CPUs while it drives the server; "" anywhere
 }
 
 // Main runs `memrl bench serverann` with args, reporting to stdout.
@@ -51,7 +54,11 @@ func Main(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer cleanup()
-	return Run(cfg, work, execStarter(bin, cfg.Sync, cfg.GOMAXPROCS, filepath.Join(work, "serve.log")), stdout)
+	sock := ""
+	if cfg.UnixSocket {
+		sock = filepath.Join(work, "memrl.sock")
+	}
+	return Run(cfg, work, execStarter(bin, cfg.Sync, cfg.GOMAXPROCS, cfg.ServerCPUs, filepath.Join(work, "serve.log"), sock), stdout)
 }
 
 func parseArgs(args []string) (Config, error) {
@@ -76,6 +83,9 @@ func parseArgs(args []string) (Config, error) {
 	fs.DurationVar(&cfg.Poll, "poll", 100*time.Millisecond, "how often INFO keyspace is read to tell whether a build runs")
 	fs.StringVar(&cfg.JSON, "json", "", "also write the rows as a JSON array to this file")
 	fs.BoolVar(&cfg.SkipInProcess, "skip-inprocess", false, "do not run the queries in process at the end")
+	fs.StringVar(&cfg.ServerCPUs, "server-cpus", "", "run the server on these CPUs only (taskset -c LIST, e.g. 0)")
+	fs.StringVar(&cfg.ClientCPUs, "client-cpus", "", "pin the load generator to these CPUs while it drives the server (e.g. 1); the in-process rows run on all")
+	fs.BoolVar(&cfg.UnixSocket, "unixsocket", false, "clients connect over a Unix socket (memrl serve --unixsocket) instead of loopback TCP")
 	if err := cliflag.Parse(fs, args, 0); err != nil {
 		return cfg, err
 	}

@@ -27,7 +27,7 @@ type respError string
 func (e respError) Error() string { return string(e) }
 
 func dial(addr string) (*conn, error) {
-	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	nc, err := netDial(addr, 5*time.Second)
 	if err != nil {
 		return nil, err
 	}

@@ -50,8 +50,28 @@ func run(cfg Config, work string, start starter, out io.Writer) (*report, error)
 	if _, err := os.Stat(data); err == nil {
 		return nil, fmt.Errorf("%s exists: the run needs a fresh data folder", data)
 	}
-	fmt.Fprintf(out, "data: %s, %d base, %d queries, dim %d; server --sync %s, GOMAXPROCS %s; %d clients in the concurrent rows\n",
-		cfg.Base, n, qs.n(), dim, cfg.Sync, gomaxprocsName(cfg.GOMAXPROCS), cfg.Clients)
+	transport := "loopback TCP"
+	if cfg.UnixSocket {
+		transport = "a Unix socket"
+	}
+	if cfg.ServerCPUs != "" || cfg.ClientCPUs != "" {
+		transport += fmt.Sprintf("; server on CPUs %q, clients on CPUs %q", cfg.ServerCPUs, cfg.ClientCPUs)
+	}
+	unpin := func() error { return nil }
+	if cfg.ClientCPUs != "" {
+		restore, err := pinProcess(cfg.ClientCPUs)
+		if err != nil {
+			return nil, err
+		}
+		unpin = func() error {
+			err := restore()
+			restore = func() error { return nil }
+			return err
+		}
+		defer unpin()
+	}
+	fmt.Fprintf(out, "data: %s, %d base, %d queries, dim %d; server --sync %s, GOMAXPROCS %s; %d clients in the concurrent rows, over %s\n",
+		cfg.Base, n, qs.n(), dim, cfg.Sync, gomaxprocsName(cfg.GOMAXPROCS), cfg.Clients, transport)
 	rep := report{Memories: n}
 
 	srv, err := start(data)
@@ -225,7 +245,11 @@ func run(cfg Config, work string, start starter, out io.Writer) (*report, error)
 	fmt.Fprintf(out, "after restart: MEM.INFO index %s; a build ran or was running: %v; builds logged since the restart: %d\n",
 		rep.IndexRestart, building || len(rep.RebuiltAfter) > 0, len(rep.RebuiltAfter))
 
-	// In process: the same folder, index and queries through the engine.
+	// In process: the same folder, index and queries through the engine,
+	// on every CPU.
+	if err := unpin(); err != nil {
+		return nil, err
+	}
 	if !cfg.SkipInProcess {
 		t0 = time.Now()
 		ip, err := openInProcess(data, cfg.Collection, qs)

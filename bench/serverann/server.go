@@ -61,8 +61,12 @@ func (s *execServer) Stop() error {
 // execStarter returns a starter of `bin serve --dir DIR --addr ADDR --sync
 // syncName` on a free loopback port, with GOMAXPROCS set in its
 // environment if gomaxprocs > 0, logging to logPath (appended, so that a
-// restart's log follows the first run's).
-func execStarter(bin, syncName string, gomaxprocs int, logPath string) starter {
+// restart's log follows the first run's). With cpus set it runs under
+// taskset -c cpus (which execs the server: the process id is the
+// server's). With unixSock set the server
+// also listens on that Unix socket, and its Addr is "unix:" and the path,
+// which dial understands: the clients use the socket.
+func execStarter(bin, syncName string, gomaxprocs int, cpus, logPath, unixSock string) starter {
 	return func(dir string) (serverProc, error) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -71,6 +75,13 @@ func execStarter(bin, syncName string, gomaxprocs int, logPath string) starter {
 		addr := ln.Addr().String()
 		ln.Close()
 		cmd := exec.Command(bin, "serve", "--dir", dir, "--addr", addr, "--sync", syncName)
+		if unixSock != "" {
+			cmd.Args = append(cmd.Args, "--unixsocket", unixSock)
+			addr = "unix:" + unixSock
+		}
+		if cpus != "" {
+			cmd = exec.Command("taskset", append([]string{"-c", cpus}, cmd.Args...)...)
+		}
 		cmd.Env = os.Environ()
 		if gomaxprocs > 0 {
 			cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(gomaxprocs))
@@ -100,7 +111,7 @@ func execStarter(bin, syncName string, gomaxprocs int, logPath string) starter {
 				return nil, fmt.Errorf("%s serve exited at start: %s", bin, lastLines(s.Log(), 20))
 			default:
 			}
-			if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			if c, err := netDial(addr, time.Second); err == nil {
 				c.Close()
 				return s, nil
 			}
@@ -110,6 +121,14 @@ func execStarter(bin, syncName string, gomaxprocs int, logPath string) starter {
 		<-s.exited
 		return nil, fmt.Errorf("%s serve did not listen on %s within 10 minutes", bin, addr)
 	}
+}
+
+// netDial connects to addr: host:port over TCP, or "unix:" and a path.
+func netDial(addr string, timeout time.Duration) (net.Conn, error) {
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		return net.DialTimeout("unix", path, timeout)
+	}
+	return net.DialTimeout("tcp", addr, timeout)
 }
 
 func lastLines(s string, n int) string {
