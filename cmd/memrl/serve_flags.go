@@ -75,7 +75,7 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 	syncName := fs.String("sync", "always", "WAL sync policy: always (a reply means fsynced: survives a machine crash), interval (fsync every --sync-interval: survives a process kill, a machine crash loses up to one interval), none (written to the OS, never fsynced: survives a process kill, not a machine crash)")
 	fs.DurationVar(&o.syncEvery, "sync-interval", 10*time.Millisecond, "fsync period for --sync interval")
 	fs.DurationVar(&o.ckptEvery, "checkpoint-interval", 5*time.Minute, "longest time between checkpoints (<0 disables)")
-	fs.BoolVar(&o.mapFiles, "map-files", false, "read vectors and indexes through mappings of their files instead of copies in memory in huge pages (memory the kernel can evict; slower searches)")
+	fs.BoolVar(&o.mapFiles, "map-files", false, "read vectors and indexes through mappings of their files instead of copies in memory in huge pages (memory the kernel can evict, a faster restart; slower searches)")
 
 	fs.IntVar(&o.maxOpenFiles, "max-open-files", engine.DefaultMaxOpenFiles, "collection files kept open at once (least recently used are closed)")
 	fs.IntVar(&o.maxCollections, "max-collections", engine.DefaultMaxCollections, "collections MEM.CREATE may make (<0: no cap)")
