@@ -56,6 +56,24 @@ func waitIndexed(t *testing.T, c *Collection) Info {
 	return Info{}
 }
 
+// waitIndexSaved waits until the background save of c's index has
+// landed (the build returns before it): a test that inspects the index
+// file must not race that save.
+func waitIndexSaved(t *testing.T, c *Collection) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Minute) // a bound, not a timing assertion
+	for time.Now().Before(deadline) {
+		c.mu.RLock()
+		done := c.ivf != nil && !c.saving && c.savedRows > 0
+		c.mu.RUnlock()
+		if done {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("index not saved within 5 minutes")
+}
+
 // recallAt1 is the share of vecs (by id) whose nearest memory is itself.
 func recallAt1(t *testing.T, c *Collection, vecs map[uint64][]float32, skip map[uint64]bool) float64 {
 	t.Helper()

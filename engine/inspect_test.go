@@ -40,6 +40,7 @@ func inspectDB(t *testing.T) (*vfs.MemFS, string, *vfs.MemFS) {
 		}
 	}
 	waitIndexed(t, c)
+	waitIndexSaved(t, c)
 	c.Reward(1, []uint64{1, 2, 3}, nil)
 	early := fs.Crash(vfs.DropUnsynced, nil)
 	if err := db.CheckpointFull(); err != nil {
