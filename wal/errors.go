@@ -47,9 +47,13 @@ func (e *GapError) Missing() (first, last LSN) {
 
 func (e *GapError) Error() string {
 	if e.Next < e.From {
+		holds := fmt.Sprintf("it holds LSNs %d to %d", e.First, e.Next-1)
+		if e.First == e.Next {
+			holds = fmt.Sprintf("it holds no record, next LSN %d", e.Next)
+		}
 		return fmt.Sprintf("wal: log gap: the checkpoint needs the log from LSN %d, but the log ends before it "+
-			"(it holds LSNs %d to %d, next %d): it was emptied, truncated or restored from an older copy, "+
-			"and records from LSN %d on, if there were any, are lost", e.From, e.First, e.Next-1, e.Next, e.Next)
+			"(%s): it was emptied, truncated or restored from an older copy, "+
+			"and records from LSN %d on, if there were any, are lost", e.From, holds, e.Next)
 	}
 	return fmt.Sprintf("wal: log gap: the checkpoint needs the log from LSN %d, but its oldest record is LSN %d: "+
 		"records %d to %d are missing", e.From, e.First, e.From, e.First-1)
