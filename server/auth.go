@@ -19,7 +19,8 @@ import (
 // PING, QUIT), each within the tighter PreAuthLimits, and every other
 // command gets "-NOAUTH Authentication required.". AUTH or HELLO ... AUTH
 // with a matching name and password makes it that user; a read-only user
-// then gets "-NOPERM" for every command not flagged ReadOnly.
+// then gets "-NOPERM" for every command not flagged ReadOnly. Failed
+// attempts are throttled per connection and server-wide (auth_throttle.go).
 
 // DefaultUser is the user "AUTH password" (without a user name)
 // authenticates as; --requirepass sets its password.
