@@ -38,8 +38,8 @@ import (
 const logGapIDSkip = 1 << 32
 
 // errLogGapHint follows a refused gap: how to open anyway.
-const errLogGapHint = "; if the missing records are lost for good, open with Options.AcceptLogGap " +
-	"(memrl serve --accept-log-gap) to go on without them"
+const errLogGapHint = "; to open the database without them (if no copy of the log can be put back), " +
+	"set Options.AcceptLogGap (memrl serve --accept-log-gap)"
 
 // restoredStart reports whether g is a restored snapshot's absent log:
 // an empty log below a checkpoint that covers every record.

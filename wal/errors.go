@@ -37,10 +37,11 @@ type GapError struct {
 
 // Missing returns the first and last LSN the log should hold from From
 // and does not; when the log ends below From, the last is unknown and
-// returned as 0 (records from From on may or may not have existed).
+// returned as 0 (records from From on may or may not have existed; those
+// below From are the caller's checkpoint's).
 func (e *GapError) Missing() (first, last LSN) {
 	if e.Next < e.From {
-		return e.Next, 0
+		return e.From, 0
 	}
 	return e.From, e.First - 1
 }
@@ -53,7 +54,7 @@ func (e *GapError) Error() string {
 		}
 		return fmt.Sprintf("wal: log gap: the checkpoint needs the log from LSN %d, but the log ends before it "+
 			"(%s): it was emptied, truncated or restored from an older copy, "+
-			"and records from LSN %d on, if there were any, are lost", e.From, holds, e.Next)
+			"and records from LSN %d on, if there were any, are lost", e.From, holds, e.From)
 	}
 	return fmt.Sprintf("wal: log gap: the checkpoint needs the log from LSN %d, but its oldest record is LSN %d: "+
 		"records %d to %d are missing", e.From, e.First, e.From, e.First-1)

@@ -25,7 +25,7 @@ func TestOpenGapEndsBelowFrom(t *testing.T) {
 	if g.From != 50 || g.First != 1 || g.Next != 21 {
 		t.Fatalf("gap %+v, want From 50, First 1, Next 21", *g)
 	}
-	if first, last := g.Missing(); first != 21 || last != 0 {
+	if first, last := g.Missing(); first != 50 || last != 0 {
 		t.Fatalf("Missing() = %d, %d", first, last)
 	}
 	if after, _ := fs.List("/log"); !slices.Equal(before, after) {
