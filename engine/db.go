@@ -94,6 +94,20 @@ type Options struct {
 	// server took 62 µs with the mapping and 7 µs with the copy
 	// (engine/rowmem.go).
 	MapFiles bool
+	// AcceptLogGap opens a database whose write-ahead log does not reach
+	// back to its checkpoint (ErrLogGap: wal/ emptied, truncated, restored
+	// from an older copy, or its oldest segments lost). The records
+	// missing from the log are lost; Open logs the gap as a WARNING,
+	// reports it in Recovery.LogGap, and numbers new records above the
+	// checkpoint. memrl serve --accept-log-gap sets it.
+	AcceptLogGap bool
+	// RestoredSnapshot says the folder is a full checkpoint restored
+	// without its log, one that covers every record (a replica
+	// installing a raft snapshot, package replica): an empty or absent
+	// log is then the expected start, numbered from the checkpoint's LSN,
+	// not a gap. A log that holds records and does not reach the
+	// checkpoint is still ErrLogGap.
+	RestoredSnapshot bool
 }
 
 // DefaultMaxCollections is the default of Options.MaxCollections. Each
@@ -159,6 +173,7 @@ type RecoveryInfo struct {
 	DeltasApplied   int           // delta checkpoints applied over the full one
 	RecordsReplayed int           // log records applied on top of it
 	TornTail        string        // non-empty when a torn log tail was cut off
+	LogGap          string        // non-empty when a gap was accepted (Options.AcceptLogGap)
 	Duration        time.Duration // time Open took
 }
 

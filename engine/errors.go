@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/memrl/memrl/engine/filter"
+	"github.com/memrl/memrl/wal"
 )
 
 // Sentinel errors. Each names the rule it enforces; callers match them with
@@ -47,6 +48,15 @@ var (
 	// refused, never merged with it. It is astronomically rare (about
 	// n²/2^65 for n keys); use another key.
 	ErrKeyCollision = errors.New("memory key collides with another key's fingerprint")
+	// ErrLogGap: Open refuses a database whose write-ahead log does not
+	// reach back to its checkpoint: records the checkpoint relies on the
+	// log for are missing (wal/ emptied, truncated or restored from an
+	// older copy; its oldest segments lost). Replaying what is left would
+	// silently lose them, and before this check new records were numbered
+	// below the checkpoint, where the next replay skipped them. The error
+	// names the LSNs; Options.AcceptLogGap (memrl serve --accept-log-gap)
+	// opens anyway (recover.go). It is wal.ErrGap.
+	ErrLogGap = wal.ErrGap
 	// ErrCheckpointsStopped: after a checkpoint failed to sync a file it
 	// depends on, no checkpoint is attempted again (a later fsync that
 	// succeeds proves nothing). Writes go on, kept by the log; restart

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -42,19 +43,28 @@ func (db *DB) recover() error {
 		db.addCollectionLocked(c)
 	}
 
+	// From: the log must reach back to the checkpoint (loggap.go).
 	l, report, err := wal.Open(wal.Options{
 		FS: db.fs, Dir: filepath.Join(db.dir, "wal"), Sync: db.opts.Sync,
 		SyncInterval: db.opts.SyncInterval, SegmentSize: db.opts.SegmentSize,
+		From: wal.LSN(cp.walLSN), AcceptGap: db.acceptLogGap,
 	})
+	if errors.Is(err, wal.ErrGap) {
+		return wrapLogGap(err)
+	}
 	if err != nil {
 		return err
 	}
 	db.log = l
+	from := wal.LSN(cp.walLSN)
+	if report.Gap != nil {
+		from = max(from, report.FirstLSN) // records below the log's first are gone
+	}
 	if t := report.Torn; t != nil {
 		db.Recovery.TornTail = fmt.Sprintf("%s: cut at offset %d, %d bytes dropped (%s)", t.File, t.Offset, t.Dropped, t.Reason)
 		db.opts.Logf("memrl: recovery: torn log tail cut off: %s", db.Recovery.TornTail)
 	}
-	err = l.Replay(wal.LSN(cp.walLSN), func(lsn wal.LSN, rec []byte) error {
+	err = l.Replay(from, func(lsn wal.LSN, rec []byte) error {
 		db.Recovery.RecordsReplayed++
 		if err := db.replayRecord(uint64(lsn), rec); err != nil {
 			return fmt.Errorf("engine: replay record %d: %w", lsn, err)
@@ -63,6 +73,9 @@ func (db *DB) recover() error {
 	})
 	if err != nil {
 		return err
+	}
+	if g := report.Gap; g != nil {
+		db.afterLogGapLocked(g, report.NextLSN) // loggap.go
 	}
 	for _, c := range db.byUID {
 		if err := c.removeStaleGensLocked(); err != nil { // compact_files.go
@@ -76,6 +89,14 @@ func (db *DB) recover() error {
 			return err
 		}
 		c.openIndexLocked()
+	}
+	if g := report.Gap; g != nil && !db.restoredStart(g) {
+		// The accepted state becomes the checkpoint's: the skipped ids,
+		// and a log that reaches back to it, so that the next Open needs
+		// no option (loggap.go).
+		if err := db.CheckpointFull(); err != nil {
+			return fmt.Errorf("engine: checkpoint after the accepted log gap: %w", err)
+		}
 	}
 	return nil
 }

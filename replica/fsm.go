@@ -67,7 +67,11 @@ func (f fsm) Restore(rc io.ReadCloser) error {
 		n.log.Error("replica: snapshot refused", "err", err)
 		return err
 	}
-	db, err := engine.Open(dir, n.engineOptions())
+	// The snapshot is a full checkpoint without its log, which it covers
+	// whole: an empty log is its start, not a gap (engine/loggap.go).
+	o := n.engineOptions()
+	o.RestoredSnapshot = true
+	db, err := engine.Open(dir, o)
 	if err != nil {
 		os.RemoveAll(dir)
 		return fmt.Errorf("replica: open the restored engine: %w", err)

@@ -19,7 +19,8 @@ import (
 // PING, QUIT), each within the tighter PreAuthLimits, and every other
 // command gets "-NOAUTH Authentication required.". AUTH or HELLO ... AUTH
 // with a matching name and password makes it that user; a read-only user
-// then gets "-NOPERM" for every command not flagged ReadOnly.
+// then gets "-NOPERM" for every command not flagged ReadOnly. Failed
+// attempts are throttled per connection and server-wide (auth_throttle.go).
 
 // DefaultUser is the user "AUTH password" (without a user name)
 // authenticates as; --requirepass sets its password.
@@ -162,7 +163,8 @@ func (c *conn) authenticate(name, password []byte) error {
 	u := a.check(name, password)
 	if u == nil {
 		c.srv.statAuthFailures.Add(1)
-		c.srv.logAuthFailure(c, name)
+		c.authFailed() // auth_throttle.go
+		c.srv.logAuthFailure(c, a.known(name))
 		return errWrongPass
 	}
 	c.mu.Lock()
@@ -207,18 +209,38 @@ func (c *Ctx) authReply(err error) error {
 	return nil
 }
 
+// known returns the configured user named name, or nil.
+func (a *authenticator) known(name []byte) *User {
+	for i := range a.users {
+		if string(name) == a.users[i].user.Name {
+			return &a.users[i].user
+		}
+	}
+	return nil
+}
+
 // logAuthFailure logs a failed authentication, at most once a second: an
 // unauthenticated client must not be able to flood the log (one line per
 // 8 bytes it sends). The line says how many failures it stands for;
 // INFO stats counts them all (auth_failures).
-func (s *Server) logAuthFailure(c *conn, name []byte) {
+//
+// The user-name field is logged only when it names a configured user
+// (known non-nil): a client that typed its password there ("AUTH
+// <password> <anything>") must not find it in the log, so any other
+// name is logged as "(unknown)".
+func (s *Server) logAuthFailure(c *conn, known *User) {
 	now := time.Now().UnixNano()
 	last := s.authLogLast.Load()
 	if now-last < int64(time.Second) || !s.authLogLast.CompareAndSwap(last, now) {
 		return
 	}
+	user := "(unknown)"
+	if known != nil {
+		user = known.Name
+	}
 	total := s.statAuthFailures.Load()
 	since := total - s.authLogTotal.Swap(total)
 	s.log.Warn("server: authentication failed", "client", c.id, "addr", c.nc.RemoteAddr(),
-		"user", truncate(string(name), 64), "failures_since_last_line", since, "failures_total", total)
+		"user", user, "user_known", known != nil, "failures_on_connection", c.throttle.failures,
+		"connection_closed", c.closeAfter, "failures_since_last_line", since, "failures_total", total)
 }

@@ -29,6 +29,10 @@ type conn struct {
 	// reply. Only the connection's goroutine touches it.
 	closeAfter bool
 
+	// throttle counts failed AUTHs and holds back their answers
+	// (auth_throttle.go). Only the connection's goroutine touches it.
+	throttle authThrottle
+
 	// holdWait and holdToken are the durability wait that must return
 	// before the buffered replies are sent (durable.go); holdToken 0
 	// means none; holdErr is sticky. Only the connection's goroutine touches them.
@@ -153,6 +157,9 @@ func (c *conn) serve() {
 		c.srv.statCmds.Add(1)
 		if !c.exec(args) {
 			return
+		}
+		if c.throttle.hold > 0 {
+			c.holdAuthAnswer() // no lock held here (auth_throttle.go)
 		}
 	}
 }

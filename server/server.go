@@ -60,6 +60,20 @@ type Config struct {
 	// after it was accepted, on a server with Users; 0 means
 	// DefaultAuthTimeout, < 0 never.
 	AuthTimeout time.Duration
+	// AuthFailureDelay is how long the answer to a connection's first
+	// failed AUTH (or HELLO ... AUTH) is held back; each further failure
+	// on the connection doubles it, up to MaxAuthFailureDelay (auth.go).
+	// 0 means DefaultAuthFailureDelay, < 0 no delay.
+	AuthFailureDelay time.Duration
+	// MaxAuthFailures closes a connection after this many failed AUTHs
+	// (the last one is answered first); 0 means DefaultMaxAuthFailures,
+	// < 0 never.
+	MaxAuthFailures int
+	// AuthFailureRate bounds the failed AUTHs the whole server answers
+	// per second, over all connections (a burst of one second's worth is
+	// answered at once); a failure beyond it waits its turn. 0 means
+	// DefaultAuthFailureRate, < 0 unlimited.
+	AuthFailureRate int
 	// OutputTimeout closes a connection when a write of its replies makes
 	// no progress for this long (the client does not read); 0 means
 	// DefaultOutputTimeout, < 0 never.
@@ -109,6 +123,7 @@ type Server struct {
 	statAuthFailures   atomic.Int64 // AUTH or HELLO AUTH with a wrong name or password
 	authLogLast        atomic.Int64 // unix nanoseconds of the last failed-AUTH log line
 	authLogTotal       atomic.Int64 // statAuthFailures when that line was written
+	authRate           authRate     // spaces failed AUTHs server-wide (auth_throttle.go)
 	statTimeouts       atomic.Int64 // connections closed by a read deadline
 	statOutputTimeouts atomic.Int64 // connections closed because they did not read replies
 
@@ -121,6 +136,10 @@ type Server struct {
 	repl atomic.Pointer[Replicator]
 	// router, if set, decides where each command is served (route.go).
 	router atomic.Pointer[routerBox]
+
+	// done is closed by the first Shutdown: it ends the waits of
+	// connections holding back a failed AUTH's answer (auth_throttle.go).
+	done chan struct{}
 
 	auth   *authenticator // immutable after New
 	budget Budget         // client memory (budget.go); its limit is set by New
@@ -160,6 +179,9 @@ func New(cfg Config) (*Server, error) {
 	cfg.FrameTimeout = defaultDuration(cfg.FrameTimeout, DefaultFrameTimeout)
 	cfg.AuthTimeout = defaultDuration(cfg.AuthTimeout, DefaultAuthTimeout)
 	cfg.OutputTimeout = defaultDuration(cfg.OutputTimeout, DefaultOutputTimeout)
+	cfg.AuthFailureDelay = defaultDuration(cfg.AuthFailureDelay, DefaultAuthFailureDelay)
+	cfg.MaxAuthFailures = int(defaultSize(int64(cfg.MaxAuthFailures), DefaultMaxAuthFailures))
+	cfg.AuthFailureRate = int(defaultSize(int64(cfg.AuthFailureRate), DefaultAuthFailureRate))
 	auth, err := newAuthenticator(cfg.Users)
 	if err != nil {
 		return nil, err
@@ -171,6 +193,10 @@ func New(cfg Config) (*Server, error) {
 		start:     time.Now(),
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
+		done:      make(chan struct{}),
+	}
+	if cfg.AuthFailureRate > 0 {
+		s.authRate.interval = time.Second / time.Duration(cfg.AuthFailureRate)
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -298,6 +324,9 @@ func (s *Server) removeConn(c *conn) {
 // returns ErrServerClosed. Calling Shutdown more than once is harmless.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
+	if !s.shutdown {
+		close(s.done)
+	}
 	s.shutdown = true
 	s.closing.Store(true)
 	for ln := range s.listeners {

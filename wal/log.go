@@ -204,6 +204,13 @@ func Open(opts Options) (*Log, *RecoveryReport, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	gap, err := checkGap(fs, dir, rec, opts) // gap.go
+	if err != nil {
+		return nil, nil, err
+	}
+	if gap != nil && gap.Next < gap.From {
+		rec = &recovery{next: gap.From, lastNum: rec.lastNum}
+	}
 
 	l := &Log{
 		opts:       opts,
@@ -232,6 +239,7 @@ func Open(opts Options) (*Log, *RecoveryReport, error) {
 		FirstLSN: l.segments[0].base,
 		NextLSN:  rec.next,
 		Torn:     rec.torn,
+		Gap:      gap,
 	}
 	go l.flushLoop()
 	return l, report, nil

@@ -93,6 +93,20 @@ type Options struct {
 	// file; <= 0 means DefaultSegmentSize. A record larger than it gets a
 	// segment of its own.
 	SegmentSize int64
+	// From, if non-zero, is the LSN from which the caller needs the log:
+	// the records below it are held elsewhere (the engine's checkpoint).
+	// Open refuses, with a *GapError (ErrGap) and nothing changed on
+	// disk, a log that does not hold every record from From on: one that
+	// ends below From or starts above it (gap.go). 0 means no such check.
+	From LSN
+	// AcceptGap, if set, is asked about such a gap before anything changes
+	// on disk; if it returns true Open goes on and reports the gap in
+	// RecoveryReport.Gap. A log that ends below From is then restarted
+	// at From: its segments (all their records are below From) are
+	// removed and a new one starts at From, so that no record appended
+	// later is numbered below From, where a replay from From would skip
+	// it.
+	AcceptGap func(*GapError) bool
 }
 
 // withDefaults returns o with zero fields defaulted, or an error for

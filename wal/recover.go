@@ -21,6 +21,9 @@ type RecoveryReport struct {
 	NextLSN LSN
 	// Torn is non-nil when a torn tail was cut off the last segment.
 	Torn *TornTail
+	// Gap is non-nil when the log did not reach back to Options.From and
+	// Options.AcceptGap accepted it (gap.go).
+	Gap *GapError
 }
 
 // Records is the number of records the log holds.

@@ -60,6 +60,7 @@ func serve(args []string) error {
 	start := time.Now()
 	eopts := engine.Options{Sync: o.sync, SyncInterval: o.syncEvery, CheckpointInterval: o.ckptEvery,
 		MaxOpenFiles: o.maxOpenFiles, MaxCollections: o.maxCollections, MapFiles: o.mapFiles, Logf: engineLogf(logger)}
+	eopts.AcceptLogGap = o.acceptLogGap
 	var db *engine.DB
 	var node *replica.Node
 	var collections func() []string

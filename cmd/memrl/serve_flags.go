@@ -30,6 +30,9 @@ type serveOptions struct {
 	maxOpenFiles   int // engine.Options.MaxOpenFiles
 	maxCollections int // engine.Options.MaxCollections
 
+	// acceptLogGap is engine.Options.AcceptLogGap (--accept-log-gap).
+	acceptLogGap bool
+
 	cfg server.Config // everything of the server's that a flag sets, but Logger
 	obs *observeFlags // logging, SLOWLOG, metrics (serve_observe.go)
 	// cluster holds --cluster-nodes and --node-id (serve_cluster.go).
@@ -79,6 +82,7 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 
 	fs.IntVar(&o.maxOpenFiles, "max-open-files", engine.DefaultMaxOpenFiles, "collection files kept open at once (least recently used are closed)")
 	fs.IntVar(&o.maxCollections, "max-collections", engine.DefaultMaxCollections, "collections MEM.CREATE may make (<0: no cap)")
+	fs.BoolVar(&o.acceptLogGap, "accept-log-gap", false, "open a data folder whose wal/ does not reach back to its checkpoint (emptied, truncated, restored from an older copy): the missing records are lost; without it such a folder is refused")
 
 	pass := fs.String("requirepass", "", "password of the default user (shown by ps: prefer $"+passwordEnv+" or --requirepass-file)")
 	passFile := fs.String("requirepass-file", "", "read the default user's password from this file (first line)")
