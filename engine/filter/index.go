@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 )
@@ -35,10 +34,10 @@ type fieldIndex struct {
 	// string, an array. Rows where the field is missing, null or an object
 	// are in none.
 	hasNum, hasStr, hasArr *roaring.Bitmap
-	strs                   map[string]*roaring.Bitmap // rows whose value is this string
-	nums                   numIndex                   // rows whose value is a number, by bucket
-	elemStrs               map[string]*roaring.Bitmap // rows whose array holds this string
-	elemNums               numIndex                   // rows whose array holds a number, by bucket
+	strs                   postings // rows whose value is this string
+	nums                   numIndex // rows whose value is a number, by bucket
+	elemStrs               postings // rows whose array holds this string
+	elemNums               numIndex // rows whose array holds a number, by bucket
 }
 
 // Errors of Index.AddField.
@@ -55,7 +54,7 @@ func NewIndex() *Index { return &Index{fields: map[string]*fieldIndex{}} }
 
 func newFieldIndex() *fieldIndex {
 	return &fieldIndex{hasNum: roaring.New(), hasStr: roaring.New(), hasArr: roaring.New(),
-		strs: map[string]*roaring.Bitmap{}, elemStrs: map[string]*roaring.Bitmap{}}
+		strs: newPostings(), elemStrs: newPostings()}
 }
 
 // ValidFieldName reports whether name can be indexed (ErrBadField).
@@ -159,7 +158,7 @@ func (fi *fieldIndex) add(row uint32, val []byte) {
 		fi.nums.add(v.num, row)
 	case tStr:
 		fi.hasStr.Add(row)
-		addPosting(fi.strs, v.str, row)
+		fi.strs.add(v.str, row)
 	case tArr:
 		fi.hasArr.Add(row)
 		forEachElement(aliasBytes(v.str), func(elem []byte) bool {
@@ -167,7 +166,7 @@ func (fi *fieldIndex) add(row uint32, val []byte) {
 			case tNum:
 				fi.elemNums.add(e.num, row)
 			case tStr:
-				addPosting(fi.elemStrs, e.str, row)
+				fi.elemStrs.add(e.str, row)
 			}
 			return true
 		})
@@ -182,7 +181,7 @@ func (fi *fieldIndex) remove(row uint32, val []byte) {
 		fi.nums.remove(v.num, row)
 	case tStr:
 		fi.hasStr.Remove(row)
-		removePosting(fi.strs, v.str, row)
+		fi.strs.remove(v.str, row)
 	case tArr:
 		fi.hasArr.Remove(row)
 		forEachElement(aliasBytes(v.str), func(elem []byte) bool {
@@ -190,32 +189,10 @@ func (fi *fieldIndex) remove(row uint32, val []byte) {
 			case tNum:
 				fi.elemNums.remove(e.num, row)
 			case tStr:
-				removePosting(fi.elemStrs, e.str, row)
+				fi.elemStrs.remove(e.str, row)
 			}
 			return true
 		})
-	}
-}
-
-// addPosting adds row to m[s]. s may alias attributes (jsonString): a new
-// key is copied.
-func addPosting(m map[string]*roaring.Bitmap, s string, row uint32) {
-	b := m[s]
-	if b == nil {
-		b = roaring.New()
-		m[strings.Clone(s)] = b
-	}
-	b.Add(row)
-}
-
-// removePosting removes row from m[s], and the posting once it is empty
-// (so that values no row holds any more cost nothing).
-func removePosting(m map[string]*roaring.Bitmap, s string, row uint32) {
-	if b := m[s]; b != nil {
-		b.Remove(row)
-		if b.IsEmpty() {
-			delete(m, s)
-		}
 	}
 }
 
@@ -233,35 +210,26 @@ func (fi *fieldIndex) optimize() {
 	for _, b := range []*roaring.Bitmap{fi.hasNum, fi.hasStr, fi.hasArr} {
 		b.RunOptimize()
 	}
-	for _, m := range []map[string]*roaring.Bitmap{fi.strs, fi.elemStrs} {
-		for _, b := range m {
-			b.RunOptimize()
-		}
-	}
-	for _, x := range []*numIndex{&fi.nums, &fi.elemNums} {
-		for _, b := range x.buckets {
-			b.rows.RunOptimize()
-		}
-	}
+	fi.strs.optimize()
+	fi.elemStrs.optimize()
+	fi.nums.optimize()
+	fi.elemNums.optimize()
 }
 
-// postingOverhead estimates the bytes a map entry costs besides its key
-// and bitmap (hash map slot, key header, bitmap header).
-const postingOverhead = 96
+// fieldOverhead estimates the bytes a field costs besides its postings
+// (its map entry, its three bitmaps' fixed parts, its maps' headers).
+const fieldOverhead = 3*manyEntryBytes + 256
 
-// SizeInBytes estimates the memory the index holds: the bitmaps'
+// SizeInBytes estimates the heap the index holds: the bitmaps'
 // serialized sizes (roaring's GetSizeInBytes) plus the keys and a fixed
-// estimate per map entry and bucket.
+// estimate per map entry and bucket (postings.sizeInBytes). It walks
+// every posting, so it costs O(distinct values): not for a hot path.
 func (ix *Index) SizeInBytes() uint64 {
 	var n uint64
 	for name, fi := range ix.fields {
-		n += uint64(len(name)) + postingOverhead
+		n += keyBytes(name) + fieldOverhead
 		n += fi.hasNum.GetSizeInBytes() + fi.hasStr.GetSizeInBytes() + fi.hasArr.GetSizeInBytes()
-		for _, m := range []map[string]*roaring.Bitmap{fi.strs, fi.elemStrs} {
-			for k, b := range m {
-				n += uint64(len(k)) + postingOverhead + b.GetSizeInBytes()
-			}
-		}
+		n += fi.strs.sizeInBytes() + fi.elemStrs.sizeInBytes()
 		n += fi.nums.sizeInBytes() + fi.elemNums.sizeInBytes()
 	}
 	return n
