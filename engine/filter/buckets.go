@@ -72,7 +72,8 @@ func (x *numIndex) find(key uint32) (int, bool) {
 	return i, i < len(x.buckets) && x.buckets[i].key == key
 }
 
-func (x *numIndex) add(v float64, row uint32) {
+// add adds row under v and returns the change of sizeInBytes.
+func (x *numIndex) add(v float64, row uint32) int64 {
 	key := bucketKey(v)
 	i, ok := x.find(key)
 	if !ok {
@@ -80,37 +81,45 @@ func (x *numIndex) add(v float64, row uint32) {
 		x.buckets = append(x.buckets, nil)
 		copy(x.buckets[i+1:], x.buckets[i:])
 		x.buckets[i] = b
-		return
+		return bucketBytes
 	}
 	b := x.buckets[i]
 	b.min, b.max = min(b.min, v), max(b.max, v)
 	switch {
 	case b.rows != nil:
-		b.rows.Add(row)
+		return bitmapAdd(b.rows, row)
 	case b.one != row:
 		b.rows = roaring.BitmapOf(b.one, row)
+		return manyEntryBytes + int64(b.rows.GetSizeInBytes())
 	}
+	return 0
 }
 
-func (x *numIndex) remove(v float64, row uint32) {
+// remove removes row from v's bucket and returns the change of
+// sizeInBytes.
+func (x *numIndex) remove(v float64, row uint32) int64 {
 	i, ok := x.find(bucketKey(v))
 	if !ok {
-		return
+		return 0
 	}
 	b := x.buckets[i]
 	if b.rows == nil {
 		if b.one == row {
 			x.buckets = append(x.buckets[:i], x.buckets[i+1:]...)
+			return -bucketBytes
 		}
-		return
+		return 0
 	}
-	b.rows.Remove(row)
+	d := bitmapRemove(b.rows, row)
 	switch b.rows.GetCardinality() {
 	case 0:
+		d -= manyEntryBytes + int64(b.rows.GetSizeInBytes()) + bucketBytes
 		x.buckets = append(x.buckets[:i], x.buckets[i+1:]...)
 	case 1:
+		d -= manyEntryBytes + int64(b.rows.GetSizeInBytes())
 		b.one, b.rows = b.rows.Minimum(), nil
 	}
+	return d
 }
 
 // cmp returns the rows with a value v such that `v op c` holds: lo is the
@@ -178,11 +187,11 @@ func (x *numIndex) cmp(op opcode, c float64) (lo, hi *roaring.Bitmap) {
 const bucketBytes = 48
 
 // sizeInBytes estimates the heap the buckets hold.
-func (x *numIndex) sizeInBytes() uint64 {
-	n := uint64(len(x.buckets)) * bucketBytes
+func (x *numIndex) sizeInBytes() int64 {
+	n := int64(len(x.buckets)) * bucketBytes
 	for _, b := range x.buckets {
 		if b.rows != nil {
-			n += manyEntryBytes + b.rows.GetSizeInBytes()
+			n += manyEntryBytes + int64(b.rows.GetSizeInBytes())
 		}
 	}
 	return n

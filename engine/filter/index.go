@@ -26,6 +26,9 @@ import (
 // ValidateAttrs accepted (in particular, without duplicate keys).
 type Index struct {
 	fields map[string]*fieldIndex
+	// size is SizeInBytes, kept up to date by every change (measure
+	// computes it afresh), so that reading it costs nothing.
+	size int64
 }
 
 // fieldIndex is one declared field's postings.
@@ -103,6 +106,7 @@ func (ix *Index) AddField(name string, each func(yield func(row uint32, attrs []
 	})
 	fi.optimize()
 	ix.fields[name] = fi
+	ix.size = ix.measure()
 	return nil
 }
 
@@ -110,6 +114,7 @@ func (ix *Index) AddField(name string, each func(yield func(row uint32, attrs []
 func (ix *Index) RemoveField(name string) bool {
 	_, ok := ix.fields[name]
 	delete(ix.fields, name)
+	ix.size = ix.measure()
 	return ok
 }
 
@@ -126,13 +131,13 @@ func memberName(key []byte, esc bool) (string, bool) {
 // its old attributes first); attrs were accepted by ValidateAttrs (nil or
 // empty: no attributes, nothing to do).
 func (ix *Index) Add(row uint32, attrs []byte) {
-	ix.each(attrs, func(fi *fieldIndex, val []byte) { fi.add(row, val) })
+	ix.each(attrs, func(fi *fieldIndex, val []byte) { ix.size += fi.add(row, val) })
 }
 
 // Remove unindexes a row. REQUIRES: attrs are exactly the attributes Add
 // was given for it.
 func (ix *Index) Remove(row uint32, attrs []byte) {
-	ix.each(attrs, func(fi *fieldIndex, val []byte) { fi.remove(row, val) })
+	ix.each(attrs, func(fi *fieldIndex, val []byte) { ix.size += fi.remove(row, val) })
 }
 
 // each calls fn for every member of attrs that is an indexed field.
@@ -150,50 +155,50 @@ func (ix *Index) each(attrs []byte, fn func(fi *fieldIndex, val []byte)) {
 	})
 }
 
-func (fi *fieldIndex) add(row uint32, val []byte) {
+// add indexes a row's value and returns the change of its size.
+func (fi *fieldIndex) add(row uint32, val []byte) (d int64) {
 	v := decodeValue(val)
 	switch v.t {
 	case tNum:
-		fi.hasNum.Add(row)
-		fi.nums.add(v.num, row)
+		d = bitmapAdd(fi.hasNum, row) + fi.nums.add(v.num, row)
 	case tStr:
-		fi.hasStr.Add(row)
-		fi.strs.add(v.str, row)
+		d = bitmapAdd(fi.hasStr, row) + fi.strs.add(v.str, row)
 	case tArr:
-		fi.hasArr.Add(row)
+		d = bitmapAdd(fi.hasArr, row)
 		forEachElement(aliasBytes(v.str), func(elem []byte) bool {
 			switch e := decodeValue(elem); e.t {
 			case tNum:
-				fi.elemNums.add(e.num, row)
+				d += fi.elemNums.add(e.num, row)
 			case tStr:
-				fi.elemStrs.add(e.str, row)
+				d += fi.elemStrs.add(e.str, row)
 			}
 			return true
 		})
 	}
+	return d
 }
 
-func (fi *fieldIndex) remove(row uint32, val []byte) {
+// remove unindexes a row's value and returns the change of its size.
+func (fi *fieldIndex) remove(row uint32, val []byte) (d int64) {
 	v := decodeValue(val)
 	switch v.t {
 	case tNum:
-		fi.hasNum.Remove(row)
-		fi.nums.remove(v.num, row)
+		d = bitmapRemove(fi.hasNum, row) + fi.nums.remove(v.num, row)
 	case tStr:
-		fi.hasStr.Remove(row)
-		fi.strs.remove(v.str, row)
+		d = bitmapRemove(fi.hasStr, row) + fi.strs.remove(v.str, row)
 	case tArr:
-		fi.hasArr.Remove(row)
+		d = bitmapRemove(fi.hasArr, row)
 		forEachElement(aliasBytes(v.str), func(elem []byte) bool {
 			switch e := decodeValue(elem); e.t {
 			case tNum:
-				fi.elemNums.remove(e.num, row)
+				d += fi.elemNums.remove(e.num, row)
 			case tStr:
-				fi.elemStrs.remove(e.str, row)
+				d += fi.elemStrs.remove(e.str, row)
 			}
 			return true
 		})
 	}
+	return d
 }
 
 // Optimize compresses the bitmaps' runs (roaring's RunOptimize): call it
@@ -203,6 +208,7 @@ func (ix *Index) Optimize() {
 	for _, fi := range ix.fields {
 		fi.optimize()
 	}
+	ix.size = ix.measure()
 }
 
 // optimize compresses runs after a bulk build.
@@ -222,13 +228,17 @@ const fieldOverhead = 3*manyEntryBytes + 256
 
 // SizeInBytes estimates the heap the index holds: the bitmaps'
 // serialized sizes (roaring's GetSizeInBytes) plus the keys and a fixed
-// estimate per map entry and bucket (postings.sizeInBytes). It walks
-// every posting, so it costs O(distinct values): not for a hot path.
-func (ix *Index) SizeInBytes() uint64 {
-	var n uint64
+// estimate per map entry and bucket (postings.sizeInBytes). Every change
+// keeps it up to date, so it costs O(1): the engine reads it after every
+// write, for its memory accounting.
+func (ix *Index) SizeInBytes() uint64 { return uint64(max(ix.size, 0)) }
+
+// measure computes SizeInBytes afresh, walking every posting.
+func (ix *Index) measure() int64 {
+	var n int64
 	for name, fi := range ix.fields {
 		n += keyBytes(name) + fieldOverhead
-		n += fi.hasNum.GetSizeInBytes() + fi.hasStr.GetSizeInBytes() + fi.hasArr.GetSizeInBytes()
+		n += int64(fi.hasNum.GetSizeInBytes() + fi.hasStr.GetSizeInBytes() + fi.hasArr.GetSizeInBytes())
 		n += fi.strs.sizeInBytes() + fi.elemStrs.sizeInBytes()
 		n += fi.nums.sizeInBytes() + fi.elemNums.sizeInBytes()
 	}

@@ -135,7 +135,49 @@ func TestIndexPostingsMoves(t *testing.T) {
 	check(4)
 	ix.Remove(4, a)
 	check()
-	if got := ix.SizeInBytes(); got != empty {
+	if got := ix.SizeInBytes(); got != empty || int64(got) != ix.measure() {
 		t.Fatalf("SizeInBytes %d after every row left, %d empty", got, empty)
+	}
+}
+
+// TestIndexSizeFollowsChanges: SizeInBytes, kept up to date by Add and
+// Remove so that reading it costs nothing, equals what walking every
+// posting finds, through rows taking and leaving shared and single values.
+func TestIndexSizeFollowsChanges(t *testing.T) {
+	attrs := arrayAttrs(3000, false)
+	nums := arrayAttrs(3000, true)
+	for i := range nums {
+		// A scalar string and number besides the arrays.
+		nums[i] = append([]byte(`{"s":"v`+itoa(i%7)+`","n":`+itoa(i%500)+`,`), nums[i][1:]...)
+	}
+	ix := NewIndex()
+	for _, f := range []string{"tags", "s", "n"} {
+		if err := ix.AddField(f, func(func(uint32, []byte)) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	held := map[uint32][]byte{}
+	for step := 0; step < 20000; step++ {
+		row := uint32(r.IntN(2000))
+		if a, ok := held[row]; ok {
+			ix.Remove(row, a)
+			delete(held, row)
+		} else {
+			a := attrs[r.IntN(len(attrs))]
+			if r.IntN(2) == 0 {
+				a = nums[r.IntN(len(nums))]
+			}
+			ix.Add(row, a)
+			held[row] = a
+		}
+		if step%997 == 0 {
+			if got, want := int64(ix.SizeInBytes()), ix.measure(); got != want {
+				t.Fatalf("step %d: SizeInBytes %d, measured %d", step, got, want)
+			}
+		}
+	}
+	if got, want := int64(ix.SizeInBytes()), ix.measure(); got != want {
+		t.Fatalf("SizeInBytes %d, measured %d", got, want)
 	}
 }

@@ -30,43 +30,67 @@ func newPostings() postings {
 // len is the number of distinct values.
 func (p *postings) len() int { return len(p.one) + len(p.many) }
 
-// add adds row to s's rows. s may alias attributes (jsonString): a new key
-// is copied.
-func (p *postings) add(s string, row uint32) {
+// add adds row to s's rows and returns the change of sizeInBytes. s may
+// alias attributes (jsonString): a new key is copied.
+func (p *postings) add(s string, row uint32) int64 {
 	if b := p.many[s]; b != nil {
-		b.Add(row)
-		return
+		return bitmapAdd(b, row)
 	}
 	r, ok := p.one[s]
 	switch {
 	case !ok:
 		p.one[strings.Clone(s)] = row
+		return oneEntryBytes + keyBytes(s)
 	case r != row:
 		delete(p.one, s)
-		p.many[strings.Clone(s)] = roaring.BitmapOf(r, row)
+		b := roaring.BitmapOf(r, row)
+		p.many[strings.Clone(s)] = b
+		return manyEntryBytes + int64(b.GetSizeInBytes()) - oneEntryBytes
 	}
+	return 0
 }
 
 // remove removes row from s's rows, forgetting s once no row holds it (so
-// that values no row holds any more cost nothing).
-func (p *postings) remove(s string, row uint32) {
+// that values no row holds any more cost nothing), and returns the change
+// of sizeInBytes.
+func (p *postings) remove(s string, row uint32) int64 {
 	if r, ok := p.one[s]; ok {
 		if r == row {
 			delete(p.one, s)
+			return -oneEntryBytes - keyBytes(s)
 		}
-		return
+		return 0
 	}
 	b := p.many[s]
 	if b == nil {
-		return
+		return 0
 	}
+	d := bitmapRemove(b, row)
+	if b.GetCardinality() > 1 {
+		return d
+	}
+	d -= manyEntryBytes + int64(b.GetSizeInBytes())
+	delete(p.many, s)
+	if b.IsEmpty() {
+		return d - keyBytes(s)
+	}
+	p.one[strings.Clone(s)] = b.Minimum()
+	return d + oneEntryBytes
+}
+
+// bitmapAdd adds row to b and returns the change of b's GetSizeInBytes.
+func bitmapAdd(b *roaring.Bitmap, row uint32) int64 {
+	before := b.GetSizeInBytes()
+	b.Add(row)
+	return int64(b.GetSizeInBytes()) - int64(before)
+}
+
+// bitmapRemove removes row from b and returns the change of b's
+// GetSizeInBytes.
+func bitmapRemove(b *roaring.Bitmap, row uint32) int64 {
+	before := b.GetSizeInBytes()
 	b.Remove(row)
-	if b.GetCardinality() <= 1 {
-		delete(p.many, s)
-		if !b.IsEmpty() {
-			p.one[strings.Clone(s)] = b.Minimum()
-		}
-	}
+	return int64(b.GetSizeInBytes()) - int64(before)
 }
 
 // get returns s's rows, read-only (an empty bitmap for none).
@@ -135,18 +159,19 @@ const (
 	manyEntryBytes = 112
 )
 
-// sizeInBytes estimates the heap the postings hold.
-func (p *postings) sizeInBytes() uint64 {
-	var n uint64
+// sizeInBytes estimates the heap the postings hold. It walks them all:
+// add and remove return its changes, for Index.SizeInBytes to follow.
+func (p *postings) sizeInBytes() int64 {
+	var n int64
 	for s := range p.one {
 		n += oneEntryBytes + keyBytes(s)
 	}
 	for s, b := range p.many {
-		n += manyEntryBytes + keyBytes(s) + b.GetSizeInBytes()
+		n += manyEntryBytes + keyBytes(s) + int64(b.GetSizeInBytes())
 	}
 	return n
 }
 
 // keyBytes is the allocation holding a key of len(s) bytes: rounded up to
 // 8 (the small size classes).
-func keyBytes(s string) uint64 { return (uint64(len(s)) + 7) &^ 7 }
+func keyBytes(s string) int64 { return (int64(len(s)) + 7) &^ 7 }
