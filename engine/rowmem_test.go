@@ -34,8 +34,8 @@ func TestSmallCollectionRowMemory(t *testing.T) {
 			t.Fatalf("%s: rows not resident", when)
 		}
 		held := int64(cap(c.vecs.mem.b))
-		if held >= vfs.HugePage || held > reserveAhead*rowBytes {
-			t.Fatalf("%s: %d bytes hold %d bytes of rows; want under a huge page and at most %d×", when, held, rowBytes, reserveAhead)
+		if held >= vfs.HugePage || held > smallReserveAhead*rowBytes {
+			t.Fatalf("%s: %d bytes hold %d bytes of rows; want under a huge page and at most %d×", when, held, rowBytes, smallReserveAhead)
 		}
 		if got := c.vecs.row(n - 1)[0]; got != v[0] {
 			t.Fatalf("%s: last row reads %v, want %v", when, got, v[0])

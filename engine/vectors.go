@@ -165,6 +165,9 @@ func (s *vectorStore) mapRows(f vfs.File, capRows, valid uint32) error {
 // last time a quarter of them.
 const reserveAhead = 4
 
+// smallReserveAhead is reserveAhead for rows kept in the Go heap.
+const smallReserveAhead = 2
+
 // minReserveBytes is the least a resident store reserves, so that a
 // collection filled from empty does not move its first rows at every few
 // adds.
@@ -181,8 +184,10 @@ func (s *vectorStore) reserve(need uint32) error {
 	if uint64(need)*uint64(s.rowSize) < vfs.HugePage {
 		// Rows that do not fill a huge page stay below one, so that they
 		// come from the Go heap at their size (vfs.AllocResident): a
-		// huge page would commit 2 MiB for a few kilobytes of rows.
-		rows = min(rows, uint64(vfs.HugePage-1)/uint64(s.rowSize))
+		// huge page would commit 2 MiB for a few kilobytes of rows. Heap
+		// memory is committed when it is zeroed for reuse, so they
+		// reserve only twice ahead: the copies are small.
+		rows = min(uint64(need)*smallReserveAhead, uint64(vfs.HugePage-1)/uint64(s.rowSize))
 		rows = max(rows, uint64(minReserveBytes)/uint64(s.rowSize), uint64(need))
 	}
 	rows = min(rows, math.MaxUint32)
