@@ -19,9 +19,10 @@ import (
 // registerMemObservability installs the engine's INFO sections, CONFIG
 // parameters and metrics for db.
 func (s *Server) registerMemObservability(cur func() *engine.DB) {
-	o := memObserver{cur: cur, ckpt: memCommands{cur: cur}.infoSection}
+	o := memObserver{cur: cur, ckpt: memCommands{cur: cur}.infoSection, srv: s}
 	s.AddInfoSection("Persistence", o.persistenceInfo)
 	s.AddInfoSection("Keyspace", o.keyspaceInfo)
+	s.setDataUsed(func() int64 { return cur().DataMemory().Total() }) // datamem.go
 	s.mu.Lock()
 	s.extendInfoSectionLocked("Memory", o.memoryInfo)
 	s.mu.Unlock()
@@ -34,6 +35,7 @@ type memObserver struct {
 	// ckpt is INFO memrl's section; persistence repeats its checkpoint
 	// fields so that both always agree.
 	ckpt func() [][2]string
+	srv  *Server // for its data memory limit (datamem.go)
 }
 
 func (o memObserver) db() *engine.DB { return o.cur() }
@@ -129,13 +131,28 @@ func (o memObserver) keyspaceInfo() [][2]string {
 	return out
 }
 
-// memoryInfo adds the engine's mapped vector files to INFO memory: they
-// count in RSS as their pages are read, not in used_memory.
+// memoryInfo adds the engine's data to INFO memory: the mapped vector
+// files (they count in RSS as their pages are read, not in used_memory),
+// and what the data holds in memory (engine.DataMemory), in total as
+// used_memory_dataset (what --maxmemory bounds, datamem.go) and by kind.
 func (o memObserver) memoryInfo() [][2]string {
 	mapped := o.db().MappedBytes()
+	dm := o.db().DataMemory()
+	total := dm.Total()
 	return [][2]string{
 		{"mem_mapped_files_bytes", strconv.FormatInt(mapped, 10)},
 		{"mem_mapped_files_human", bytesHuman(uint64(mapped))},
+		{"used_memory_dataset", strconv.FormatInt(total, 10)},
+		{"used_memory_dataset_human", bytesHuman(uint64(max(total, 0)))},
+		{"mem_vectors_bytes", strconv.FormatInt(dm.Vectors, 10)},
+		{"mem_records_bytes", strconv.FormatInt(dm.Records, 10)},
+		{"mem_index_bytes", strconv.FormatInt(dm.Index, 10)},
+		{"mem_attrs_bytes", strconv.FormatInt(dm.Attrs, 10)},
+		{"mem_attr_index_bytes", strconv.FormatInt(dm.AttrIndex, 10)},
+		{"mem_history_bytes", strconv.FormatInt(dm.History, 10)},
+		{"maxmemory_dataset", strconv.FormatInt(max(o.srv.cfg.MaxDataMemory, 0), 10)},
+		{"maxmemory_policy", "noeviction"},
+		{"writes_refused_maxmemory", strconv.FormatInt(o.srv.data.refused.Load(), 10)},
 	}
 }
 
