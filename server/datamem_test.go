@@ -82,6 +82,10 @@ func TestMaxDataMemory(t *testing.T) {
 			t.Errorf("INFO memory %s = %q, want %d", field, got, want)
 		}
 	}
+	ks := parseKV(t, parseInfo(t, rdb.Info(ctx, "keyspace").Val())["keyspace"]["coll_m"])
+	if ks["data_bytes"] != strconv.FormatInt(dm.Total(), 10) { // one collection: all of it
+		t.Errorf("INFO keyspace data_bytes %q, want %d", ks["data_bytes"], dm.Total())
+	}
 	if dm.Vectors == 0 || dm.Attrs == 0 || dm.AttrIndex == 0 {
 		t.Errorf("a kind missing: %+v", dm)
 	}

@@ -114,7 +114,7 @@ func keyspaceField(name string) string {
 
 // keyspaceInfo is INFO keyspace: a line per collection,
 //
-//	coll_<name>:memories=N,deleted=N,rows=N,dim=N,index=flat|ivfpq|flat+building|ivfpq+building,q_mean=F,q_std=F,mapped_bytes=N
+//	coll_<name>:memories=N,deleted=N,rows=N,dim=N,index=flat|ivfpq|flat+building|ivfpq+building,q_mean=F,q_std=F,mapped_bytes=N,data_bytes=N
 func (o memObserver) keyspaceInfo() [][2]string {
 	var out [][2]string
 	for _, c := range o.db().CollectionStats() {
@@ -126,7 +126,8 @@ func (o memObserver) keyspaceInfo() [][2]string {
 				",index=" + c.Index +
 				",q_mean=" + strconv.FormatFloat(c.QMean, 'g', 6, 64) +
 				",q_std=" + strconv.FormatFloat(c.QStd, 'g', 6, 64) +
-				",mapped_bytes=" + strconv.FormatInt(c.MappedBytes, 10)})
+				",mapped_bytes=" + strconv.FormatInt(c.MappedBytes, 10) +
+				",data_bytes=" + strconv.FormatInt(c.DataBytes, 10)})
 	}
 	return out
 }
@@ -172,6 +173,8 @@ var (
 	descCollQMean  = prometheus.NewDesc("memrl_collection_q_mean", "Mean Q of the live memories.", []string{"collection"}, nil)
 	descCollQStd   = prometheus.NewDesc("memrl_collection_q_stddev", "Standard deviation of the Q of the live memories.", []string{"collection"}, nil)
 	descCollMapped = prometheus.NewDesc("memrl_collection_mapped_bytes", "Bytes of the collection's vector file mapped into memory.", []string{"collection"}, nil)
+	descCollData   = prometheus.NewDesc("memrl_collection_data_bytes", "Bytes the collection's data holds in memory (INFO memory used_memory_dataset's part).", []string{"collection"}, nil)
+	descDataMemory = prometheus.NewDesc("memrl_data_memory_bytes", "Bytes the data holds in memory, by kind (INFO memory mem_<kind>_bytes).", []string{"kind"}, nil)
 )
 
 // Collect adds the engine's metrics to a scrape (metricsSource).
@@ -206,5 +209,13 @@ func (o memObserver) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descCollQMean, prometheus.GaugeValue, c.QMean, c.Name)
 		ch <- prometheus.MustNewConstMetric(descCollQStd, prometheus.GaugeValue, c.QStd, c.Name)
 		ch <- prometheus.MustNewConstMetric(descCollMapped, prometheus.GaugeValue, float64(c.MappedBytes), c.Name)
+		ch <- prometheus.MustNewConstMetric(descCollData, prometheus.GaugeValue, float64(c.DataBytes), c.Name)
+	}
+	dm := o.db().DataMemory()
+	for _, k := range []struct {
+		kind string
+		n    int64
+	}{{"vectors", dm.Vectors}, {"records", dm.Records}, {"index", dm.Index}, {"attrs", dm.Attrs}, {"attr_index", dm.AttrIndex}, {"history", dm.History}} {
+		ch <- prometheus.MustNewConstMetric(descDataMemory, prometheus.GaugeValue, float64(k.n), k.kind)
 	}
 }
