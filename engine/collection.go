@@ -107,6 +107,13 @@ type Collection struct {
 	// until the first compaction. cs is the compaction's state.
 	gen uint64
 	cs  compactState
+
+	// acct holds the collection's figures of DataMemory (datamem.go),
+	// refreshed by accountLocked; attrBytes is the attributes' part,
+	// kept by the attribute index's hooks (filter_index.go). attrBytes
+	// is guarded by mu.
+	acct      dataAcct
+	attrBytes int64
 }
 
 func (c *Collection) dim() int { return c.cfg.Dim }
@@ -355,6 +362,7 @@ func (c *Collection) applyAddLocked(r addRec) {
 	c.trackExpiryLocked(r.id, r.expires)
 	c.filterIndexAddLocked(r.row, c.mems[r.id].attrs())
 	c.liveIDs.add(r.id)
+	defer c.accountLocked() // datamem.go
 	for uint32(len(c.rowIDs)) <= r.row {
 		c.rowIDs = append(c.rowIDs, 0)
 	}
@@ -441,6 +449,7 @@ func (c *Collection) deleteIDsLocked(ids []uint64) (wal.LSN, error) {
 
 // REQUIRES: c.mu held for writing.
 func (c *Collection) applyDeleteLocked(r deleteRec) {
+	defer c.accountLocked() // datamem.go
 	for _, id := range r.ids {
 		if m, ok := c.mems[id]; ok {
 			c.pinIfHeldLocked(id, m) // snapshot.go: a snapshot holding it keeps it as a ghost

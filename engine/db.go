@@ -121,6 +121,10 @@ const DefaultMaxCollections = 4096
 // use. You must Close a DB to stop its background checkpoints and release
 // its files; Close checkpoints, so the next Open replays little.
 type DB struct {
+	// acct holds the sums of the open collections' DataMemory
+	// (datamem.go); safe for concurrent use.
+	acct dataAcct
+
 	dir  string
 	fs   vfs.FS
 	opts Options
@@ -347,6 +351,7 @@ func (db *DB) Drop(name string) error {
 // on, so its files and index can be closed once the locks are released.
 // REQUIRES: db.mu and c.mu held for writing.
 func (db *DB) dropLocked(c *Collection) {
+	c.unaccountLocked()
 	c.dropped = true
 	delete(db.colls, c.name)
 	delete(db.byUID, c.uid)
@@ -411,6 +416,7 @@ func (db *DB) Close() error {
 	db.closed = true
 	for _, c := range db.byUID {
 		c.mu.Lock()
+		c.unaccountLocked()
 		c.dropped = true // not dropped, but closed: methods fail the same way
 		c.mu.Unlock()
 		c.closeIndex(true)

@@ -184,6 +184,7 @@ func (c *Collection) applyIndexedLocked(r indexedRec) {
 	if c.fidx == nil {
 		return
 	}
+	defer c.accountLocked() // datamem.go
 	for _, f := range old {
 		if !slices.Contains(c.indexed, f) {
 			c.fidx.RemoveField(f)
@@ -218,19 +219,32 @@ func (c *Collection) rebuildFilterIndexLocked() {
 			c.db.opts.Logf("memrl: collection %q: cannot index field %q: %v", c.name, f, err)
 		}
 	}
+	c.attrBytes = 0
+	c.eachAttrsLocked(func(_ uint32, attrs []byte) { c.attrBytes += attrCost(attrs) })
+	c.accountLocked() // datamem.go
 }
 
 // filterIndexAddLocked and filterIndexRemoveLocked keep the attribute
-// index in step with a row's attributes (nothing during recovery, when
-// fidx is nil). REQUIRES: c.mu held for writing.
+// index, and the attributes' bytes counted in DataMemory (datamem.go), in
+// step with a row's attributes (nothing during recovery, when fidx is
+// nil: rebuildFilterIndexLocked counts them after). Every change of a
+// memory's attributes goes through them. REQUIRES: c.mu held for writing.
 func (c *Collection) filterIndexAddLocked(row uint32, attrs []byte) {
-	if c.fidx != nil && len(attrs) > 0 && len(c.indexed) > 0 {
+	if c.fidx == nil {
+		return
+	}
+	c.attrBytes += attrCost(attrs)
+	if len(attrs) > 0 && len(c.indexed) > 0 {
 		c.fidx.Add(row, attrs)
 	}
 }
 
 func (c *Collection) filterIndexRemoveLocked(row uint32, attrs []byte) {
-	if c.fidx != nil && len(attrs) > 0 && len(c.indexed) > 0 {
+	if c.fidx == nil {
+		return
+	}
+	c.attrBytes -= attrCost(attrs)
+	if len(attrs) > 0 && len(c.indexed) > 0 {
 		c.fidx.Remove(row, attrs)
 	}
 }

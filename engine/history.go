@@ -99,8 +99,10 @@ func (c *Collection) recordHistory(lsn uint64, r qRec) {
 	}
 	b := s.logs[r.id]
 	if len(b) == 0 || histLSN(b) < lsn {
-		s.logs[r.id] = histPush(b, lsn, histEntry{ms: r.updated / int64(time.Millisecond),
+		nb := histPush(b, lsn, histEntry{ms: r.updated / int64(time.Millisecond),
 			reward: r.lastReward, q: r.q, visits: r.visits}, max)
+		s.logs[r.id] = nb
+		c.addAcct(kindHistory, int64(cap(nb)-cap(b))) // datamem.go
 	}
 	s.mu.Unlock()
 }
@@ -110,7 +112,10 @@ func (c *Collection) recordHistory(lsn uint64, r qRec) {
 func (c *Collection) removeHistory(id uint64) {
 	s := c.hist.stripe(id)
 	s.mu.Lock()
-	delete(s.logs, id)
+	if b, ok := s.logs[id]; ok {
+		c.addAcct(kindHistory, -int64(cap(b))) // datamem.go
+		delete(s.logs, id)
+	}
 	s.mu.Unlock()
 }
 
@@ -475,7 +480,9 @@ func (c *Collection) loadHistoryLocked(cc ckptCollection) {
 			if st.logs == nil {
 				st.logs = make(map[uint64][]byte)
 			}
-			st.logs[m.id] = histTrim(s.data[1:], max) // s.data is the decoder's copy
+			nb := histTrim(s.data[1:], max) // s.data is the decoder's copy
+			c.addAcct(kindHistory, int64(cap(nb)-cap(st.logs[m.id])))
+			st.logs[m.id] = nb
 		}
 	}
 }

@@ -161,6 +161,7 @@ func (c *Collection) indexAddLocked(row uint32, v []float32) {
 		} else if c.ivf.Rows() >= c.savedRows+c.savedRows/4+buildChunk {
 			c.saveIndexAsyncLocked()
 		}
+		c.accountLocked() // datamem.go
 	}
 	c.maybeBuildLocked()
 }
@@ -191,6 +192,7 @@ func (c *Collection) dropIndexLocked() {
 		c.retired = append(c.retired, c.ivf)
 		c.ivf = nil
 		c.index = exactScan{c}
+		c.accountLocked() // datamem.go
 	}
 }
 
@@ -245,6 +247,7 @@ func (c *Collection) finishBuild(start time.Time, ix *ivfpq.Index, n int, err er
 	c.dropIndexLocked()
 	c.ivf, c.trainedOn, c.savedRows = ix, n, 0
 	c.index = ivfPhase1{c, ix}
+	c.accountLocked() // datamem.go
 	c.saveIndexAsyncLocked()
 	c.maybeBuildLocked()
 	c.mu.Unlock()
@@ -512,6 +515,7 @@ func (c *Collection) openIndexLocked() {
 		discard = false
 		c.ivf, c.trainedOn, c.savedRows = ix, c.trainedOnAtOpen(ix), ix.Rows()
 		c.index = ivfPhase1{c, ix}
+		c.accountLocked() // datamem.go
 	}
 	if discard {
 		// Remove the file: once adds refill the rows it describes

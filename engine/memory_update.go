@@ -73,6 +73,7 @@ func (c *Collection) applySetAttrsLocked(r setAttrsRec) {
 	m.ext = makeExt(bytes.Clone(r.attrs), m.key(), m.expires())
 	c.mems[r.id] = m
 	c.filterIndexAddLocked(m.row, m.attrs())
+	c.accountLocked() // datamem.go
 	c.markDirtyLocked(r.id)
 }
 

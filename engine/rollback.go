@@ -144,6 +144,7 @@ func sameState(q qtable.Entry, m memory, e snapEntry) bool {
 // does.
 // REQUIRES: c.mu held for writing.
 func (c *Collection) applyRollbackLocked(rb rbBatch) {
+	defer c.accountLocked() // datamem.go
 	if len(rb.dels) > 0 {
 		c.applyDeleteLocked(deleteRec{uid: c.uid, ids: rb.dels})
 	}

@@ -33,6 +33,7 @@ type CollectionStats struct {
 	QStd        float64 // population standard deviation of Q
 	MappedBytes int64   // bytes the vectors are read from: the vector file's mapping, or the resident copy's rows (Options.MapFiles)
 	PayloadSize uint64  // bytes of the payload file in use (payloads and their checksums)
+	DataBytes   int64   // what the collection's data holds in memory (DataMemory.Total)
 }
 
 // CollectionStats returns a summary of every collection, sorted by name.
@@ -62,6 +63,7 @@ func (c *Collection) Stats() (CollectionStats, error) {
 	st := CollectionStats{
 		Name: c.name, Dim: c.cfg.Dim, Memories: len(c.mems), DeadRows: c.dead.GetCardinality(),
 		Rows: c.vecs.nrows, Index: "flat", MappedBytes: c.vecs.heldBytes(), PayloadSize: c.pays.size,
+		DataBytes: c.DataMemory().Total(),
 	}
 	if _, ok := c.index.(ivfPhase1); ok {
 		st.Index = "ivfpq"

@@ -27,7 +27,9 @@ import (
 //     reclaim it. The copy is reserved four times ahead of the rows in use
 //     (untouched pages cost address space only), so it is copied to a
 //     larger reservation a few times as a collection grows, with the
-//     collection's lock held.
+//     collection's lock held. Rows that do not fill a huge page are kept
+//     in the Go heap at their size instead (reserve), so that a small
+//     collection costs what it holds.
 //   - mapped (Options.MapFiles): a read-only shared mmap of the whole
 //     file, so a database of millions of vectors opens without copying
 //     them (Open still reads them once, to verify them); on Linux the page
@@ -163,6 +165,14 @@ func (s *vectorStore) mapRows(f vfs.File, capRows, valid uint32) error {
 // last time a quarter of them.
 const reserveAhead = 4
 
+// smallReserveAhead is reserveAhead for rows kept in the Go heap.
+const smallReserveAhead = 2
+
+// minReserveBytes is the least a resident store reserves, so that a
+// collection filled from empty does not move its first rows at every few
+// adds.
+const minReserveBytes = 4 << 10
+
 // reserve makes room in a resident store's memory for need rows, moving
 // the rows in use to a larger reservation when mem is too small. A
 // failure leaves the store as it was.
@@ -170,7 +180,16 @@ func (s *vectorStore) reserve(need uint32) error {
 	if !s.resident || need <= s.memRows {
 		return nil
 	}
-	rows := max(uint64(need)*reserveAhead, uint64(vfs.HugePage)/uint64(s.rowSize))
+	rows := uint64(need) * reserveAhead
+	if uint64(need)*uint64(s.rowSize) < vfs.HugePage {
+		// Rows that do not fill a huge page stay below one, so that they
+		// come from the Go heap at their size (vfs.AllocResident): a
+		// huge page would commit 2 MiB for a few kilobytes of rows. Heap
+		// memory is committed when it is zeroed for reuse, so they
+		// reserve only twice ahead: the copies are small.
+		rows = min(uint64(need)*smallReserveAhead, uint64(vfs.HugePage-1)/uint64(s.rowSize))
+		rows = max(rows, uint64(minReserveBytes)/uint64(s.rowSize), uint64(need))
+	}
 	rows = min(rows, math.MaxUint32)
 	mem, err := allocRowMem(int64(rows) * s.rowSize)
 	if err != nil {

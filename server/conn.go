@@ -211,6 +211,11 @@ func (c *conn) exec(args [][]byte) (keep bool) {
 			return true
 		}
 	}
+	if err := c.srv.refuseGrowth(cmd); err != nil { // datamem.go: --maxmemory
+		cmd.stats.rejected.Add(1)
+		c.refuse(err)
+		return true
+	}
 	if c.tx != nil && cmd.flags&flagNotQueued == 0 {
 		c.queue(cmd, args) // tx.go
 		return true

@@ -19,9 +19,10 @@ import (
 // registerMemObservability installs the engine's INFO sections, CONFIG
 // parameters and metrics for db.
 func (s *Server) registerMemObservability(cur func() *engine.DB) {
-	o := memObserver{cur: cur, ckpt: memCommands{cur: cur}.infoSection}
+	o := memObserver{cur: cur, ckpt: memCommands{cur: cur}.infoSection, srv: s}
 	s.AddInfoSection("Persistence", o.persistenceInfo)
 	s.AddInfoSection("Keyspace", o.keyspaceInfo)
+	s.setDataUsed(func() int64 { return cur().DataMemory().Total() }) // datamem.go
 	s.mu.Lock()
 	s.extendInfoSectionLocked("Memory", o.memoryInfo)
 	s.mu.Unlock()
@@ -34,6 +35,7 @@ type memObserver struct {
 	// ckpt is INFO memrl's section; persistence repeats its checkpoint
 	// fields so that both always agree.
 	ckpt func() [][2]string
+	srv  *Server // for its data memory limit (datamem.go)
 }
 
 func (o memObserver) db() *engine.DB { return o.cur() }
@@ -112,7 +114,7 @@ func keyspaceField(name string) string {
 
 // keyspaceInfo is INFO keyspace: a line per collection,
 //
-//	coll_<name>:memories=N,deleted=N,rows=N,dim=N,index=flat|ivfpq|flat+building|ivfpq+building,q_mean=F,q_std=F,mapped_bytes=N
+//	coll_<name>:memories=N,deleted=N,rows=N,dim=N,index=flat|ivfpq|flat+building|ivfpq+building,q_mean=F,q_std=F,mapped_bytes=N,data_bytes=N
 func (o memObserver) keyspaceInfo() [][2]string {
 	var out [][2]string
 	for _, c := range o.db().CollectionStats() {
@@ -124,18 +126,34 @@ func (o memObserver) keyspaceInfo() [][2]string {
 				",index=" + c.Index +
 				",q_mean=" + strconv.FormatFloat(c.QMean, 'g', 6, 64) +
 				",q_std=" + strconv.FormatFloat(c.QStd, 'g', 6, 64) +
-				",mapped_bytes=" + strconv.FormatInt(c.MappedBytes, 10)})
+				",mapped_bytes=" + strconv.FormatInt(c.MappedBytes, 10) +
+				",data_bytes=" + strconv.FormatInt(c.DataBytes, 10)})
 	}
 	return out
 }
 
-// memoryInfo adds the engine's mapped vector files to INFO memory: they
-// count in RSS as their pages are read, not in used_memory.
+// memoryInfo adds the engine's data to INFO memory: the mapped vector
+// files (they count in RSS as their pages are read, not in used_memory),
+// and what the data holds in memory (engine.DataMemory), in total as
+// used_memory_dataset (what --maxmemory bounds, datamem.go) and by kind.
 func (o memObserver) memoryInfo() [][2]string {
 	mapped := o.db().MappedBytes()
+	dm := o.db().DataMemory()
+	total := dm.Total()
 	return [][2]string{
 		{"mem_mapped_files_bytes", strconv.FormatInt(mapped, 10)},
 		{"mem_mapped_files_human", bytesHuman(uint64(mapped))},
+		{"used_memory_dataset", strconv.FormatInt(total, 10)},
+		{"used_memory_dataset_human", bytesHuman(uint64(max(total, 0)))},
+		{"mem_vectors_bytes", strconv.FormatInt(dm.Vectors, 10)},
+		{"mem_records_bytes", strconv.FormatInt(dm.Records, 10)},
+		{"mem_index_bytes", strconv.FormatInt(dm.Index, 10)},
+		{"mem_attrs_bytes", strconv.FormatInt(dm.Attrs, 10)},
+		{"mem_attr_index_bytes", strconv.FormatInt(dm.AttrIndex, 10)},
+		{"mem_history_bytes", strconv.FormatInt(dm.History, 10)},
+		{"maxmemory_dataset", strconv.FormatInt(max(o.srv.cfg.MaxDataMemory, 0), 10)},
+		{"maxmemory_policy", "noeviction"},
+		{"writes_refused_maxmemory", strconv.FormatInt(o.srv.data.refused.Load(), 10)},
 	}
 }
 
@@ -155,6 +173,8 @@ var (
 	descCollQMean  = prometheus.NewDesc("memrl_collection_q_mean", "Mean Q of the live memories.", []string{"collection"}, nil)
 	descCollQStd   = prometheus.NewDesc("memrl_collection_q_stddev", "Standard deviation of the Q of the live memories.", []string{"collection"}, nil)
 	descCollMapped = prometheus.NewDesc("memrl_collection_mapped_bytes", "Bytes of the collection's vector file mapped into memory.", []string{"collection"}, nil)
+	descCollData   = prometheus.NewDesc("memrl_collection_data_bytes", "Bytes the collection's data holds in memory (INFO memory used_memory_dataset's part).", []string{"collection"}, nil)
+	descDataMemory = prometheus.NewDesc("memrl_data_memory_bytes", "Bytes the data holds in memory, by kind (INFO memory mem_<kind>_bytes).", []string{"kind"}, nil)
 )
 
 // Collect adds the engine's metrics to a scrape (metricsSource).
@@ -189,5 +209,13 @@ func (o memObserver) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descCollQMean, prometheus.GaugeValue, c.QMean, c.Name)
 		ch <- prometheus.MustNewConstMetric(descCollQStd, prometheus.GaugeValue, c.QStd, c.Name)
 		ch <- prometheus.MustNewConstMetric(descCollMapped, prometheus.GaugeValue, float64(c.MappedBytes), c.Name)
+		ch <- prometheus.MustNewConstMetric(descCollData, prometheus.GaugeValue, float64(c.DataBytes), c.Name)
+	}
+	dm := o.db().DataMemory()
+	for _, k := range []struct {
+		kind string
+		n    int64
+	}{{"vectors", dm.Vectors}, {"records", dm.Records}, {"index", dm.Index}, {"attrs", dm.Attrs}, {"attr_index", dm.AttrIndex}, {"history", dm.History}} {
+		ch <- prometheus.MustNewConstMetric(descDataMemory, prometheus.GaugeValue, float64(k.n), k.kind)
 	}
 }

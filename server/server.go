@@ -82,6 +82,10 @@ type Config struct {
 	// buffer: requests being read and payloads of replies being written
 	// (see budget.go). 0 means DefaultMaxMemory, < 0 unlimited.
 	MaxMemory int64
+	// MaxDataMemory bounds what the database's data holds in memory
+	// (engine.DataMemory): at or past it, writes that add data are
+	// refused with "-OOM" (see datamem.go). 0 or < 0 means unlimited.
+	MaxDataMemory int64
 	// MaxReplyBytes bounds one reply whose size a command knows before
 	// writing it (MEM.RETRIEVE ... WITHPAYLOAD); a larger one is refused
 	// with an error. 0 means DefaultMaxReplyBytes, < 0 unlimited.
@@ -110,6 +114,8 @@ type Server struct {
 	// cmds is replaced wholesale by Register (copy on write) so lookups on
 	// the hot path take no lock. The map it points to is never modified.
 	cmds atomic.Pointer[map[string]*command]
+
+	data dataMemory // the data's memory, for MaxDataMemory (datamem.go)
 
 	// closing mirrors shutdown below for lock-free checks between commands.
 	closing atomic.Bool

@@ -103,7 +103,7 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 	fs.DurationVar(&o.cfg.FrameTimeout, "frame-timeout", server.DefaultFrameTimeout, "close a connection whose command is not complete this long after it began")
 	fs.DurationVar(&o.cfg.AuthTimeout, "auth-timeout", server.DefaultAuthTimeout, "close a connection not authenticated this long after it connected (with a password only)")
 	fs.DurationVar(&o.cfg.OutputTimeout, "output-timeout", server.DefaultOutputTimeout, "close a connection that does not read its replies for this long")
-	maxMemory := sizeFlag(fs, "maxmemory", server.DefaultMaxMemory, "most bytes all clients together may make the server buffer (requests being read, payloads being sent)")
+	maxMemory := sizeFlag(fs, "maxmemory", server.DefaultMaxMemory, "most bytes all clients together may make the server buffer (requests being read, payloads being sent); when given, also the most the data may hold in memory (INFO memory used_memory_dataset): past it, writes that add data get -OOM, reads and deletes still run")
 	queryBuf := sizeFlag(fs, "client-query-buffer-limit", server.DefaultMaxCommandLen, "largest request one client may send (all its arguments)")
 	maxBulk := sizeFlag(fs, "proto-max-bulk-len", server.DefaultMaxBulkLen, "largest single argument")
 	fs.IntVar(&o.cfg.MaxQueuedCommands, "max-queued-commands", server.DefaultMaxQueuedCommands, "most commands one MULTI may queue; more make EXEC discard the transaction (<0: no cap)")
@@ -150,6 +150,14 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 		return nil, err
 	}
 	o.cfg.MaxMemory = *maxMemory
+	// The data counts against --maxmemory only when it is given: the
+	// default (1 GiB) was chosen for client buffers, and a database that
+	// grew past it must not be refused writes by an upgrade.
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "maxmemory" && *maxMemory > 0 {
+			o.cfg.MaxDataMemory = *maxMemory
+		}
+	})
 	o.cfg.MaxReplyBytes = *maxReply
 	o.cfg.Limits = server.Limits{MaxCommandLen: int(*queryBuf), MaxBulkLen: int(*maxBulk)}
 

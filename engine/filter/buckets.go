@@ -43,11 +43,22 @@ func bucketKey(v float64) uint32 {
 	return uint32(bits >> (52 - bucketMantissaBits))
 }
 
-// bucket is the rows whose value falls in one bucket.
+// bucket is the rows whose value falls in one bucket. A bucket of one row
+// keeps the row in one, not in a bitmap (a roaring bitmap of one row costs
+// about 150 bytes: see postings).
 type bucket struct {
 	key      uint32
-	min, max float64 // INVARIANT: every value of a row in rows is in [min, max]
-	rows     *roaring.Bitmap
+	one      uint32          // the bucket's only row, while rows is nil
+	min, max float64         // INVARIANT: every value of a row in the bucket is in [min, max]
+	rows     *roaring.Bitmap // the rows, once a second row came; nil before
+}
+
+// bitmap returns the bucket's rows, read-only.
+func (b *bucket) bitmap() *roaring.Bitmap {
+	if b.rows == nil {
+		return roaring.BitmapOf(b.one)
+	}
+	return b.rows
 }
 
 // numIndex is a field's numeric values, by bucket.
@@ -61,30 +72,54 @@ func (x *numIndex) find(key uint32) (int, bool) {
 	return i, i < len(x.buckets) && x.buckets[i].key == key
 }
 
-func (x *numIndex) add(v float64, row uint32) {
+// add adds row under v and returns the change of sizeInBytes.
+func (x *numIndex) add(v float64, row uint32) int64 {
 	key := bucketKey(v)
 	i, ok := x.find(key)
 	if !ok {
-		b := &bucket{key: key, min: v, max: v, rows: roaring.New()}
+		b := &bucket{key: key, one: row, min: v, max: v}
 		x.buckets = append(x.buckets, nil)
 		copy(x.buckets[i+1:], x.buckets[i:])
 		x.buckets[i] = b
+		return bucketBytes
 	}
 	b := x.buckets[i]
 	b.min, b.max = min(b.min, v), max(b.max, v)
-	b.rows.Add(row)
+	switch {
+	case b.rows != nil:
+		return bitmapAdd(b.rows, row)
+	case b.one != row:
+		b.rows = roaring.BitmapOf(b.one, row)
+		return manyEntryBytes + int64(b.rows.GetSizeInBytes())
+	}
+	return 0
 }
 
-func (x *numIndex) remove(v float64, row uint32) {
+// remove removes row from v's bucket and returns the change of
+// sizeInBytes.
+func (x *numIndex) remove(v float64, row uint32) int64 {
 	i, ok := x.find(bucketKey(v))
 	if !ok {
-		return
+		return 0
 	}
 	b := x.buckets[i]
-	b.rows.Remove(row)
-	if b.rows.IsEmpty() {
-		x.buckets = append(x.buckets[:i], x.buckets[i+1:]...)
+	if b.rows == nil {
+		if b.one == row {
+			x.buckets = append(x.buckets[:i], x.buckets[i+1:]...)
+			return -bucketBytes
+		}
+		return 0
 	}
+	d := bitmapRemove(b.rows, row)
+	switch b.rows.GetCardinality() {
+	case 0:
+		d -= manyEntryBytes + int64(b.rows.GetSizeInBytes()) + bucketBytes
+		x.buckets = append(x.buckets[:i], x.buckets[i+1:]...)
+	case 1:
+		d -= manyEntryBytes + int64(b.rows.GetSizeInBytes())
+		b.one, b.rows = b.rows.Minimum(), nil
+	}
+	return d
 }
 
 // cmp returns the rows with a value v such that `v op c` holds: lo is the
@@ -133,10 +168,11 @@ func (x *numIndex) cmp(op opcode, c float64) (lo, hi *roaring.Bitmap) {
 	for _, b := range x.buckets[from:to] {
 		switch inMin, inMax := pred(b.min), pred(b.max); {
 		case inMin && inMax && (op != opEq || b.min == b.max):
-			los = append(los, b.rows)
-			his = append(his, b.rows)
+			rows := b.bitmap()
+			los = append(los, rows)
+			his = append(his, rows)
 		case inMin || inMax || op == opEq && b.min <= c && c <= b.max:
-			his = append(his, b.rows)
+			his = append(his, b.bitmap())
 		}
 	}
 	lo = orAll(los)
@@ -146,10 +182,25 @@ func (x *numIndex) cmp(op opcode, c float64) (lo, hi *roaring.Bitmap) {
 	return lo, orAll(his)
 }
 
-func (x *numIndex) sizeInBytes() uint64 {
-	n := uint64(len(x.buckets)) * 64
+// bucketBytes estimates what a bucket costs besides its bitmap: the
+// bucket, its pointer and the slice's spare capacity.
+const bucketBytes = 48
+
+// sizeInBytes estimates the heap the buckets hold.
+func (x *numIndex) sizeInBytes() int64 {
+	n := int64(len(x.buckets)) * bucketBytes
 	for _, b := range x.buckets {
-		n += b.rows.GetSizeInBytes()
+		if b.rows != nil {
+			n += manyEntryBytes + int64(b.rows.GetSizeInBytes())
+		}
 	}
 	return n
+}
+
+func (x *numIndex) optimize() {
+	for _, b := range x.buckets {
+		if b.rows != nil {
+			b.rows.RunOptimize()
+		}
+	}
 }

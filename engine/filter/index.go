@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 )
@@ -27,6 +26,9 @@ import (
 // ValidateAttrs accepted (in particular, without duplicate keys).
 type Index struct {
 	fields map[string]*fieldIndex
+	// size is SizeInBytes, kept up to date by every change (measure
+	// computes it afresh), so that reading it costs nothing.
+	size int64
 }
 
 // fieldIndex is one declared field's postings.
@@ -35,10 +37,10 @@ type fieldIndex struct {
 	// string, an array. Rows where the field is missing, null or an object
 	// are in none.
 	hasNum, hasStr, hasArr *roaring.Bitmap
-	strs                   map[string]*roaring.Bitmap // rows whose value is this string
-	nums                   numIndex                   // rows whose value is a number, by bucket
-	elemStrs               map[string]*roaring.Bitmap // rows whose array holds this string
-	elemNums               numIndex                   // rows whose array holds a number, by bucket
+	strs                   postings // rows whose value is this string
+	nums                   numIndex // rows whose value is a number, by bucket
+	elemStrs               postings // rows whose array holds this string
+	elemNums               numIndex // rows whose array holds a number, by bucket
 }
 
 // Errors of Index.AddField.
@@ -55,7 +57,7 @@ func NewIndex() *Index { return &Index{fields: map[string]*fieldIndex{}} }
 
 func newFieldIndex() *fieldIndex {
 	return &fieldIndex{hasNum: roaring.New(), hasStr: roaring.New(), hasArr: roaring.New(),
-		strs: map[string]*roaring.Bitmap{}, elemStrs: map[string]*roaring.Bitmap{}}
+		strs: newPostings(), elemStrs: newPostings()}
 }
 
 // ValidFieldName reports whether name can be indexed (ErrBadField).
@@ -104,6 +106,7 @@ func (ix *Index) AddField(name string, each func(yield func(row uint32, attrs []
 	})
 	fi.optimize()
 	ix.fields[name] = fi
+	ix.size = ix.measure()
 	return nil
 }
 
@@ -111,6 +114,7 @@ func (ix *Index) AddField(name string, each func(yield func(row uint32, attrs []
 func (ix *Index) RemoveField(name string) bool {
 	_, ok := ix.fields[name]
 	delete(ix.fields, name)
+	ix.size = ix.measure()
 	return ok
 }
 
@@ -127,13 +131,13 @@ func memberName(key []byte, esc bool) (string, bool) {
 // its old attributes first); attrs were accepted by ValidateAttrs (nil or
 // empty: no attributes, nothing to do).
 func (ix *Index) Add(row uint32, attrs []byte) {
-	ix.each(attrs, func(fi *fieldIndex, val []byte) { fi.add(row, val) })
+	ix.each(attrs, func(fi *fieldIndex, val []byte) { ix.size += fi.add(row, val) })
 }
 
 // Remove unindexes a row. REQUIRES: attrs are exactly the attributes Add
 // was given for it.
 func (ix *Index) Remove(row uint32, attrs []byte) {
-	ix.each(attrs, func(fi *fieldIndex, val []byte) { fi.remove(row, val) })
+	ix.each(attrs, func(fi *fieldIndex, val []byte) { ix.size += fi.remove(row, val) })
 }
 
 // each calls fn for every member of attrs that is an indexed field.
@@ -151,72 +155,50 @@ func (ix *Index) each(attrs []byte, fn func(fi *fieldIndex, val []byte)) {
 	})
 }
 
-func (fi *fieldIndex) add(row uint32, val []byte) {
+// add indexes a row's value and returns the change of its size.
+func (fi *fieldIndex) add(row uint32, val []byte) (d int64) {
 	v := decodeValue(val)
 	switch v.t {
 	case tNum:
-		fi.hasNum.Add(row)
-		fi.nums.add(v.num, row)
+		d = bitmapAdd(fi.hasNum, row) + fi.nums.add(v.num, row)
 	case tStr:
-		fi.hasStr.Add(row)
-		addPosting(fi.strs, v.str, row)
+		d = bitmapAdd(fi.hasStr, row) + fi.strs.add(v.str, row)
 	case tArr:
-		fi.hasArr.Add(row)
+		d = bitmapAdd(fi.hasArr, row)
 		forEachElement(aliasBytes(v.str), func(elem []byte) bool {
 			switch e := decodeValue(elem); e.t {
 			case tNum:
-				fi.elemNums.add(e.num, row)
+				d += fi.elemNums.add(e.num, row)
 			case tStr:
-				addPosting(fi.elemStrs, e.str, row)
+				d += fi.elemStrs.add(e.str, row)
 			}
 			return true
 		})
 	}
+	return d
 }
 
-func (fi *fieldIndex) remove(row uint32, val []byte) {
+// remove unindexes a row's value and returns the change of its size.
+func (fi *fieldIndex) remove(row uint32, val []byte) (d int64) {
 	v := decodeValue(val)
 	switch v.t {
 	case tNum:
-		fi.hasNum.Remove(row)
-		fi.nums.remove(v.num, row)
+		d = bitmapRemove(fi.hasNum, row) + fi.nums.remove(v.num, row)
 	case tStr:
-		fi.hasStr.Remove(row)
-		removePosting(fi.strs, v.str, row)
+		d = bitmapRemove(fi.hasStr, row) + fi.strs.remove(v.str, row)
 	case tArr:
-		fi.hasArr.Remove(row)
+		d = bitmapRemove(fi.hasArr, row)
 		forEachElement(aliasBytes(v.str), func(elem []byte) bool {
 			switch e := decodeValue(elem); e.t {
 			case tNum:
-				fi.elemNums.remove(e.num, row)
+				d += fi.elemNums.remove(e.num, row)
 			case tStr:
-				removePosting(fi.elemStrs, e.str, row)
+				d += fi.elemStrs.remove(e.str, row)
 			}
 			return true
 		})
 	}
-}
-
-// addPosting adds row to m[s]. s may alias attributes (jsonString): a new
-// key is copied.
-func addPosting(m map[string]*roaring.Bitmap, s string, row uint32) {
-	b := m[s]
-	if b == nil {
-		b = roaring.New()
-		m[strings.Clone(s)] = b
-	}
-	b.Add(row)
-}
-
-// removePosting removes row from m[s], and the posting once it is empty
-// (so that values no row holds any more cost nothing).
-func removePosting(m map[string]*roaring.Bitmap, s string, row uint32) {
-	if b := m[s]; b != nil {
-		b.Remove(row)
-		if b.IsEmpty() {
-			delete(m, s)
-		}
-	}
+	return d
 }
 
 // Optimize compresses the bitmaps' runs (roaring's RunOptimize): call it
@@ -226,6 +208,7 @@ func (ix *Index) Optimize() {
 	for _, fi := range ix.fields {
 		fi.optimize()
 	}
+	ix.size = ix.measure()
 }
 
 // optimize compresses runs after a bulk build.
@@ -233,35 +216,30 @@ func (fi *fieldIndex) optimize() {
 	for _, b := range []*roaring.Bitmap{fi.hasNum, fi.hasStr, fi.hasArr} {
 		b.RunOptimize()
 	}
-	for _, m := range []map[string]*roaring.Bitmap{fi.strs, fi.elemStrs} {
-		for _, b := range m {
-			b.RunOptimize()
-		}
-	}
-	for _, x := range []*numIndex{&fi.nums, &fi.elemNums} {
-		for _, b := range x.buckets {
-			b.rows.RunOptimize()
-		}
-	}
+	fi.strs.optimize()
+	fi.elemStrs.optimize()
+	fi.nums.optimize()
+	fi.elemNums.optimize()
 }
 
-// postingOverhead estimates the bytes a map entry costs besides its key
-// and bitmap (hash map slot, key header, bitmap header).
-const postingOverhead = 96
+// fieldOverhead estimates the bytes a field costs besides its postings
+// (its map entry, its three bitmaps' fixed parts, its maps' headers).
+const fieldOverhead = 3*manyEntryBytes + 256
 
-// SizeInBytes estimates the memory the index holds: the bitmaps'
+// SizeInBytes estimates the heap the index holds: the bitmaps'
 // serialized sizes (roaring's GetSizeInBytes) plus the keys and a fixed
-// estimate per map entry and bucket.
-func (ix *Index) SizeInBytes() uint64 {
-	var n uint64
+// estimate per map entry and bucket (postings.sizeInBytes). Every change
+// keeps it up to date, so it costs O(1): the engine reads it after every
+// write, for its memory accounting.
+func (ix *Index) SizeInBytes() uint64 { return uint64(max(ix.size, 0)) }
+
+// measure computes SizeInBytes afresh, walking every posting.
+func (ix *Index) measure() int64 {
+	var n int64
 	for name, fi := range ix.fields {
-		n += uint64(len(name)) + postingOverhead
-		n += fi.hasNum.GetSizeInBytes() + fi.hasStr.GetSizeInBytes() + fi.hasArr.GetSizeInBytes()
-		for _, m := range []map[string]*roaring.Bitmap{fi.strs, fi.elemStrs} {
-			for k, b := range m {
-				n += uint64(len(k)) + postingOverhead + b.GetSizeInBytes()
-			}
-		}
+		n += keyBytes(name) + fieldOverhead
+		n += int64(fi.hasNum.GetSizeInBytes() + fi.hasStr.GetSizeInBytes() + fi.hasArr.GetSizeInBytes())
+		n += fi.strs.sizeInBytes() + fi.elemStrs.sizeInBytes()
 		n += fi.nums.sizeInBytes() + fi.elemNums.sizeInBytes()
 	}
 	return n

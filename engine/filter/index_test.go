@@ -119,7 +119,7 @@ func TestIndexPlan(t *testing.T) {
 		ix.Remove(uint32(i), []byte(a))
 	}
 	for _, f := range ix.fields {
-		if len(f.strs)+len(f.elemStrs)+len(f.nums.buckets)+len(f.elemNums.buckets) != 0 ||
+		if f.strs.len()+f.elemStrs.len()+len(f.nums.buckets)+len(f.elemNums.buckets) != 0 ||
 			!f.hasNum.IsEmpty() || !f.hasStr.IsEmpty() || !f.hasArr.IsEmpty() {
 			t.Fatalf("postings left after removing every row: %+v", f)
 		}

@@ -186,18 +186,10 @@ func (p *planner) comparison(n *node) (lo, hi *roaring.Bitmap, ok bool) {
 // equal: the rows whose (scalar) value equals the constant c.
 func (p *planner) equal(fi *fieldIndex, c *node) (lo, hi *roaring.Bitmap) {
 	if c.op == opStr {
-		b := posting(fi.strs, c.str)
+		b := fi.strs.get(c.str)
 		return p.within(b, b)
 	}
 	return p.within(fi.nums.cmp(opEq, c.num))
-}
-
-// posting returns m[s] (read-only), or an empty bitmap.
-func posting(m map[string]*roaring.Bitmap, s string) *roaring.Bitmap {
-	if b := m[s]; b != nil {
-		return b
-	}
-	return roaring.New()
 }
 
 // in handles `const in .field`, `.field in [array]` and `.field in "string"`.
@@ -210,16 +202,17 @@ func (p *planner) in(n *node) (lo, hi *roaring.Bitmap, ok bool) {
 		// A string: an element of array values, or a substring of
 		// string values.
 		s := n.l.str
-		parts := []*roaring.Bitmap{posting(fi.elemStrs, s)}
-		if len(fi.strs) > maxSubstringScan {
+		parts := []*roaring.Bitmap{fi.elemStrs.get(s)}
+		if fi.strs.len() > maxSubstringScan {
 			lo, hi = p.within(parts[0], orAll(append(parts, fi.hasStr)))
 			return lo, hi, true
 		}
-		for v, b := range fi.strs {
+		fi.strs.each(func(v string, b *roaring.Bitmap) bool {
 			if strings.Contains(v, s) {
 				parts = append(parts, b)
 			}
-		}
+			return true
+		})
 		b := orAll(parts)
 		lo, hi = p.within(b, b)
 		return lo, hi, true
@@ -233,7 +226,7 @@ func (p *planner) in(n *node) (lo, hi *roaring.Bitmap, ok bool) {
 		var los, his []*roaring.Bitmap
 		for _, e := range n.r.arr {
 			if e.isStr {
-				if b := fi.strs[e.str]; b != nil {
+				if b, ok := fi.strs.lookup(e.str); ok {
 					los, his = append(los, b), append(his, b)
 				}
 				continue
@@ -248,15 +241,16 @@ func (p *planner) in(n *node) (lo, hi *roaring.Bitmap, ok bool) {
 		lo, hi = p.within(lo, hi)
 		return lo, hi, true
 	case opStr: // the field's value is a substring of the constant
-		if len(fi.strs) > maxSubstringScan {
+		if fi.strs.len() > maxSubstringScan {
 			return nil, nil, false
 		}
 		var parts []*roaring.Bitmap
-		for v, b := range fi.strs {
+		fi.strs.each(func(v string, b *roaring.Bitmap) bool {
 			if strings.Contains(n.r.str, v) {
 				parts = append(parts, b)
 			}
-		}
+			return true
+		})
 		b := orAll(parts)
 		lo, hi = p.within(b, b)
 		return lo, hi, true
