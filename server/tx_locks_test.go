@@ -233,3 +233,19 @@ func TestBusyTimeoutConfig(t *testing.T) {
 			strconv.Itoa(len(tc.want))+"\r\n"+tc.want+"\r\n")
 	}
 }
+
+// TestCollLocksBounded: the lock table keeps at most keepIdleLocks entries
+// no one holds, however many names clients send; a held entry stays.
+func TestCollLocksBounded(t *testing.T) {
+	var tb collLocks
+	held := tb.get([]byte("held"))
+	for i := range 3 * keepIdleLocks {
+		tb.put(tb.get([]byte(strconv.Itoa(i))))
+	}
+	if n := len(tb.m); n > keepIdleLocks+1 {
+		t.Fatalf("%d entries after %d names, want at most %d", n, 3*keepIdleLocks, keepIdleLocks+1)
+	}
+	if tb.get([]byte("held")) != held {
+		t.Fatal("a held entry was dropped")
+	}
+}

@@ -31,13 +31,18 @@ import (
 // user can hold up writers only as long as one of its commands runs on
 // the collection they write, which busy-timeout bounds (busy.go).
 
-// collLocks is the table of collection locks: an entry exists while some
-// connection holds or waits for it (refs > 0), so the table does not grow
-// with every name a client ever sends.
+// collLocks is the table of collection locks. An entry exists while some
+// connection holds or waits for it (refs > 0), and one no one holds stays
+// only while the table has at most keepIdleLocks entries: a command on
+// one of a few collections finds its entry there (no allocation), and the
+// table does not grow with every name a client ever sends.
 type collLocks struct {
 	mu sync.Mutex           // guards m and every entry's refs
 	m  map[string]*collLock // by collection name
 }
+
+// keepIdleLocks is how many entries collLocks keeps when no one holds them.
+const keepIdleLocks = 1024
 
 // collLock is one collection's lock.
 type collLock struct {
@@ -64,7 +69,7 @@ func (t *collLocks) get(name []byte) *collLock {
 
 func (t *collLocks) put(l *collLock) {
 	t.mu.Lock()
-	if l.refs--; l.refs == 0 {
+	if l.refs--; l.refs == 0 && len(t.m) > keepIdleLocks {
 		delete(t.m, l.name)
 	}
 	t.mu.Unlock()
