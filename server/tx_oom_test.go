@@ -92,6 +92,18 @@ func TestTxMGetHeldToMaxMemory(t *testing.T) {
 		mustDo(t, rdb, "MEM.ADD", "c", "VALUES", 2, 1, i, "PAYLOAD", payload)
 	}
 	ctx := context.Background()
+	// Outside MULTI the same reads stream: each reply is sent as it is
+	// written, holding one payload at a time, so all are answered and the
+	// budget is never passed either.
+	for i := 0; i < 8; i++ {
+		v, err := rdb.Do(ctx, "MEM.MGET", "c", 1, 2, 3, 4).Slice()
+		if err != nil || len(v) != 4 {
+			t.Fatalf("MEM.MGET outside MULTI: %d %v", len(v), err)
+		}
+	}
+	if p := ts.budget.Peak(); p > limit {
+		t.Fatalf("client memory peaked at %d outside MULTI, past the %d limit", p, limit)
+	}
 	pipe := rdb.TxPipeline()
 	cmds := make([]interface{ Err() error }, 8)
 	for i := range cmds {
