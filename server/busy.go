@@ -30,9 +30,11 @@ import (
 //	-TIMEOUT the command ran past busy-timeout (5000 ms) and was stopped; …
 //
 // or, for a client gone or a server shutting down (a reply no one will
-// read), an -ERR saying so. Inside EXEC that is the command's element and
-// the next commands still run (those that honour the context end at once).
-// Writes do not take a context: a write is never stopped half done.
+// read), an -ERR saying so. Inside EXEC that is the command's element, and
+// once the EXEC's context has ended its queued reads that have not started
+// get it without running (tx.go, runTx), while its writes still run: a
+// write is never stopped, half done or not started, since a transaction's
+// writes have no rollback.
 
 // peerWatchEvery is how long a command runs before the watcher first
 // looks for its client's hang-up, and how often it looks again.

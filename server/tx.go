@@ -367,12 +367,20 @@ func (cn *conn) runTx(tx *txState) (reply *replyBuf, ok bool) {
 		cn.w, cn.hctx.Writer, cn.hctx.cmd = real, real, cmd
 	}()
 	start := cn.srv.sinceStart()
+	// The EXEC's context (busy.go), made now so that its watcher notices
+	// a client gone even if no queued command asks for it.
+	ctx := cn.hctx.Context()
 	for _, q := range tx.cmds {
 		mark := reply.size // mem is flushed: every element so far is in reply
 		// Checked again: a queued AUTH may have changed the user.
 		if err := cn.allowed(q.cmd); err != nil {
 			q.cmd.stats.rejected.Add(1)
 			mem.WriteErr(err)
+		} else if q.cmd.flags&ReadOnly != 0 && ctx.Err() != nil {
+			// Past busy-timeout, or the client is gone: a read that has
+			// not started does not run (a write still does: there is no
+			// rollback, so the transaction's writes all run).
+			mem.WriteErr(cn.busyErr(ctx.Err()))
 		} else {
 			if !writes {
 				// A transaction of reads: each command holds its

@@ -168,8 +168,8 @@ func TestTxOfWritesLocksOnlyItsCollections(t *testing.T) {
 }
 
 // TestBusyTimeoutEndsACommand: a command that honours its context and runs
-// past busy-timeout ends with -TIMEOUT, alone or inside EXEC; the
-// connection goes on.
+// past busy-timeout ends with -TIMEOUT, alone or inside EXEC (where the
+// budget is the EXEC's); the connection goes on.
 func TestBusyTimeoutEndsACommand(t *testing.T) {
 	g := newGate(t)
 	ts := startServer(t, Config{BusyTimeout: 100 * time.Millisecond}, g.register)
@@ -185,11 +185,15 @@ func TestBusyTimeoutEndsACommand(t *testing.T) {
 	}
 	r, err = readReply(c.br)
 	a, ok := r.([]any)
-	if err != nil || !ok || len(a) != 2 || a[1] != "OK" {
+	if err != nil || !ok || len(a) != 2 {
 		t.Fatalf("EXEC: %v %v", r, err)
 	}
-	if re, ok := a[0].(*ReplyError); !ok || !strings.HasPrefix(re.Msg, "TIMEOUT ") {
-		t.Fatalf("EXEC's slow read: %v, want -TIMEOUT", a[0])
+	// The slow read stopped, and the read after it, queued in the same
+	// EXEC, did not start (TestTxSkipsReadsOnceItsContextEnds).
+	for i, e := range a {
+		if re, ok := e.(*ReplyError); !ok || !strings.HasPrefix(re.Msg, "TIMEOUT ") {
+			t.Fatalf("EXEC's element %d: %v, want -TIMEOUT", i, e)
+		}
 	}
 	if r, err := readReply(c.br); err != nil || r != "PONG" {
 		t.Fatalf("PING: %v %v", r, err)
@@ -247,5 +251,74 @@ func TestCollLocksBounded(t *testing.T) {
 	}
 	if tb.get([]byte("held")) != held {
 		t.Fatal("a held entry was dropped")
+	}
+}
+
+// untilDone replies +OK once its command's context ends (a step that
+// finishes after the deadline and ignores it).
+func (g *gate) untilDone(c *Ctx, args [][]byte) error {
+	g.started <- string(args[0])
+	select {
+	case <-c.Context().Done():
+	case <-time.After(waitBound):
+	}
+	c.WriteOK()
+	return nil
+}
+
+// TestTxSkipsReadsOnceItsContextEnds: once an EXEC's busy-timeout has
+// passed, or its client has gone, its queued reads that have not started
+// do not run (-TIMEOUT as their elements); its writes still run.
+func TestTxSkipsReadsOnceItsContextEnds(t *testing.T) {
+	for _, gone := range []bool{false, true} {
+		g := newGate(t)
+		cfg := Config{BusyTimeout: 100 * time.Millisecond}
+		if gone {
+			cfg.BusyTimeout = -1 // only the disconnection ends it
+		}
+		ts := startServer(t, cfg, func(s *Server) {
+			g.register(s)
+			s.Register("MEM.T_UNTILDONE", 1, g.untilDone, ReadOnly)
+		})
+		c := newTxConn(t, ts)
+		c.nc.SetDeadline(time.Now().Add(waitBound))
+		io.WriteString(c.nc, "MULTI\r\nMEM.T_UNTILDONE a\r\nMEM.T_READ r1\r\nMEM.T_WRITE w1\r\nMEM.T_READ r2\r\nEXEC\r\n")
+		g.waitStarted(t)
+		if gone {
+			c.nc.Close()
+			deadline := time.Now().Add(waitBound)
+			for {
+				g.mu.Lock()
+				n := len(g.order)
+				g.mu.Unlock()
+				if n > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the write after the client left did not run")
+				}
+				time.Sleep(time.Millisecond)
+			}
+		} else {
+			for range 5 {
+				readReply(c.br) // +OK, +QUEUED ...
+			}
+			r, err := readReply(c.br)
+			a, ok := r.([]any)
+			if err != nil || !ok || len(a) != 4 || a[0] != "OK" || a[2] != "OK" {
+				t.Fatalf("EXEC: %v %v", r, err)
+			}
+			for _, i := range []int{1, 3} {
+				if re, ok := a[i].(*ReplyError); !ok || !strings.HasPrefix(re.Msg, "TIMEOUT ") {
+					t.Fatalf("element %d: %v, want -TIMEOUT", i, a[i])
+				}
+			}
+		}
+		g.mu.Lock()
+		got := strings.Join(g.order, ",")
+		g.mu.Unlock()
+		if got != "quick w1" {
+			t.Fatalf("client gone %v: ran %q, want the write alone", gone, got)
+		}
 	}
 }
