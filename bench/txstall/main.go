@@ -14,20 +14,28 @@
 //	go run ./bench/txstall -addr 127.0.0.1:6391 -mode stall -load
 //	go run ./bench/txstall -addr 127.0.0.1:6391 -mode oom -pid PID -load
 //
-// Measured on the shared 2-core VM (load average 15-18 from other builds),
-// each binary serving the same folder in turn: memrl serve --dir D --addr
+// Measured on the shared 2-core VM (load average 15-18 from other builds;
+// one MEM.COUNT below took 0.4-1.5 s depending on that load), each binary
+// serving the same folder in turn: memrl serve --dir D --addr
 // 127.0.0.1:6391 --sync none --maxmemory 256mb, 61d8bd7 (before) and h-tx
-// (after):
+// (after, default --busy-timeout 5000 unless said):
 //
-//	-mode stall -window 120s (20 MEM.COUNT big FILTER '.n in [1 x 1000]',
-//	200,000 memories): before, the slowest PING 46.98 s (the whole EXEC,
-//	47.0 s; an earlier pair: 25.4 s); after, 142 ms (p99 82 ms, median
-//	176 us; EXEC 18.5 s; the earlier pair: 49 ms). With -disconnect: 7 ms.
-//	-mode oom -cmds 17 -payloads 8 -payload-mb 15 (17 MEM.MGETs of 120 MB
-//	each, a 2,040 MB reply): before, all 17 sent, server peak RSS
-//	(VmHWM) 6.07 GB, client_buffers_peak_bytes 2.14 GB; after, 2 arrays
-//	(240 MB) and 15 -OOM elements, peak RSS 439 MB, budget peak 267.5 MB
-//	(under its 268.4 MB).
+//	-mode stall -window 120s (a read-only transaction of 20 MEM.COUNT big
+//	FILTER '.n in [1 x 1000]' over 200,000 memories): the slowest PING
+//	before 47.0 s and 25.4 s (two runs: the whole EXEC); after 142 ms
+//	(--busy-timeout 0: EXEC 18.5 s), 62 ms (EXEC 5.3 s: 12 counts, then
+//	8 -TIMEOUT elements), 36 ms (--busy-timeout 2000: EXEC 2.1 s, 16
+//	-TIMEOUT).
+//	-mode stall -disconnect -window 120s (the client closes while the EXEC
+//	runs): before, the slowest PING 23.9 s and all 20 counts ran for no
+//	one (EXEC 23.9 s); after (--busy-timeout 0), 59 ms, and the EXEC
+//	ended after the count running when the client left (EXEC 1.1 s, 1
+//	count; INFO commandstats).
+//	-mode oom -pid PID -cmds 17 -payloads 8 -payload-mb 15 (17 MEM.MGETs
+//	of 120 MB each, a 2,040 MB reply): before, all 17 sent, server peak
+//	RSS (VmHWM) 6.07 GB, client_buffers_peak_bytes 2.14 GB; after, 2
+//	arrays (240 MB) and 15 -OOM elements, peak RSS 439 MB and 460 MB,
+//	budget peak 267.5 MB (under its 268.4 MB).
 package main
 
 import (
@@ -230,6 +238,13 @@ func stall(addr string, load bool, memories, elems, cmds int, disconnect bool, w
 	}
 	var execTook time.Duration
 	if disconnect {
+		// The server sends +OK and the +QUEUEDs once it has read the whole
+		// pipeline (EXEC included); read what comes for half a second,
+		// by when the EXEC is running, then close: a socket closed with
+		// unread input is reset, and a reset that reached the server
+		// before it read the EXEC would drop it.
+		t.nc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		io.Copy(io.Discard, t.br)
 		t.nc.Close()
 		time.Sleep(min(window, 10*time.Second)) // the PINGs go on meanwhile
 	} else {
