@@ -129,3 +129,51 @@ func TestTxMGetHeldToMaxMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReplyBufUndo: what a refused command wrote is dropped, across chunk
+// boundaries, and what the buffer holds is exactly what the budget has
+// reserved for it.
+func TestReplyBufUndo(t *testing.T) {
+	b := Budget{limit: 1 << 20}
+	r := &replyBuf{b: &b}
+	content := func() string {
+		var s strings.Builder
+		for _, c := range r.chunks {
+			s.Write(c)
+		}
+		return s.String()
+	}
+	check := func(want string) {
+		t.Helper()
+		if got := content(); got != want {
+			t.Fatalf("holds %d bytes %.20q…, want %d %.20q…", len(got), got, len(want), want)
+		}
+		if int64(len(want)) != r.size || b.Used() != r.reserved || r.reserved < r.size {
+			t.Fatalf("size %d reserved %d, budget used %d", r.size, r.reserved, b.Used())
+		}
+	}
+	r.Write([]byte("first"))
+	keep := "first"
+	mark := r.size
+	r.Write([]byte(strings.Repeat("x", replyChunk)))   // fills chunk 1, opens chunk 2
+	r.Write([]byte(strings.Repeat("y", 3*replyChunk))) // a chunk of its own
+	if _, err := r.Write(make([]byte, 1<<20)); err == nil || !r.refused {
+		t.Fatalf("a write past the limit: %v, refused %v", err, r.refused)
+	}
+	if _, err := r.Write([]byte("z")); err == nil {
+		t.Fatal("a write after a refusal was taken")
+	}
+	r.undo(mark)
+	check(keep)
+	r.forcing = true
+	r.Write([]byte("-OOM\r\n"))
+	r.forcing = false
+	keep += "-OOM\r\n"
+	r.Write([]byte("after"))
+	keep += "after"
+	check(keep)
+	r.release()
+	if b.Used() != 0 {
+		t.Fatalf("%d bytes reserved after release", b.Used())
+	}
+}
