@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"io"
 	"strconv"
 	"strings"
@@ -150,10 +151,29 @@ func TestTxOfWritesLocksOnlyItsCollections(t *testing.T) {
 	answersWithin(t, ts, "MEM.T_WRITE b\r\n", "+OK\r\n")
 	answersWithin(t, ts, "PING\r\n", "+PONG\r\n")
 	same := newTxConn(t, ts)
+	same.do("CLIENT SETNAME waiter\r\n", "+OK\r\n")
 	io.WriteString(same.nc, "MEM.T_WRITE a\r\n")
-	// Whether or not that write has arrived yet, it must not run before
-	// the transaction ends.
-	time.Sleep(50 * time.Millisecond)
+	// Wait until that write has arrived (CLIENT LIST names it as the
+	// connection's command): it must then wait for the transaction.
+	rdb := ts.client(t)
+	for deadline := time.Now().Add(waitBound); ; time.Sleep(time.Millisecond) {
+		list, err := rdb.ClientList(context.Background()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var line string
+		for _, l := range strings.Split(list, "\n") {
+			if strings.Contains(l, " name=waiter ") {
+				line = l
+			}
+		}
+		if strings.Contains(line, " cmd=mem.t_write") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the write of a never arrived: %s", list)
+		}
+	}
 	g.open()
 	same.nc.SetDeadline(time.Now().Add(waitBound))
 	if r, err := readReply(same.br); err != nil || r != "OK" {
