@@ -191,6 +191,7 @@ func (s *Server) configParams() [][2]string {
 		{"max-queued-commands", strconv.Itoa(s.cfg.MaxQueuedCommands)}, // per MULTI (tx.go); 0: no cap
 		{"protected-mode", yesNo(!s.cfg.DisableProtectedMode)},
 		{"tls-port", tlsPort(s.cfg.TLS != nil, port)},
+		{"busy-timeout", strconv.FormatInt(s.cfg.BusyTimeout.Milliseconds(), 10)},
 		// Redis answers CONFIG GET requirepass with the password itself;
 		// memrl never shows it, only whether one is set.
 		{"requirepass", redactedIf(s.auth.required())},

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -64,6 +65,23 @@ type conn struct {
 	tx         *txState
 	sharedHeld bool
 	inExec     bool
+	// collHeld is the collection lock the running command holds shared
+	// (txlocks.go), or nil; pauseShared lets go of it too. Only the
+	// connection's goroutine touches it.
+	collHeld *collLock
+
+	// The running command's context (busy.go), made by Ctx.Context:
+	// cmdCtx is nil until then; cmdStart is when the command (an EXEC as
+	// a whole) started, a sinceStart reading; peer is the socket the
+	// watcher polls, looked up once (peerChecked). Only the connection's
+	// goroutine touches them.
+	cmdCtx       context.Context
+	cmdCancel    context.CancelCauseFunc
+	cmdStopTimer context.CancelFunc
+	cmdWatch     *time.Timer
+	cmdStart     time.Duration
+	peer         syscall.RawConn
+	peerChecked  bool
 
 	// applying marks a connection of Server.Apply (replicate.go): its
 	// commands run here, never proposed again; deferDurable makes
@@ -225,8 +243,8 @@ func (c *conn) exec(args [][]byte) (keep bool) {
 		// transaction lock exclusively itself.
 		return c.run(cmd, args, start)
 	}
-	c.lockShared()
-	defer c.unlockShared()
+	c.lockCmd(cmd, args) // txlocks.go
+	defer c.unlockCmd()
 	return c.run(cmd, args, start)
 }
 
@@ -235,7 +253,13 @@ func (c *conn) exec(args [][]byte) (keep bool) {
 // reading). The handler's replies go to c.w.
 func (c *conn) run(cmd *command, args [][]byte, start time.Duration) (keep bool) {
 	before := c.w.Written()
+	if !c.inExec {
+		c.cmdStart = start // the busy-timeout's start (busy.go)
+	}
 	defer func() {
+		if !c.inExec {
+			c.endCmdCtx()
+		}
 		if p := recover(); p != nil {
 			c.srv.log.Error("server: command handler panicked; closing the connection",
 				"command", cmd.name, "client", c.id, "panic", p, "stack", string(debug.Stack()))
@@ -248,6 +272,9 @@ func (c *conn) run(cmd *command, args [][]byte, start time.Duration) (keep bool)
 	errsBefore := c.w.errs
 	// The handler, or the Replicator for a write (replicate.go).
 	err := c.call(cmd, args)
+	if err != nil && c.cmdCtx != nil {
+		err = c.busyErr(err) // busy.go
+	}
 	c.clock = c.srv.observe(c, cmd, args, start, err != nil || c.w.errs != errsBefore) // stats.go
 	c.clockValid = true
 	wrote := c.w.Written() != before

@@ -18,13 +18,20 @@ type Ctx struct {
 	cmd  *command // the command being executed
 }
 
-// Context returns a context that is cancelled when the server ends the
-// connection, and in particular when Shutdown gives up waiting for
-// in-flight commands. Blocking handlers should honour it. A client that
-// disconnects while its command executes is noticed only when the handler
-// returns (the socket is not read during a command), so the context is not
-// cancelled by that alone.
-func (c *Ctx) Context() context.Context { return c.conn.ctx }
+// Context returns the running command's context (busy.go): it ends when
+// the command has run for busy-timeout (Config.BusyTimeout), when the
+// client disconnects while it runs, and when the server ends the
+// connection (Shutdown giving up waiting for in-flight commands). Long
+// handlers should honour it and return its error, which the server turns
+// into a -TIMEOUT reply (or an -ERR for a client gone). Inside EXEC every
+// queued command gets the EXEC's context. It must not be kept past the
+// handler's return.
+func (c *Ctx) Context() context.Context {
+	if c.conn.cmdCtx == nil {
+		c.conn.startCmdCtx()
+	}
+	return c.conn.cmdCtx
+}
 
 // Name returns the lower-case name of the command being executed.
 func (c *Ctx) Name() string { return c.cmd.name }

@@ -16,9 +16,11 @@ import "strings"
 // because the client's view of the reply stream can no longer be trusted.
 //
 // A handler may block (for example until its write is durable); it blocks
-// only its own connection, except that an EXEC waits for the commands
-// running when it arrives to finish, and commands arriving meanwhile wait
-// behind it (tx.go). Waits for the socket and for durability
+// only its own connection, except that an EXEC that writes waits for the
+// commands running on its collections when it arrives to finish, and
+// commands on them arriving meanwhile wait behind it (tx.go). A long
+// handler should honour c.Context(), which ends at busy-timeout and when
+// the client disconnects (busy.go). Waits for the socket and for durability
 // (Ctx.AfterDurable) do not count: the server lets go of the transaction
 // lock for them, so a handler must not hold an engine lock across a reply
 // write or AfterDurable. A handler that panics is recovered: the client

@@ -371,6 +371,7 @@ func (cn *conn) applyTx(cmds [][][]byte) {
 	cn.inExec = true
 	cn.srv.txMu.Lock()
 	start := cn.srv.sinceStart()
+	cn.cmdStart = start // the entry's busy-timeout (busy.go)
 	ok := true
 	for _, args := range cmds {
 		if ok = cn.applyOne(args, start); !ok {
@@ -380,6 +381,7 @@ func (cn *conn) applyTx(cmds [][][]byte) {
 	}
 	cn.srv.txMu.Unlock()
 	cn.inExec = false
+	cn.endCmdCtx()
 	cn.w, cn.hctx.Writer = real, real
 	mem.Flush()
 	if !ok {

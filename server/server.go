@@ -25,6 +25,9 @@ const (
 	DefaultMaxMemory = 1 << 30
 	// DefaultMaxReplyBytes is Config.MaxReplyBytes's default.
 	DefaultMaxReplyBytes = 512 << 20
+	// DefaultBusyTimeout is Config.BusyTimeout's default, Redis's
+	// busy-reply-threshold.
+	DefaultBusyTimeout = 5 * time.Second
 )
 
 // Config configures a Server. The zero value is usable.
@@ -95,6 +98,11 @@ type Config struct {
 	// DefaultMaxQueuedCommands, < 0 unlimited. Queued commands also count
 	// against MaxMemory.
 	MaxQueuedCommands int
+	// BusyTimeout bounds how long one command (an EXEC as a whole) runs:
+	// its context (Ctx.Context) ends this long after it started, and a
+	// handler that honours it answers -TIMEOUT (busy.go). 0 means
+	// DefaultBusyTimeout, < 0 unlimited.
+	BusyTimeout time.Duration
 	// DisableProtectedMode lets a server without Users listen beyond
 	// loopback (see ErrProtectedMode). The zero value is the safe one.
 	DisableProtectedMode bool
@@ -133,10 +141,11 @@ type Server struct {
 	statTimeouts       atomic.Int64 // connections closed by a read deadline
 	statOutputTimeouts atomic.Int64 // connections closed because they did not read replies
 
-	// txMu is held shared by every command while it runs and exclusively
-	// by EXEC while it runs a transaction's commands, so that no command
-	// interleaves with a transaction (tx.go).
+	// txMu is held shared by every command while it runs, and exclusively
+	// only by an EXEC with a write that names no collection (txlocks.go).
 	txMu sync.RWMutex
+	// colls are the collection locks taken under txMu (txlocks.go).
+	colls collLocks
 
 	// repl is the Replicator set by SetReplicator, or nil (replicate.go).
 	repl atomic.Pointer[Replicator]
@@ -188,6 +197,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.AuthFailureDelay = defaultDuration(cfg.AuthFailureDelay, DefaultAuthFailureDelay)
 	cfg.MaxAuthFailures = int(defaultSize(int64(cfg.MaxAuthFailures), DefaultMaxAuthFailures))
 	cfg.AuthFailureRate = int(defaultSize(int64(cfg.AuthFailureRate), DefaultAuthFailureRate))
+	cfg.BusyTimeout = defaultDuration(cfg.BusyTimeout, DefaultBusyTimeout)
 	auth, err := newAuthenticator(cfg.Users)
 	if err != nil {
 		return nil, err

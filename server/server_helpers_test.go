@@ -65,6 +65,10 @@ func (c countingConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
+// NetConn exposes the socket, as tls.Conn does, so that the server can
+// watch it for a hang-up during a command (busy.go).
+func (c countingConn) NetConn() net.Conn { return c.Conn }
+
 // startServer serves cfg on 127.0.0.1:0 and shuts it down at test end.
 // register runs before Serve.
 func startServer(t testing.TB, cfg Config, register func(*Server)) *testServer {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"strconv"
 )
 
@@ -16,20 +15,28 @@ import (
 // pipeline, go-redis TxPipelined) reads the replies only at the end, so a
 // transaction missing one of its commands must not run.
 //
-// EXEC runs the queued commands one after another while holding txMu
-// exclusively; every other command of every connection holds txMu shared
-// while it runs (conn.exec), so none interleaves with a transaction. The
-// queued commands' replies are built in memory and sent as one array once
-// the lock is released, so a client slow to read cannot stall the server
-// while it holds the lock. A command that fails when it runs (an unknown
-// collection, a bad vector) has its error as its element of the array and
-// the others still run: there is no rollback, as in Redis.
+// EXEC runs the queued commands one after another, holding the locks
+// txlocks.go describes: a transaction that writes holds the collections
+// its commands name exclusively for its whole length (the whole server
+// only if it has a write that names no collection), so no command on
+// them interleaves with it; a transaction of reads only holds each
+// command's collection shared while that command runs, as any command
+// outside a transaction does, so it excludes no one (another client's
+// write may land between two of its reads). The queued commands' replies
+// are built in memory, reserved from the client-memory budget
+// (txreply.go), and sent as one array once the locks are released, so a
+// client slow to read cannot stall others while they are held. A command
+// that fails when it runs (an unknown collection, a bad vector, a reply
+// past maxmemory) has its error as its element of the array and the
+// others still run: there is no rollback, as in Redis. The EXEC as a
+// whole is one command for busy-timeout (busy.go).
 //
-// The shared hold costs every command an uncontended RLock and RUnlock.
-// Measured as CPU time per operation (test binaries before and after,
-// alternating, 8 rounds, 2 cores under load): BenchmarkExecPing went from
-// 62 to 70 ns, BenchmarkExecPingParallel from 70 to 77 ns, and
-// BenchmarkExecMemGet stayed at 740 ns.
+// The shared hold costs every command an uncontended RLock and RUnlock
+// (and, for a command that names a collection, a look-up in the lock
+// table). Measured for txMu alone as CPU time per operation (test
+// binaries before and after, alternating, 8 rounds, 2 cores under load):
+// BenchmarkExecPing went from 62 to 70 ns, BenchmarkExecPingParallel
+// from 70 to 77 ns, and BenchmarkExecMemGet stayed at 740 ns.
 //
 // Durability: a write queued in a transaction does not wait for its own
 // fsync (Ctx.AfterDurable records its token instead); EXEC's reply waits
@@ -37,16 +44,19 @@ import (
 // it leaves the server (durable.go), and if that wait fails the
 // connection is closed without the reply, as for a pipeline.
 //
-// An EXEC waits for the commands running when it arrives (a long
-// MEM.RETRIEVE, a MEM.CHECKPOINT) to finish, and, since sync.RWMutex lets
-// no new reader in while a writer waits (so that EXEC cannot be starved),
-// commands arriving meanwhile wait behind it.
+// An EXEC that writes waits for the commands running on its collections
+// when it arrives (a long MEM.RETRIEVE, a MEM.COUNT … FILTER) to finish,
+// and, since sync.RWMutex lets no new reader in while a writer waits (so
+// that EXEC cannot be starved), commands on those collections arriving
+// meanwhile wait behind it. Both waits are bounded by busy-timeout for
+// commands that honour their context.
 //
-// Waiting with txMu held: a command that waits for the socket (a reply
-// larger than the output buffer, a slow reader) or for an fsync lets go of
-// its shared hold for the wait and takes it back afterwards, so that
-// neither a slow client nor a slow disk holds up a transaction, and, since
-// a waiting EXEC holds up every new command, the whole server.
+// Waiting with locks held: a command that waits for the socket (a reply
+// larger than the output buffer, a slow reader) or for an fsync lets go
+// of its shared holds for the wait and takes them back afterwards, so
+// that neither a slow client nor a slow disk holds up a transaction, and,
+// since a waiting EXEC holds up every new command on its collections,
+// those.
 // REQUIRES (of handlers): no engine lock is held across a reply write or
 // an AfterDurable call, or such a wait would deadlock with a transaction
 // that needs that lock.
@@ -126,37 +136,33 @@ func (s *Server) registerTx() {
 	s.Register("reset", 0, cmdReset, ReadOnly, NoAuth, flagNotQueued)
 }
 
-// lockShared takes txMu shared for the command about to run.
-// REQUIRES: called by the connection's goroutine, not holding it.
-func (c *conn) lockShared() {
-	c.srv.txMu.RLock()
-	c.sharedHeld = true
-}
-
-// unlockShared gives back what lockShared took.
-// REQUIRES: called by the connection's goroutine, holding it.
-func (c *conn) unlockShared() {
-	c.sharedHeld = false
-	c.srv.txMu.RUnlock()
-}
-
-// pauseShared lets go of txMu, if the connection holds it shared, for a
-// wait that must not hold up a transaction (a socket write, an fsync), and
-// reports whether it did; resumeShared takes it back. Use as
+// pauseShared lets go of the locks the running command holds shared
+// (txMu and its collection's lock, txlocks.go), if any, for a wait that
+// must not hold up a transaction (a socket write, an fsync), and reports
+// whether it did; resumeShared takes them back. Use as
 // defer c.resumeShared(c.pauseShared()).
 // REQUIRES: called by the connection's goroutine; no engine lock held.
 func (c *conn) pauseShared() (paused bool) {
 	if !c.sharedHeld {
 		return false
 	}
-	c.unlockShared()
+	if l := c.collHeld; l != nil {
+		l.rw.RUnlock()
+	}
+	c.sharedHeld = false
+	c.srv.txMu.RUnlock()
 	return true
 }
 
-// resumeShared undoes pauseShared.
+// resumeShared undoes pauseShared, in the locks' order (txMu first).
 func (c *conn) resumeShared(paused bool) {
-	if paused {
-		c.lockShared()
+	if !paused {
+		return
+	}
+	c.srv.txMu.RLock()
+	c.sharedHeld = true
+	if l := c.collHeld; l != nil {
+		l.rw.RLock()
 	}
 }
 
@@ -327,52 +333,87 @@ func cmdExec(c *Ctx, args [][]byte) error {
 		cn.closeAfter = true
 		return NewError("internal error while executing a command inside EXEC; the commands before it ran; closing the connection")
 	}
-	// The reply was built in memory; it counts against the client-memory
-	// budget until it is handed to the connection's writer.
-	n := int64(reply.Len())
-	cn.srv.budget.charge(n)
+	// The reply was built in memory, reserved from the client-memory
+	// budget (txreply.go) until it is handed to the connection's writer.
 	c.WriteArrayHeader(len(tx.cmds))
-	c.raw(reply.Bytes())
-	cn.srv.budget.Release(n)
+	for _, b := range reply.chunks {
+		c.raw(b)
+	}
+	reply.release()
 	return nil
 }
 
-// runTx runs tx's commands with txMu held exclusively, their replies going
-// to a buffer, which it returns; ok is false if a command panicked or
+// runTx runs tx's commands with the locks txlocks.go describes, their
+// replies going to a buffer held to the client-memory budget, which it
+// returns (the caller releases it); ok is false if a command panicked or
 // wrote part of a reply and failed (the rest were not run).
-// REQUIRES: called by the connection's goroutine, not holding txMu.
-func (cn *conn) runTx(tx *txState) (reply *bytes.Buffer, ok bool) {
-	reply = new(bytes.Buffer)
+// REQUIRES: called by the connection's goroutine, holding no lock.
+func (cn *conn) runTx(tx *txState) (reply *replyBuf, ok bool) {
+	reply = &replyBuf{b: &cn.srv.budget}
 	mem := NewWriter(reply)
 	real, cmd := cn.w, cn.hctx.cmd
 	cn.w, cn.hctx.Writer = mem, mem
 	cn.inExec = true
-	cn.srv.txMu.Lock()
+	writes := txWrites(tx)
+	var held txLocks
+	if writes {
+		held = cn.lockTx(tx)
+	}
 	defer func() {
-		cn.srv.txMu.Unlock()
+		if writes {
+			cn.unlockTx(held)
+		}
 		cn.inExec = false
 		cn.w, cn.hctx.Writer, cn.hctx.cmd = real, real, cmd
 	}()
 	start := cn.srv.sinceStart()
+	// The EXEC's context (busy.go), made now so that its watcher notices
+	// a client gone even if no queued command asks for it.
+	ctx := cn.hctx.Context()
 	for _, q := range tx.cmds {
+		mark := reply.size // mem is flushed: every element so far is in reply
 		// Checked again: a queued AUTH may have changed the user.
 		if err := cn.allowed(q.cmd); err != nil {
 			q.cmd.stats.rejected.Add(1)
 			mem.WriteErr(err)
-			continue
+		} else if q.cmd.flags&ReadOnly != 0 && ctx.Err() != nil {
+			// Past busy-timeout, or the client is gone: a read that has
+			// not started does not run (a write still does: there is no
+			// rollback, so the transaction's writes all run).
+			mem.WriteErr(cn.busyErr(ctx.Err()))
+		} else {
+			if !writes {
+				// A transaction of reads: each command holds its
+				// collection only while it runs (txlocks.go).
+				cn.lockCmd(q.cmd, q.args)
+			}
+			keep := cn.run(q.cmd, q.args, start)
+			if !writes {
+				cn.unlockCmd()
+			}
+			if !keep {
+				reply.release()
+				return nil, false
+			}
+			start = cn.clock
 		}
-		if !cn.run(q.cmd, q.args, start) {
-			return nil, false
+		if err := mem.Flush(); err != nil || reply.refused {
+			// The element did not fit in the budget: drop what the
+			// command wrote, and say so in its place.
+			reply.undo(mark)
+			mem.bw.Reset(reply)
+			reply.forcing = true
+			mem.WriteErr(errTxReplyMemory)
+			mem.Flush()
+			reply.forcing = false
 		}
-		start = cn.clock
 	}
-	mem.Flush() // into reply: cannot fail
 	return reply, true
 }
 
 // charge takes n bytes from the budget even past its limit, for memory
-// already allocated that must be held (a transaction's reply: its writes
-// have happened, so it cannot be refused).
+// that must be held (the -OOM element of a transaction's reply,
+// txreply.go).
 func (b *Budget) charge(n int64) {
 	used := b.used.Add(n)
 	for p := b.peak.Load(); used > p && !b.peak.CompareAndSwap(p, used); p = b.peak.Load() {

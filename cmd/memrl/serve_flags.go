@@ -108,6 +108,7 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 	maxBulk := sizeFlag(fs, "proto-max-bulk-len", server.DefaultMaxBulkLen, "largest single argument")
 	fs.IntVar(&o.cfg.MaxQueuedCommands, "max-queued-commands", server.DefaultMaxQueuedCommands, "most commands one MULTI may queue; more make EXEC discard the transaction (<0: no cap)")
 	maxReply := sizeFlag(fs, "max-reply-bytes", server.DefaultMaxReplyBytes, "largest reply of payloads (MEM.RETRIEVE ... WITHPAYLOAD)")
+	busyMS := fs.Int("busy-timeout", int(server.DefaultBusyTimeout/time.Millisecond), "milliseconds one command (an EXEC as a whole) may run; a long read past it answers -TIMEOUT (<=0: unlimited)")
 
 	o.obs = addObserveFlags(fs)
 	o.cluster = addClusterFlags(fs)
@@ -159,6 +160,10 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 		}
 	})
 	o.cfg.MaxReplyBytes = *maxReply
+	o.cfg.BusyTimeout = time.Duration(*busyMS) * time.Millisecond
+	if *busyMS <= 0 {
+		o.cfg.BusyTimeout = -1 // unlimited (0 would mean the default)
+	}
 	o.cfg.Limits = server.Limits{MaxCommandLen: int(*queryBuf), MaxBulkLen: int(*maxBulk)}
 
 	// The default user's password: from one place only.
