@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -90,6 +91,11 @@ func (s *stepper) over() bool {
 func (s *stepper) yieldLocked() error {
 	s.c.mu.RUnlock()
 	s.steps++
+	// Give the processor away too: on a machine whose cores are all busy
+	// with long reads, the goroutines a write needs (the connection's,
+	// the log's) would otherwise wait for the reads' preemption, every
+	// 10 ms or so, at each hand-off.
+	runtime.Gosched()
 	if err := s.ctx.Err(); err != nil {
 		return ctxStopped(s.c, err)
 	}
