@@ -77,6 +77,10 @@ func (c *Collection) phase1StepsLocked(ctx context.Context, q []float32, opt Ret
 	so := c.phase1OptionsLocked(opt, now)
 	var fc *filterClock
 	if opt.Filter != nil && so.Match != nil {
+		_, flat := c.index.(exactScan)
+		if (flat || so.Path == PathExact) && (so.Allow == nil || !iterateAllowed(so.Allow.GetCardinality(), int(c.vecs.nrows))) {
+			return c.exactStepsLocked(ctx, q, opt, so, now)
+		}
 		fc = &filterClock{limit: time.Duration(stepTimeNanos.Load())}
 		so.Match = fc.wrap(so.Match)
 	}
@@ -117,5 +121,57 @@ func (c *Collection) phase1StepsLocked(ctx context.Context, q []float32, opt Ret
 			return nil, err
 		}
 		return cands, nil
+	}
+}
+
+// exactStepsLocked is the exact scan of phase 1 (exactSearch) with a
+// filter, in steps: rows [0, n) as they are at the start, a few batches a
+// step, the heap of the best kept across steps. What it sees of writes
+// between steps: rows added are not visited; a row deleted before its
+// batch is skipped, and one deleted after it had entered the heap makes
+// the scan start again (twice at most; after that such rows are dropped
+// and the result may be short by as many); a compaction (rows
+// renumbered) makes it start again; a memory whose attributes change is
+// judged on those its batch (or, for the indexed fields, the plan at the
+// start) saw. With no write meanwhile it returns what exactSearch does.
+// REQUIRES: as phase1StepsLocked; so is phase1OptionsLocked(opt, now).
+func (c *Collection) exactStepsLocked(ctx context.Context, q []float32, opt RetrieveOptions, so SearchOptions, now int64) ([]candidate, error) {
+	st := newStepper(ctx, c)
+	dim, metric := c.dim(), c.cfg.Metric
+	for attempt := 0; ; attempt++ {
+		gen := c.gen
+		n := len(c.vecs.rows()) / dim
+		h := make(minHeap, 0, so.K1)
+		restart := false
+		for lo := 0; lo < n; lo += scanBatch {
+			if lo > 0 && st.due() {
+				if err := st.yieldLocked(); err != nil {
+					return nil, err
+				}
+				if c.gen != gen {
+					restart = true
+					break
+				}
+			}
+			// rows() is read again after every step: an add may have
+			// grown (moved) the mapping; rows [0, n) are unchanged.
+			exactSearchRange(&h, c.vecs.rows(), dim, metric, c.dead, q, so, lo, min(lo+scanBatch, n))
+		}
+		if restart {
+			so = c.phase1OptionsLocked(opt, now) // the plan's rows, renumbered
+			continue
+		}
+		out := []candidate(h)
+		kept := out[:0]
+		for _, cd := range out {
+			if !c.dead.Contains(cd.row) {
+				kept = append(kept, cd)
+			}
+		}
+		if len(kept) < len(out) && attempt < 2 {
+			continue // a candidate was deleted after its step: its place may be another's
+		}
+		sortCandidates(kept)
+		return kept, nil
 	}
 }

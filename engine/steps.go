@@ -83,6 +83,10 @@ func (s *stepper) over() bool {
 	return time.Since(s.start) >= s.limit
 }
 
+// due reports whether the step has lasted its time, for a caller that
+// counts its work in batches rather than rows.
+func (s *stepper) due() bool { return time.Since(s.start) >= s.limit }
+
 // yieldLocked ends the step in progress: it releases c's read lock, lets
 // a waiting writer in, and takes the lock again for the next step, unless
 // the read's context is done (its error is returned, wrapped) or the
