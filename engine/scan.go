@@ -27,8 +27,8 @@ import (
 // ids of a collection filled by adds without ID; a binary search in the
 // B-tree), not a sort of the collection.
 
-// MaxScanCount bounds ScanOptions.Count: a page is read under the
-// collection's read lock, which holds off adds and deletes meanwhile.
+// MaxScanCount bounds ScanOptions.Count: a page is held in memory whole
+// (and read in steps under the collection's read lock: ScanContext).
 const MaxScanCount = 1000
 
 // ScanOptions say what a scan page holds.
@@ -49,8 +49,9 @@ type ScanOptions struct {
 }
 
 // ScanFilterBudget bounds the live ids one filtered scan page examines, so
-// that a page of a filter matching little costs a bounded time under the
-// collection's read lock (some tens of milliseconds).
+// that a page of a filter matching little costs a bounded time (some tens
+// of milliseconds for a simple filter, seconds for a few KiB of one; the
+// read lock is held a step at a time, ScanContext).
 const ScanFilterBudget = 64 * MaxScanCount
 
 // Scan is ScanContext without a deadline.
