@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/memrl/memrl/engine/filter"
@@ -69,21 +71,9 @@ func (c *Collection) eachMatchLocked(p filterPlan, now int64, fn func(id uint64)
 	}
 }
 
-// CountFilter returns the number of live memories whose attributes match e.
-// With an exact plan and no memory that can expire it is the plan's
-// cardinality; otherwise each candidate is checked.
+// CountFilter is CountFilterContext without a deadline.
 func (c *Collection) CountFilter(e *filter.Expr) (int, error) {
-	if err := c.rlockLive(); err != nil {
-		return 0, err
-	}
-	defer c.mu.RUnlock()
-	p := c.planLocked(e)
-	if p.rows != nil && p.exact && len(c.expiring) == 0 {
-		return int(p.rows.GetCardinality()), nil
-	}
-	n := 0
-	c.eachMatchLocked(p, c.db.nowNanos(), func(uint64) bool { n++; return true })
-	return n, nil
+	return c.CountFilterContext(context.Background(), e)
 }
 
 // deleteChunk bounds the ids of one delete record written by DeleteFilter

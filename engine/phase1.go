@@ -92,19 +92,30 @@ func iterateAllowed(allowed uint64, n int) bool {
 // similarity is at least opt.Delta (when set), best first.
 func exactSearch(rows []float32, dim int, metric Metric, dead *roaring.Bitmap, q []float32, opt SearchOptions) []candidate {
 	n := len(rows) / dim
-	k := opt.K1
-	if k <= 0 || n == 0 {
+	if opt.K1 <= 0 || n == 0 {
 		return nil
 	}
+	h := make(minHeap, 0, opt.K1)
+	exactSearchRange(&h, rows, dim, metric, dead, q, opt, 0, n)
+	out := []candidate(h)
+	sortCandidates(out)
+	return out
+}
+
+// exactSearchRange is exactSearch over rows [lo, hi) of rows (n*dim
+// values, hi <= n), keeping the best in h (at most opt.K1, K1 > 0): a scan
+// split into ranges, each with the h the previous one left, keeps what one
+// scan of the whole would.
+func exactSearchRange(h *minHeap, rows []float32, dim int, metric Metric, dead *roaring.Bitmap, q []float32, opt SearchOptions, lo, hi int) {
+	k := opt.K1
 	floor := float32(math.Inf(-1))
 	if opt.HasDelta {
 		floor = float32(opt.Delta)
 	}
-	h := make(minHeap, 0, k)
 	filtered := opt.filtered()
 	var scores [scanBatch]float32
-	for start := 0; start < n; start += scanBatch {
-		end := min(start+scanBatch, n)
+	for start := lo; start < hi; start += scanBatch {
+		end := min(start+scanBatch, hi)
 		out := scores[:end-start]
 		block := rows[start*dim : end*dim]
 		if metric == L2 {
@@ -116,7 +127,7 @@ func exactSearch(rows []float32, dim int, metric Metric, dead *roaring.Bitmap, q
 			simd.DotBatch(q, block, out)
 		}
 		for i, s := range out {
-			if s < floor || (len(h) == k && s <= h[0].sim) {
+			if s < floor || (len(*h) == k && s <= (*h)[0].sim) {
 				continue
 			}
 			// The tombstone and filter checks run only for rows that would
@@ -127,17 +138,14 @@ func exactSearch(rows []float32, dim int, metric Metric, dead *roaring.Bitmap, q
 			if dead.Contains(row) || filtered && !opt.keepRow(row) {
 				continue
 			}
-			if len(h) < k {
-				heap.Push(&h, candidate{row, s})
+			if len(*h) < k {
+				heap.Push(h, candidate{row, s})
 			} else {
-				h[0] = candidate{row, s}
-				heap.Fix(&h, 0)
+				(*h)[0] = candidate{row, s}
+				heap.Fix(h, 0)
 			}
 		}
 	}
-	out := []candidate(h)
-	sortCandidates(out)
-	return out
 }
 
 // sortCandidates orders by similarity, best first, ties by row.

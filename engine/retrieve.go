@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -140,10 +141,19 @@ func (c *Collection) phase1OptionsLocked(opt RetrieveOptions, now int64) SearchO
 	return so
 }
 
-// Retrieve runs two-phase retrieval: phase 1 recalls the K1 memories most
-// similar to query whose similarity is at least DELTA; phase 2 ranks them by
-// (1-λ)·z(sim) + λ·clip(z(Q), ±3) and returns the best K2, best first.
+// Retrieve is RetrieveContext without a deadline.
 func (c *Collection) Retrieve(query []float32, opt RetrieveOptions) ([]Result, error) {
+	return c.RetrieveContext(context.Background(), query, opt)
+}
+
+// RetrieveContext runs two-phase retrieval: phase 1 recalls the K1
+// memories most similar to query whose similarity is at least DELTA;
+// phase 2 ranks them by (1-λ)·z(sim) + λ·clip(z(Q), ±3) and returns the
+// best K2, best first. An expensive filter is evaluated in bounded steps
+// that let writers in (retrieve_steps.go); ctx is checked before the
+// retrieval and between those steps, and when it is done the error wraps
+// ctx.Err().
+func (c *Collection) RetrieveContext(ctx context.Context, query []float32, opt RetrieveOptions) ([]Result, error) {
 	if err := opt.Validate(); err != nil {
 		return nil, err
 	}
@@ -151,15 +161,18 @@ func (c *Collection) Retrieve(query []float32, opt RetrieveOptions) ([]Result, e
 	if err != nil {
 		return nil, err
 	}
+	if err := checkCtx(c, ctx); err != nil {
+		return nil, err
+	}
 	if err := c.rlockLive(); err != nil {
 		return nil, err
 	}
+	cands, err := c.phase1StepsLocked(ctx, q, opt, c.db.nowNanos())
+	if err != nil {
+		return nil, err // the lock is released
+	}
 	defer c.mu.RUnlock()
 	now := c.db.nowNanos()
-	cands, err := c.index.search(q, c.phase1OptionsLocked(opt, now))
-	if err != nil {
-		return nil, err
-	}
 	// Phase 1 read every row from the mapping without checking it (a
 	// checksum per row scanned would make the scan 3-4 times slower:
 	// BenchmarkRowSum against BenchmarkExactScanRows); the candidates'

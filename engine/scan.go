@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -26,8 +27,8 @@ import (
 // ids of a collection filled by adds without ID; a binary search in the
 // B-tree), not a sort of the collection.
 
-// MaxScanCount bounds ScanOptions.Count: a page is read under the
-// collection's read lock, which holds off adds and deletes meanwhile.
+// MaxScanCount bounds ScanOptions.Count: a page is held in memory whole
+// (and read in steps under the collection's read lock: ScanContext).
 const MaxScanCount = 1000
 
 // ScanOptions say what a scan page holds.
@@ -48,33 +49,57 @@ type ScanOptions struct {
 }
 
 // ScanFilterBudget bounds the live ids one filtered scan page examines, so
-// that a page of a filter matching little costs a bounded time under the
-// collection's read lock (some tens of milliseconds).
+// that a page of a filter matching little costs a bounded time (some tens
+// of milliseconds for a simple filter, seconds for a few KiB of one; the
+// read lock is held a step at a time, ScanContext).
 const ScanFilterBudget = 64 * MaxScanCount
 
-// Scan returns the page of live memories with ids at least cursor, in
-// increasing id order, and the cursor of the next page: 0 when the scan is
-// complete. Payload and Vector are set only when asked for. A memory whose
-// row or payload fails its checksum fails the page with an error wrapping
-// ErrCorrupt that names it, as Get does.
+// Scan is ScanContext without a deadline.
 func (c *Collection) Scan(cursor uint64, opt ScanOptions) ([]MemoryInfo, uint64, error) {
+	return c.ScanContext(context.Background(), cursor, opt)
+}
+
+// ScanContext returns the page of live memories with ids at least cursor,
+// in increasing id order, and the cursor of the next page: 0 when the scan
+// is complete. Payload and Vector are set only when asked for. A memory
+// whose row or payload fails its checksum fails the page with an error
+// wrapping ErrCorrupt that names it, as Get does.
+//
+// A page is read in bounded steps (steps.go), releasing the collection's
+// read lock between them, so that a page of an expensive filter holds
+// writers off for a step, not for the page. A page is then a scan of its
+// own in miniature: a memory live for the whole page is returned (or
+// skipped by the filter) exactly once, each memory is read whole, and one
+// added or deleted during the page may or may not be in it. When ctx is
+// done before the page is, the page stops at the next step and the error
+// wraps ctx.Err().
+func (c *Collection) ScanContext(ctx context.Context, cursor uint64, opt ScanOptions) ([]MemoryInfo, uint64, error) {
 	if opt.Count < 1 || opt.Count > MaxScanCount {
 		return nil, 0, fmt.Errorf("%w: COUNT must be 1..%d, got %d", ErrBadParam, MaxScanCount, opt.Count)
+	}
+	if err := checkCtx(c, ctx); err != nil {
+		return nil, 0, err
 	}
 	if err := c.rlockLive(); err != nil {
 		return nil, 0, err
 	}
-	defer c.mu.RUnlock()
 	var (
 		page    []MemoryInfo
 		bytes   int64
 		last    uint64
 		more    bool
+		paused  bool // the step ended: go on from resume after yielding
+		resume  uint64
 		readErr error
 	)
 	now := c.db.nowNanos()
+	st := newStepper(ctx, c)
 	examined := 0
-	c.liveIDs.ascend(cursor, func(id uint64) bool {
+	visit := func(id uint64) bool {
+		if st.over() {
+			paused, resume = true, id // id not examined yet
+			return false
+		}
 		if opt.Filter != nil {
 			if examined == ScanFilterBudget {
 				more = true // go on from id in the next page
@@ -102,7 +127,16 @@ func (c *Collection) Scan(cursor uint64, opt ScanOptions) ([]MemoryInfo, uint64,
 		page = append(page, mi)
 		last = id
 		return true
-	})
+	}
+	c.liveIDs.ascend(cursor, visit)
+	for paused && readErr == nil {
+		if err := st.yieldLocked(); err != nil {
+			return nil, 0, err
+		}
+		paused = false
+		c.liveIDs.ascend(resume, visit)
+	}
+	c.mu.RUnlock()
 	if readErr != nil {
 		return nil, 0, readErr
 	}

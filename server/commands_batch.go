@@ -318,7 +318,7 @@ func (m memCommands) scan(c *Ctx, args [][]byte) error {
 			return err
 		}
 	}
-	page, next, err := coll.Scan(cursor, opt)
+	page, next, err := coll.ScanContext(c.Context(), cursor, opt)
 	if err != nil {
 		return err
 	}
@@ -363,7 +363,7 @@ func (m memCommands) count(c *Ctx, args [][]byte) error {
 		if err != nil {
 			return err
 		}
-		n, err = coll.CountFilter(e)
+		n, err = coll.CountFilterContext(c.Context(), e)
 	} else {
 		n, err = coll.Count()
 	}

@@ -220,7 +220,7 @@ func (m memCommands) retrieve(c *Ctx, args [][]byte) error {
 	}
 	withPayload := opt.WithPayload
 	opt.WithPayload = false // streamed below, one payload at a time
-	res, err := coll.Retrieve(q, opt)
+	res, err := coll.RetrieveContext(c.Context(), q, opt)
 	if err != nil {
 		return err
 	}
