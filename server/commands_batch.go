@@ -359,10 +359,12 @@ func (m memCommands) count(c *Ctx, args [][]byte) error {
 		if !bytes.EqualFold(args[1], []byte("FILTER")) {
 			return fmt.Errorf("syntax error: unknown MEM.COUNT option %q", args[1])
 		}
-		e, err := filter.Parse(string(args[2]))
-		if err != nil {
-			return err
+		e, perr := filter.Parse(string(args[2]))
+		if perr != nil {
+			return perr
 		}
+		// Assigned, not declared: a := here would shadow err and drop a
+		// stopped read's error (TestBusyTimeoutStopsEngineReads).
 		n, err = coll.CountFilterContext(c.Context(), e)
 	} else {
 		n, err = coll.Count()
