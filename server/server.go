@@ -116,6 +116,9 @@ type Server struct {
 	// by EXEC while it runs a transaction's commands, so that no command
 	// interleaves with a transaction (tx.go).
 	txMu sync.RWMutex
+	// atomicTx makes EXEC crash-atomic (tx_atomic.go); set by
+	// RegisterMemFunc before Serve.
+	atomicTx txAtomic
 
 	// repl is the Replicator set by SetReplicator, or nil (replicate.go).
 	repl atomic.Pointer[Replicator]

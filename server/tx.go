@@ -347,8 +347,13 @@ func (cn *conn) runTx(tx *txState) (reply *bytes.Buffer, ok bool) {
 	real, cmd := cn.w, cn.hctx.cmd
 	cn.w, cn.hctx.Writer = mem, mem
 	cn.inExec = true
+	// Crash atomicity (tx_atomic.go): the queued commands' records form
+	// one group of the log, committed before the lock is released.
+	beginGroup := cn.prepareTxGroup(tx)
 	cn.srv.txMu.Lock()
+	commitGroup := beginGroup()
 	defer func() {
+		commitGroup()
 		cn.srv.txMu.Unlock()
 		cn.inExec = false
 		cn.w, cn.hctx.Writer, cn.hctx.cmd = real, real, cmd
