@@ -349,7 +349,7 @@ func (cn *conn) runTx(tx *txState) (reply *bytes.Buffer, ok bool) {
 	cn.inExec = true
 	// Crash atomicity (tx_atomic.go): the queued commands' records form
 	// one group of the log, committed before the lock is released.
-	beginGroup := cn.prepareTxGroup(tx)
+	beginGroup := cn.prepareTxGroup(tx.cmds)
 	cn.srv.txMu.Lock()
 	commitGroup := beginGroup()
 	defer func() {

@@ -7,7 +7,9 @@ import "github.com/memrl/memrl/engine"
 // EXEC runs its queued commands one by one, each logging its own records,
 // so without more a crash in the middle keeps a durable prefix of the
 // transaction ("MEM.DEL KEY k" without the "MEM.ADD … KEY k" after it).
-// runTx therefore opens an atomic group of the database's log
+// runTx (and applyTx, for a transaction replicated as one raft entry in
+// cluster mode, on every node's own log) therefore opens an atomic group
+// of the database's log
 // (engine.DB.BeginGroup) over the collections the queued commands name
 // before running them, and commits it after the last one, before the
 // transaction lock is released: at replay the transaction's records are
@@ -21,7 +23,8 @@ import "github.com/memrl/memrl/engine"
 // group it would wait for itself. Such a transaction is not crash-atomic
 // (docs/PROTOCOL.md, Transactions).
 
-// txAtomic is the database hook for runTx, set by RegisterMemFunc.
+// txAtomic is the database hook for runTx and applyTx, set by
+// RegisterMemFunc.
 type txAtomic struct {
 	// cur returns the database; nil when no database is registered.
 	cur func() *engine.DB
@@ -34,7 +37,8 @@ type txAtomic struct {
 // above).
 var ungrouped = map[string]bool{"mem.checkpoint": true, "mem.compact": true}
 
-// prepareTxGroup is the first half of the hook: called before the
+// prepareTxGroup is the first half of the hook for a transaction of cmds
+// (runTx's queued commands, or applyTx's replicated entry): called before the
 // transaction lock is taken, it waits for a running checkpoint (a group
 // cannot open during one, and the transaction lock, once held, holds up
 // every command) and returns begin, which runTx calls with the lock held
@@ -44,7 +48,7 @@ var ungrouped = map[string]bool{"mem.checkpoint": true, "mem.compact": true}
 // REQUIRES: called by the connection's goroutine in runTx, holding no
 // lock; begin and commit on the same goroutine, holding the transaction
 // lock and no engine lock.
-func (cn *conn) prepareTxGroup(tx *txState) (begin func() (commit func())) {
+func (cn *conn) prepareTxGroup(cmds []queuedCmd) (begin func() (commit func())) {
 	noop := func() func() { return func() {} }
 	a := cn.srv.atomicTx
 	if a.cur == nil {
@@ -52,7 +56,10 @@ func (cn *conn) prepareTxGroup(tx *txState) (begin func() (commit func())) {
 	}
 	var names []string
 	seen := map[string]bool{}
-	for _, q := range tx.cmds {
+	for _, q := range cmds {
+		if q.cmd == nil {
+			continue // unknown: refused when it runs
+		}
 		if ungrouped[q.cmd.name] {
 			return noop
 		}
