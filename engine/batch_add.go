@@ -137,7 +137,7 @@ func (c *Collection) addDeferred(reqs []AddRequest) (ids []uint64, t Ticket, bad
 		recs[i].created = created
 		bufs[i] = encodeAdd(recs[i])
 	}
-	lsn, err := c.db.log.EnqueueBatch(bufs)
+	lsn, err := c.db.logBatchFor(c.name, bufs)
 	if err != nil {
 		c.unwriteFilesLocked(recs[0])
 		return nil, 0, -1, err

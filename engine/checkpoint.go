@@ -97,6 +97,10 @@ func (db *DB) Checkpoint() error { return db.checkpoint(false) }
 func (db *DB) CheckpointFull() error { return db.checkpoint(true) }
 
 func (db *DB) checkpoint(forceFull bool) error {
+	// No transaction's group is open while the checkpoint copies and
+	// commits: it could hold part of one (group.go).
+	db.groups.excl.Lock()
+	defer db.groups.excl.Unlock()
 	db.ckptMu.Lock()
 	defer db.ckptMu.Unlock()
 	return db.checkpointLocked(forceFull)

@@ -439,7 +439,7 @@ func (c *Collection) DeleteRefsDeferred(refs []Ref) (int, Ticket, error) {
 // present and distinct. REQUIRES: c.mu held for writing.
 func (c *Collection) deleteIDsLocked(ids []uint64) (wal.LSN, error) {
 	r := deleteRec{uid: c.uid, ids: ids}
-	lsn, err := c.db.log.Enqueue(encodeDelete(r))
+	lsn, err := c.db.logFor(c.name, encodeDelete(r))
 	if err != nil {
 		return 0, err
 	}

@@ -448,6 +448,8 @@ type oldState struct {
 // write lock was held.
 func (ng *nextGen) swap() (oldState, time.Duration, error) {
 	c, db := ng.c, ng.c.db
+	db.groups.excl.Lock() // the checkpoint below must not hold part of a transaction (group.go)
+	defer db.groups.excl.Unlock()
 	db.ckptMu.Lock()
 	defer db.ckptMu.Unlock()
 	// The committing checkpoint's log position and list of collections

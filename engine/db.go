@@ -166,6 +166,9 @@ type DB struct {
 	compactDone chan struct{}
 	compacts    sync.WaitGroup
 
+	// groups are the open atomic groups (group.go).
+	groups groupState
+
 	// Recovery describes what Open found: the checkpoint, the records
 	// replayed and any torn tail cut off the log.
 	Recovery RecoveryInfo
@@ -179,6 +182,12 @@ type RecoveryInfo struct {
 	TornTail        string        // non-empty when a torn log tail was cut off
 	LogGap          string        // non-empty when a gap was accepted (Options.AcceptLogGap)
 	Duration        time.Duration // time Open took
+
+	// GroupsDropped counts the transactions (atomic groups, group.go)
+	// whose commit record was not in the log: their GroupRecordsDropped
+	// records were not applied.
+	GroupsDropped       int
+	GroupRecordsDropped int
 }
 
 // Open opens the database in dir, creating it if needed, and recovers it:
@@ -292,7 +301,7 @@ func (db *DB) Create(name string, cfg Config) error {
 		db.mu.Unlock()
 		return err
 	}
-	lsn, err := db.log.Enqueue(encodeCreate(r))
+	lsn, err := db.logFor(r.name, encodeCreate(r))
 	if err != nil {
 		c.closeFiles()
 		db.mu.Unlock()
@@ -333,7 +342,7 @@ func (db *DB) Drop(name string) error {
 		return fmt.Errorf("%w: %q", ErrNoCollection, name)
 	}
 	c.mu.Lock() // waits for the collection's in-flight operations
-	lsn, err := db.log.Enqueue(encodeDrop(c.uid))
+	lsn, err := db.logFor(c.name, encodeDrop(c.uid))
 	if err != nil {
 		c.mu.Unlock()
 		db.mu.Unlock()

@@ -80,7 +80,7 @@ func (c *Collection) dedupLocked(req *AddRequest, rec addRec, now int64) (uint64
 		}
 		r := qRec{uid: c.uid, id: id, q: nq, visits: e.Visits, lastReward: e.LastReward,
 			rewardSum: e.RewardSum, updated: now}
-		l, err := c.db.log.Enqueue(encodeQ(r))
+		l, err := c.db.logFor(c.name, encodeQ(r))
 		if err != nil {
 			return err
 		}

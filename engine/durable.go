@@ -138,7 +138,7 @@ func (c *Collection) rewardLocked(reward float64, ids []uint64, next float64) ([
 				rewardSum: e.RewardSum + reward, updated: now}
 			// Logged under the stripe lock: the log order of one memory's
 			// updates is the order they were applied in.
-			lsn, err := c.db.log.Enqueue(appendQ(buf[:0], r))
+			lsn, err := c.db.logFor(c.name, appendQ(buf[:0], r))
 			if err != nil {
 				return err
 			}

@@ -120,7 +120,7 @@ func (c *Collection) TTL(r Ref) (time.Duration, bool, error) {
 
 // REQUIRES: c.mu held for writing.
 func (c *Collection) logExpireLocked(rec expireRec) (Ticket, error) {
-	lsn, err := c.db.log.Enqueue(encodeExpire(rec))
+	lsn, err := c.db.logFor(c.name, encodeExpire(rec))
 	if err != nil {
 		return 0, err
 	}

@@ -163,7 +163,7 @@ func (c *Collection) IndexField(name string, add bool) error {
 		return err
 	}
 	r := indexedRec{uid: c.uid, fields: fields}
-	lsn, err := c.db.log.Enqueue(encodeIndexed(r))
+	lsn, err := c.db.logFor(c.name, encodeIndexed(r))
 	if err != nil {
 		c.mu.Unlock()
 		return err

@@ -69,6 +69,7 @@ var recordNames = map[byte]string{
 	recIndexed: "indexed", recCreateIndexed: "create",
 	recSnapshot: "snapshot", recDelSnapshot: "delsnapshot", recRollback: "rollback",
 	recRollbackBatch: "rollback-batch", recPrunePolicy: "prune-policy",
+	recGroupMember: "group-member", recGroupCommit: "group-commit", recGroupAbort: "group-abort",
 }
 
 // describeRecord returns a record's type and fields on one line. dims
@@ -170,6 +171,22 @@ func describeRecord(rec []byte, dims map[uint64]int) string {
 		var b rbBatch
 		if uid, b, err = decodeRollbackBatch(rec); err == nil {
 			s = fmt.Sprintf("uid=%d deletes=%d changes=%d", uid, len(b.dels), len(b.changes))
+		}
+	case recGroupMember:
+		var gid uint64
+		var inner []byte
+		if gid, inner, err = decodeGroupMember(rec); err == nil {
+			s = fmt.Sprintf("gid=%d: %s", gid, describeRecord(inner, dims))
+		}
+	case recGroupCommit:
+		var r groupCommitRec
+		if r, err = decodeGroupCommit(rec); err == nil {
+			s = fmt.Sprintf("gid=%d members=%d sum=%#x", r.gid, r.n, r.sum)
+		}
+	case recGroupAbort:
+		var gid uint64
+		if gid, err = decodeGroupAbort(rec); err == nil {
+			s = fmt.Sprintf("gid=%d", gid)
 		}
 	case recPrunePolicy:
 		var r policyRec

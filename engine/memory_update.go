@@ -29,7 +29,7 @@ func (c *Collection) SetAttrsDeferred(r Ref, attrs []byte) (Ticket, error) {
 		return 0, err
 	}
 	rec := setAttrsRec{uid: c.uid, id: id, attrs: a}
-	lsn, err := c.db.log.Enqueue(encodeSetAttrs(rec))
+	lsn, err := c.db.logFor(c.name, encodeSetAttrs(rec))
 	if err != nil {
 		return 0, err
 	}
@@ -99,7 +99,7 @@ func (c *Collection) SetPayloadDeferred(r Ref, p []byte) (Ticket, error) {
 		c.pays.size = min(c.pays.size, rec.payOff)
 		return 0, err
 	}
-	lsn, err := c.db.log.Enqueue(encodeSetPayload(rec))
+	lsn, err := c.db.logFor(c.name, encodeSetPayload(rec))
 	if err != nil {
 		c.pays.size = min(c.pays.size, rec.payOff)
 		return 0, err

@@ -148,7 +148,7 @@ func (c *Collection) PruneStatus() (PruneStatus, error) {
 
 // REQUIRES: c.mu held for writing.
 func (c *Collection) logPolicyLocked(r policyRec) (Ticket, error) {
-	lsn, err := c.db.log.Enqueue(encodePolicyRec(r))
+	lsn, err := c.db.logFor(c.name, encodePolicyRec(r))
 	if err != nil {
 		return 0, err
 	}

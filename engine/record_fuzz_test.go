@@ -38,6 +38,11 @@ func recordSeeds() map[string]corpus.Seed {
 			{kind: rbRestore, e: snapEntry{id: 2, q: 1.5, visits: 3, lastReward: -1, rewardSum: 2, updated: 5, expires: 6, key: "k", attrs: []byte(`{"a":1}`)}},
 			{kind: rbRevive, e: snapEntry{id: 3, q: 2}, m: memory{row: 4, payOff: 5, payLen: 6, created: 7}},
 		}}), uint16(0)},
+		"group-member": {encodeGroupMember(1<<60, encodeAdd(addRec{uid: 3, id: 44, vec: []float32{1, 2, 3, 4},
+			key: "k6434"})), uint16(4)},
+		"group-member-delete": {encodeGroupMember(1<<60, encodeDelete(deleteRec{uid: 3, ids: []uint64{43}})), uint16(0)},
+		"group-commit":        {encodeGroupCommit(1<<60, 2, 0x1234_5678_9abc_def0), uint16(0)},
+		"group-abort":         {encodeGroupAbort(1 << 60), uint16(0)},
 	}
 }
 
@@ -112,6 +117,19 @@ func decodeRecord(rec []byte, dim int) ([]byte, error) {
 	case recRollbackBatch:
 		uid, rb, err := decodeRollbackBatch(rec)
 		return encodeRollbackBatch(uid, rb), err
+	case recGroupMember:
+		gid, inner, err := decodeGroupMember(rec)
+		if err != nil {
+			return nil, err
+		}
+		enc, err := decodeRecord(inner, dim)
+		return encodeGroupMember(gid, enc), err
+	case recGroupCommit:
+		r, err := decodeGroupCommit(rec)
+		return encodeGroupCommit(r.gid, r.n, r.sum), err
+	case recGroupAbort:
+		gid, err := decodeGroupAbort(rec)
+		return encodeGroupAbort(gid), err
 	}
 	return nil, errBadRecord
 }

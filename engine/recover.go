@@ -10,6 +10,11 @@ import (
 
 // recover loads the checkpoint, opens the log and replays it.
 //
+// The members of an atomic group (a transaction, group.go) are applied
+// only if the group's commit record is in the log; a group cut short by a
+// crash is dropped whole, reported in Recovery.GroupsDropped, and an abort
+// record is logged for it.
+//
 // Replay starts at the checkpoint's WAL position. The checkpoint is fuzzy
 // (taken while rewards keep flowing), so records at or after that position
 // may already be reflected in it; every record logs a result rather than an
@@ -64,18 +69,32 @@ func (db *DB) recover() error {
 		db.Recovery.TornTail = fmt.Sprintf("%s: cut at offset %d, %d bytes dropped (%s)", t.File, t.Offset, t.Dropped, t.Reason)
 		db.opts.Logf("memrl: recovery: torn log tail cut off: %s", db.Recovery.TornTail)
 	}
-	err = l.Replay(from, func(lsn wal.LSN, rec []byte) error {
+	// Transactions' records are applied all or none (group_replay.go).
+	gr := newGroupReplay(func(lsn uint64, rec []byte) error {
 		db.Recovery.RecordsReplayed++
-		if err := db.replayRecord(uint64(lsn), rec); err != nil {
+		if err := db.replayRecord(lsn, rec); err != nil {
 			return fmt.Errorf("engine: replay record %d: %w", lsn, err)
 		}
 		return nil
 	})
+	err = l.Replay(from, func(lsn wal.LSN, rec []byte) error {
+		if err := gr.record(uint64(lsn), rec); err != nil {
+			return fmt.Errorf("engine: replay record %d: %w", lsn, err)
+		}
+		return nil
+	})
+	if err == nil {
+		err = gr.finish()
+	}
 	if err != nil {
 		return err
 	}
 	if g := report.Gap; g != nil {
 		db.afterLogGapLocked(g, report.NextLSN) // loggap.go
+	}
+	db.startGroupSeq(gr.maxID)
+	if err := db.abortGroups(gr); err != nil {
+		return err
 	}
 	for _, c := range db.byUID {
 		if err := c.removeStaleGensLocked(); err != nil { // compact_files.go
@@ -256,4 +275,26 @@ func (c *Collection) rebuildDeadLocked() {
 			c.dead.Add(uint32(r))
 		}
 	}
+}
+
+// abortGroups logs, and waits for, an abort record for each group replay
+// dropped, so that later recoveries need not hold the log back behind
+// their members (group_replay.go).
+func (db *DB) abortGroups(gr *groupReplay) error {
+	if len(gr.dropped) == 0 {
+		return nil
+	}
+	db.Recovery.GroupsDropped = len(gr.dropped)
+	db.Recovery.GroupRecordsDropped = gr.droppedRecs
+	db.opts.Logf("memrl: recovery: %d transaction(s) cut short by a crash dropped whole (%d log records)",
+		len(gr.dropped), gr.droppedRecs)
+	var last wal.LSN
+	for _, gid := range gr.dropped {
+		lsn, err := db.log.Enqueue(encodeGroupAbort(gid))
+		if err != nil {
+			return err
+		}
+		last = lsn
+	}
+	return db.log.WaitDurable(last)
 }

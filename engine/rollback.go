@@ -84,7 +84,7 @@ func (c *Collection) RollbackDeferred(name string) (int, Ticket, error) {
 	}
 	recs := encodeRollbackBatches(c.uid, rb)
 	recs = append(recs, encodeRollback(rollbackRec{uid: c.uid, seq: seq, n: uint64(rb.len())}))
-	lsn, err := c.db.log.EnqueueBatch(recs)
+	lsn, err := c.db.logBatchFor(c.name, recs)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -154,7 +154,7 @@ func (c *Collection) SnapshotDeferred(name string) (Ticket, error) {
 	cp := c.copyStateLocked(now)
 	ids := cp.ids
 	r := snapshotRec{uid: c.uid, seq: f.seq, created: now, count: uint64(len(ids)), name: name}
-	lsn, err := c.db.log.Enqueue(encodeSnapshot(r))
+	lsn, err := c.db.logFor(c.name, encodeSnapshot(r))
 	if err != nil {
 		c.mu.Unlock()
 		return 0, err
@@ -174,7 +174,7 @@ func (c *Collection) SnapshotDeferred(name string) (Ticket, error) {
 			return 0, werr
 		}
 		d := delSnapshotRec{uid: c.uid, seq: f.seq}
-		if _, err := c.db.log.Enqueue(encodeDelSnapshot(d)); err == nil {
+		if _, err := c.db.logFor(c.name, encodeDelSnapshot(d)); err == nil {
 			c.applyDelSnapshotLocked(d)
 		}
 		c.mu.Unlock()
@@ -234,7 +234,7 @@ func (c *Collection) DeleteSnapshotDeferred(name string) (bool, Ticket, error) {
 		return false, 0, nil
 	}
 	d := delSnapshotRec{uid: c.uid, seq: s.seq}
-	lsn, err := c.db.log.Enqueue(encodeDelSnapshot(d))
+	lsn, err := c.db.logFor(c.name, encodeDelSnapshot(d))
 	if err != nil {
 		c.mu.Unlock()
 		return false, 0, err

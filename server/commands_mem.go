@@ -23,6 +23,7 @@ func (s *Server) RegisterMem(db *engine.DB) {
 func (s *Server) RegisterMemFunc(cur func() *engine.DB) {
 	m := memCommands{cur: cur}
 	m.wait = func(t uint64) error { return m.db().WaitDurable(engine.Ticket(t)) }
+	s.atomicTx = txAtomic{cur: cur, wait: m.wait} // tx_atomic.go
 	s.Register("MEM.CREATE", 3, m.create)
 	s.Register("MEM.DROP", 1, m.drop)
 	s.Register("MEM.LIST", 0, m.list, ReadOnly)

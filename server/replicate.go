@@ -369,7 +369,14 @@ func (cn *conn) applyTx(cmds [][][]byte) {
 	real := cn.w
 	cn.w, cn.hctx.Writer = mem, mem
 	cn.inExec = true
+	// Crash-atomic on this node's log, as runTx (tx_atomic.go).
+	queued := make([]queuedCmd, len(cmds))
+	for i, args := range cmds {
+		queued[i] = queuedCmd{cmd: cn.srv.lookup(args[0]), args: args}
+	}
+	beginGroup := cn.prepareTxGroup(queued)
 	cn.srv.txMu.Lock()
+	commitGroup := beginGroup()
 	start := cn.srv.sinceStart()
 	cn.cmdStart = start // the entry's busy-timeout (busy.go)
 	ok := true
@@ -379,6 +386,7 @@ func (cn *conn) applyTx(cmds [][][]byte) {
 		}
 		start = cn.srv.sinceStart()
 	}
+	commitGroup()
 	cn.srv.txMu.Unlock()
 	cn.inExec = false
 	cn.endCmdCtx()

@@ -146,6 +146,9 @@ type Server struct {
 	txMu sync.RWMutex
 	// colls are the collection locks taken under txMu (txlocks.go).
 	colls collLocks
+	// atomicTx makes EXEC crash-atomic (tx_atomic.go); set by
+	// RegisterMemFunc before Serve.
+	atomicTx txAtomic
 
 	// repl is the Replicator set by SetReplicator, or nil (replicate.go).
 	repl atomic.Pointer[Replicator]

@@ -355,11 +355,18 @@ func (cn *conn) runTx(tx *txState) (reply *replyBuf, ok bool) {
 	cn.w, cn.hctx.Writer = mem, mem
 	cn.inExec = true
 	writes := txWrites(tx)
+	// Crash atomicity (tx_atomic.go): the queued writes' records form one
+	// group of the log, opened once the transaction's locks are held and
+	// committed before they are released. prepareTxGroup may wait for a
+	// running checkpoint, so it comes before any lock.
+	beginGroup := cn.prepareTxGroup(tx.cmds)
 	var held txLocks
 	if writes {
 		held = cn.lockTx(tx)
 	}
+	commitGroup := beginGroup()
 	defer func() {
+		commitGroup()
 		if writes {
 			cn.unlockTx(held)
 		}
