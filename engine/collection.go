@@ -546,8 +546,9 @@ type Info struct {
 	PayloadMB float64
 	Keys      int // memories with a key
 	Expiring  int // memories with an expiry (expired ones included until swept)
-	// IndexDamage counts the indexes of the collection found damaged since
-	// Open (index_damage.go): each is replaced by a rebuild.
+	// IndexDamage counts the times since Open the collection's IVF-PQ
+	// index was found damaged, at open or later (index_damage.go); each
+	// damaged index is replaced by a rebuild.
 	IndexDamage uint64
 }
 
