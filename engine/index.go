@@ -81,15 +81,21 @@ func (p ivfPhase1) search(q []float32, opt SearchOptions) ([]candidate, error) {
 			f.MinSim = math.Nextafter32(f.MinSim, float32(math.Inf(1)))
 		}
 	}
-	res, _, err := p.ix.SearchFiltered(q, opt.K1, ivfpq.SearchParams{NProbe: nprobe, Refine: opt.Refine, PruneFactor: float32(opt.Stop)}, f, c.vecs)
+	res, st, err := p.ix.SearchFiltered(q, opt.K1, ivfpq.SearchParams{NProbe: nprobe, Refine: opt.Refine, PruneFactor: float32(opt.Stop)}, f, c.vecs)
 	if err != nil {
 		if !isIndexDamage(err) {
 			return nil, err
 		}
-		// A list this query probes is damaged: answer exactly, and
-		// have the index rebuilt (index_damage.go).
+		// Damage the index could not search around (it does, given the
+		// vectors): answer exactly, and have it rebuilt.
 		c.indexDamaged(p.ix, err)
 		return exactScan{c}.search(q, opt)
+	}
+	if st.Damaged && c.damage.bad.Load() != p.ix {
+		// A list this query probed is damaged, and was searched around
+		// (its rows scored exactly): have the index rebuilt
+		// (index_damage.go). Verify names the list.
+		c.indexDamaged(p.ix, p.ix.Verify())
 	}
 	out := make([]candidate, 0, len(res))
 	for _, n := range res {

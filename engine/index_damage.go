@@ -17,15 +17,18 @@ import (
 // every list at open as well (checkIndexAtOpen), so that damage is said at
 // start rather than met by a query.
 //
-// A damaged list is not repaired in place: which rows it held is part of
-// what was damaged. Instead the damaged index stays in service for the
-// queries that do not probe that list (most of them, with many lists), a
-// query that does is answered by an exact scan of the collection
-// (ivfPhase1.search), and a background build (maybeBuildLocked) trains and
-// fills a new index, which replaces the damaged one in memory and on disk
-// exactly as a retrain does. Until then the damaged index is not saved (a
-// save would fail on the list anyway), so a restart meets the damage again
-// and does the same.
+// A damaged list is not repaired in place. Instead the damaged index stays
+// in service: a query that probes the damaged list has ivfpq score that
+// list's rows exactly instead of its codes (they are the rows no intact
+// list holds: ivfpq/damaged.go), which answers as the intact index would,
+// at the cost of one exact distance per row of the list, and reports it
+// (SearchStats.Damaged); and a background build (maybeBuildLocked) trains
+// and fills a new index, which replaces the damaged one in memory and on
+// disk exactly as a retrain does. Until then the damaged index is not
+// saved (a save would fail on the list anyway), so a restart meets the
+// damage again and does the same. Damage the index cannot search around
+// (an error from ivfpq; it needs the vectors, which the engine always
+// gives) makes the query an exact scan of the collection.
 
 // checkIndexAtOpen makes openIndexLocked verify every list of a saved index
 // (ivfpq.Index.Verify). Tests turn it off to meet the damage in a search.
@@ -51,7 +54,7 @@ func (c *Collection) noteIndexDamage(ix *ivfpq.Index, err error) bool {
 		return false
 	}
 	c.damage.found.Add(1)
-	c.db.opts.Logf("memrl: collection %q: IVF-PQ index damaged: searches that meet the damage scan exactly, and a new index is being built: %v", c.name, err)
+	c.db.opts.Logf("memrl: collection %q: IVF-PQ index damaged: searches score the damaged list's rows exactly until a new index, being built, replaces it: %v", c.name, err)
 	return true
 }
 

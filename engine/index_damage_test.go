@@ -18,7 +18,7 @@ import (
 
 // Damage to a saved index's inverted lists (issue 26, item 10): a list that
 // fails its checksum must never fail a retrieval. A search that meets it
-// answers by an exact scan, the damage is logged and shown, and a
+// scores that list's rows exactly, the damage is logged and shown, and a
 // background build replaces the index.
 
 // indexDamageCfg is the collection of these tests: lists enough that a
@@ -107,9 +107,10 @@ func resultIDs(res []Result) []uint64 {
 
 // retrieveAll runs the queries through the collection and returns the
 // answers' ids; a query that fails is counted in failed, its answer nil.
-// When want is set, each answer must be want[i] (what the undamaged index
-// answered) or the exact search's answer, and start with the query's own
-// memory.
+// When want is set, each answer must start with the query's own memory and
+// hold as many of the exact search's answer as want[i] (what the undamaged
+// index answered) does, or more; exact counts the answers equal to the
+// exact search's.
 func retrieveAll(t *testing.T, c *Collection, ids []uint64, qs [][]float32, want [][]uint64) (got [][]uint64, failed, exact int) {
 	t.Helper()
 	opt := NewRetrieveOptions()
@@ -132,13 +133,21 @@ func retrieveAll(t *testing.T, c *Collection, ids []uint64, qs [][]float32, want
 		if err != nil {
 			t.Fatal(err)
 		}
+		overlap := func(a, b []uint64) (n int) {
+			for _, x := range a {
+				if slices.Contains(b, x) {
+					n++
+				}
+			}
+			return n
+		}
 		switch e := resultIDs(eres); {
 		case len(res) == 0 || res[0].ID != ids[i]:
 			t.Errorf("retrieval %d: %v, want memory %d first", i+1, got[i], ids[i])
 		case slices.Equal(got[i], e):
 			exact++
-		case !slices.Equal(got[i], want[i]):
-			t.Errorf("retrieval %d: %v, neither the undamaged index's %v nor the exact %v", i+1, got[i], want[i], e)
+		case overlap(got[i], e) < overlap(want[i], e):
+			t.Errorf("retrieval %d: %v holds fewer of the exact %v than the undamaged index's %v", i+1, got[i], e, want[i])
 		}
 	}
 	return got, failed, exact
