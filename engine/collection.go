@@ -90,6 +90,7 @@ type Collection struct {
 	buildFailedAt int            // live memories when a build last failed; 0 if none
 	saving        bool           // a background save is running
 	retired       []*ivfpq.Index // replaced indexes, closed by closeRetired
+	damage        indexDamage    // damage found in the index (index_damage.go); atomic, not guarded
 	bg            sync.WaitGroup // background saves (not builds); not guarded
 
 	prune pruneState // the background prune policy (prune_policy.go)
@@ -550,10 +551,14 @@ type Info struct {
 	Count     int    // live memories
 	Rows      uint32 // rows of the vector file, live or dead
 	NextID    uint64 // the id an add without ID would get; 0 when none is left
-	Index     string // "flat" (exact scan) or the IVF-PQ index in use; "(building ivfpq)" or "(retraining)" is appended while a build runs
+	Index     string // "flat" (exact scan) or the IVF-PQ index in use; "(building ivfpq)" or "(retraining)" is appended while a build runs, "(damaged)" or "(damaged: rebuilding)" to an index found damaged
 	PayloadMB float64
 	Keys      int // memories with a key
 	Expiring  int // memories with an expiry (expired ones included until swept)
+	// IndexDamage counts the times since Open the collection's IVF-PQ
+	// index was found damaged, at open or later (index_damage.go); each
+	// damaged index is replaced by a rebuild.
+	IndexDamage uint64
 }
 
 // Info returns the collection's description.
@@ -565,7 +570,12 @@ func (c *Collection) Info() (Info, error) {
 	index := "flat"
 	if p, ok := c.index.(ivfPhase1); ok {
 		index = p.describe()
-		if c.building {
+		switch damaged := c.indexDamagedLocked(); {
+		case damaged && c.building:
+			index += " (damaged: rebuilding)"
+		case damaged:
+			index += " (damaged)"
+		case c.building:
 			index += " (retraining)"
 		}
 	} else if c.building {
@@ -576,6 +586,6 @@ func (c *Collection) Info() (Info, error) {
 	return Info{
 		Name: c.name, Config: cfg, Count: len(c.mems), Rows: c.vecs.nrows, NextID: c.peekAutoIDLocked(),
 		Index: index, PayloadMB: float64(c.pays.size) / (1 << 20),
-		Keys: len(c.keys), Expiring: len(c.expiring),
+		Keys: len(c.keys), Expiring: len(c.expiring), IndexDamage: c.damage.found.Load(),
 	}, nil
 }

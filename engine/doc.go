@@ -170,7 +170,9 @@
 //   - Open, after replay: everything (Collection.Verify): every row against
 //     its checksum, vectors.sum against the copy in memory, every live
 //     payload (records next to each other in the file are read a chunk at
-//     a time), and the IVF-PQ index's header and directory (ivfpq.Open).
+//     a time), and the IVF-PQ index: its header and directory (ivfpq.Open)
+//     and its lists (index_damage.go: a damaged index is rebuilt, and the
+//     searches that meet the damage meanwhile score its rows exactly).
 //     Damage is logged, and damaged rows are left out of searches (as
 //     tombstones are); Get keeps reporting them. A damaged vectors.sum
 //     header stops Open (ErrCorrupt): without it the payloads cannot be

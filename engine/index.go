@@ -81,9 +81,21 @@ func (p ivfPhase1) search(q []float32, opt SearchOptions) ([]candidate, error) {
 			f.MinSim = math.Nextafter32(f.MinSim, float32(math.Inf(1)))
 		}
 	}
-	res, _, err := p.ix.SearchFiltered(q, opt.K1, ivfpq.SearchParams{NProbe: nprobe, Refine: opt.Refine, PruneFactor: float32(opt.Stop)}, f, c.vecs)
+	res, st, err := p.ix.SearchFiltered(q, opt.K1, ivfpq.SearchParams{NProbe: nprobe, Refine: opt.Refine, PruneFactor: float32(opt.Stop)}, f, c.vecs)
 	if err != nil {
-		return nil, err
+		if !isIndexDamage(err) {
+			return nil, err
+		}
+		// Damage the index could not search around (it does, given the
+		// vectors): answer exactly, and have it rebuilt.
+		c.indexDamaged(p.ix, err)
+		return exactScan{c}.search(q, opt)
+	}
+	if st.Damaged && c.damage.bad.Load() != p.ix {
+		// A list this query probed is damaged, and was searched around
+		// (its rows scored exactly): have the index rebuilt
+		// (index_damage.go). Verify names the list.
+		c.indexDamaged(p.ix, p.ix.Verify())
 	}
 	out := make([]candidate, 0, len(res))
 	for _, n := range res {
@@ -177,7 +189,8 @@ func (c *Collection) maybeBuildLocked() {
 		return // a build failed at buildFailedAt memories: wait for more
 	}
 	due := c.ivf == nil && n >= c.cfg.Index.trainThreshold() ||
-		c.ivf != nil && n >= retrainFactor*max(c.trainedOn, 1) && c.cfg.Index.NList == 0
+		c.ivf != nil && n >= retrainFactor*max(c.trainedOn, 1) && c.cfg.Index.NList == 0 ||
+		c.indexDamagedLocked() // index_damage.go
 	if !due {
 		return
 	}
@@ -244,6 +257,7 @@ func (c *Collection) finishBuild(start time.Time, ix *ivfpq.Index, n int, err er
 			return
 		}
 	}
+	c.damage.bad.CompareAndSwap(c.ivf, nil) // the damaged index, if it was, is replaced
 	c.dropIndexLocked()
 	c.ivf, c.trainedOn, c.savedRows = ix, n, 0
 	c.index = ivfPhase1{c, ix}
@@ -411,8 +425,8 @@ func (c *Collection) indexDir() string { return filepath.Join(c.dir, genName(ind
 // saveIndexAsyncLocked saves the current index in the background.
 // REQUIRES: c.mu held for writing.
 func (c *Collection) saveIndexAsyncLocked() {
-	if c.ivf == nil || c.saving {
-		return
+	if c.ivf == nil || c.saving || c.indexDamagedLocked() {
+		return // a damaged index is not saved: its rebuild will be
 	}
 	c.saving = true
 	ix, dir := c.ivf, c.indexDir()
@@ -426,7 +440,11 @@ func (c *Collection) saveIndexAsyncLocked() {
 		// Indexes retired while this save ran (a build's swap) were left
 		// open for it; close them now.
 		c.closeRetired()
-		if err != nil && !errors.Is(err, ivfpq.ErrClosed) {
+		switch {
+		case isIndexDamage(err):
+			// A list read from the file, not yet searched, is damaged.
+			c.indexDamaged(ix, err)
+		case err != nil && !errors.Is(err, ivfpq.ErrClosed):
 			c.db.opts.Logf("memrl: collection %q: saving the index: %v", c.name, err)
 		}
 	}()
@@ -502,6 +520,9 @@ func (c *Collection) openIndexLocked() {
 	case err != nil && errors.Is(err, os.ErrNotExist):
 		discard = false
 	case err != nil:
+		if isIndexDamage(err) {
+			c.damage.found.Add(1) // damage to the header, centroids or directory
+		}
 		c.db.opts.Logf("memrl: collection %q: saved index unusable, rebuilding: %v", c.name, err)
 	case ix.Rows() > c.vecs.nrows || ix.Params().Dim != c.cfg.Dim:
 		c.db.opts.Logf("memrl: collection %q: saved index has %d rows, the log %d; rebuilding", c.name, ix.Rows(), c.vecs.nrows)
@@ -516,6 +537,14 @@ func (c *Collection) openIndexLocked() {
 		c.ivf, c.trainedOn, c.savedRows = ix, c.trainedOnAtOpen(ix), ix.Rows()
 		c.index = ivfPhase1{c, ix}
 		c.accountLocked() // datamem.go
+		if checkIndexAtOpen {
+			// Said at start, not met by a query. A damaged list
+			// leaves the index in service for the queries that do not
+			// probe it; maybeBuildLocked below starts its rebuild.
+			if err := ix.Verify(); isIndexDamage(err) {
+				c.noteIndexDamage(ix, err)
+			}
+		}
 	}
 	if discard {
 		// Remove the file: once adds refill the rows it describes
@@ -569,9 +598,9 @@ func (c *Collection) catchUpLocked(ix *ivfpq.Index) error {
 func (c *Collection) closeIndex(save bool) {
 	c.bg.Wait()
 	c.mu.Lock()
-	ix, saved, dir := c.ivf, c.savedRows, c.indexDir()
+	ix, saved, dir, damaged := c.ivf, c.savedRows, c.indexDir(), c.indexDamagedLocked()
 	c.mu.Unlock()
-	if save && ix != nil && ix.Rows() > saved {
+	if save && ix != nil && ix.Rows() > saved && !damaged {
 		if err := c.saveIndex(ix, dir); err != nil {
 			c.db.opts.Logf("memrl: collection %q: saving the index: %v", c.name, err)
 		}

@@ -88,7 +88,8 @@ var verifyChunk = 4096 // a variable so that tests can make chunks tiny
 // file, and for resident vectors also the copy searches read), the checksum file
 // against that copy, every live memory's payload, and the IVF-PQ index's
 // lists if it has one. Damage is reported, and logged, never repaired:
-// delete the memories it names (or restore from a copy). It takes the
+// delete the memories it names (or restore from a copy); the index alone,
+// derived from the vectors, is rebuilt (index_damage.go). It takes the
 // collection's read lock per chunk of verifyChunk rows or payloads, so
 // writes go on meanwhile; it checks the rows there were when it started,
 // and the payloads of the memories live then and still live when their
@@ -193,6 +194,9 @@ func (c *Collection) verify(lock func() error, unlock func(), readFile bool) (Ve
 		if err := c.ivf.Verify(); err != nil {
 			rep.Index = err.Error()
 			rep.add(Damage{What: "index", Err: err.Error()})
+			if isIndexDamage(err) {
+				c.indexDamaged(c.ivf, err) // rebuilt, and searched around meanwhile
+			}
 		}
 	}
 	return rep, nil

@@ -111,9 +111,12 @@
 //	err = ix.Save(fs, dir); ix, err = Open(fs, dir); err = ix.Verify(); ix.Close()
 //
 // Search returns an error as well as the results, because list data is
-// verified lazily: a list that fails its checksum on first read makes the
-// search fail with ErrCorrupt rather than silently skip memories. With a nil
-// VectorSource no re-rank happens and Sim is the quantized estimate.
+// verified lazily: a list that fails its checksum on first read is never
+// read, and never silently skipped either: with a VectorSource its rows
+// (the rows no intact list holds) are scored exactly instead (damaged.go,
+// SearchStats.Damaged); without one the search fails with ErrCorrupt.
+// With a nil VectorSource no re-rank happens and Sim is the quantized
+// estimate.
 //
 // # Concurrency
 //

@@ -247,16 +247,22 @@ func TestCorruptFileIsRefused(t *testing.T) {
 		}
 	}
 
-	// Damage inside list data: Open succeeds (it does not read lists) but
-	// the first search touching the list and Verify refuse it.
+	// Damage inside list data: Open succeeds (it does not read lists);
+	// the first search touching the list searches around it given the
+	// vectors (damaged.go) and refuses it without, and Verify and Save
+	// refuse it.
 	write(flip(h.dataOff + 3))
 	ix2, err := Open(vfs.Default, dir)
 	if err != nil {
 		t.Fatalf("Open with damaged list data: %v", err)
 	}
 	defer ix2.Close()
-	if _, err := ix2.Search(base[:d], 5, SearchParams{NProbe: 8}, nil, sliceSource{base, d}); !errors.Is(err, ErrCorrupt) {
-		t.Errorf("search over damaged list: %v, want ErrCorrupt", err)
+	if _, err := ix2.Search(base[:d], 5, SearchParams{NProbe: 8}, nil, nil); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("search over damaged list without vectors: %v, want ErrCorrupt", err)
+	}
+	res, st, err := ix2.SearchFiltered(base[:d], 5, SearchParams{NProbe: 8}, Filter{}, sliceSource{base, d})
+	if err != nil || !st.Damaged || len(res) != 5 || res[0].Row != 0 {
+		t.Errorf("search over damaged list with vectors: %v, damaged %v, %v; want row 0 first", res, st.Damaged, err)
 	}
 	if err := ix2.Verify(); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("Verify: %v, want ErrCorrupt", err)

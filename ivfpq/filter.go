@@ -43,6 +43,9 @@ type SearchStats struct {
 	Probed int // inverted lists scanned, or pruned at PruneFactor 1; NProbe or more after widening unless pruned below 1
 	Pruned int // lists skipped by the Voronoi bound (prune.go); at PruneFactor 1 they count in Probed
 	Rounds int // probing rounds: 1, plus one per widening
+	// Damaged is set when a probed list failed its checksum and was
+	// searched around (damaged.go): Verify names it; rebuild the index.
+	Damaged bool
 }
 
 // SearchFiltered returns the k rows most similar to q that f keeps, best
@@ -65,7 +68,8 @@ type SearchStats struct {
 // estimate.
 //
 // Safe for concurrent use like Search; f.Match must be too, if searches
-// share it.
+// share it. A damaged list is searched around as by Search, and reported in
+// SearchStats.Damaged.
 func (ix *Index) SearchFiltered(q []float32, k int, sp SearchParams, f Filter, src VectorSource) ([]Neighbor, SearchStats, error) {
 	var st SearchStats
 	p := ix.p
@@ -130,6 +134,7 @@ func (ix *Index) SearchFiltered(q []float32, k int, sp SearchParams, f Filter, s
 				res = slices.DeleteFunc(res, func(n Neighbor) bool { return !(n.Sim >= f.MinSim) })
 			}
 			if len(res) >= k || st.Probed == p.NList {
+				st.Damaged = s.damaged
 				return slices.Clone(res[:min(k, len(res))]), st, nil
 			}
 		}
@@ -154,7 +159,7 @@ func (ix *Index) SearchFiltered(q []float32, k int, sp SearchParams, f Filter, s
 			}
 			s.probed[l] = true
 			s.coarseDist[l] = ix.exactCoarse(q, l) // the widening order's is approximate
-			if err := ix.probeLocked(q, l, q4, fp, s); err != nil {
+			if err := ix.probeLocked(q, l, q4, fp, s, src); err != nil {
 				return nil, st, err
 			}
 			st.Probed++

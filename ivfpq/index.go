@@ -94,6 +94,12 @@ type Index struct {
 	baseBytes [][]byte // the on-disk bytes of each base segment
 	baseSum   []uint64
 	baseState []atomic.Uint32
+	// baseRows is the rows the base segments hold: rows [0, baseRows),
+	// each once (the file's row count; 0 for an index built in memory).
+	// orphans are the damaged lists' rows among them, found when a search
+	// first meets one (damaged.go). baseRows is immutable.
+	baseRows uint32
+	orphans  orphanRows
 
 	scratch    sync.Pool // *searchScratch sized for this index
 	encScratch sync.Pool // *encodeScratch sized for this index

@@ -129,7 +129,7 @@ func indexFromMapping(b []byte, size uint64) (*Index, error) {
 	if total != uint64(h.rows) {
 		return nil, fmt.Errorf("%w: lists hold %d rows, header says %d", ErrCorrupt, total, h.rows)
 	}
-	ix.rows = h.rows
+	ix.rows, ix.baseRows = h.rows, h.rows
 	ix.trainedFor = h.trainedFor
 	return ix, nil
 }

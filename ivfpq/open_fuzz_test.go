@@ -215,8 +215,23 @@ func FuzzOpenIndex(f *testing.F) {
 				t.Fatalf("search returned row %d of an index of %d rows", nb.Row, ix.Rows())
 			}
 		}
+		// Given vectors, a search reads around damaged lists (damaged.go).
+		res, st, serr := ix.SearchFiltered(make([]float32, p.Dim), k, SearchParams{NProbe: p.NList}, Filter{}, zeroSource(make([]float32, p.Dim)))
+		if serr != nil || st.Damaged && verr == nil {
+			t.Fatalf("Verify: %v, but a search of every list with vectors: %v, damaged %v", verr, serr, st.Damaged)
+		}
+		for _, nb := range res {
+			if nb.Row >= ix.Rows() {
+				t.Fatalf("search with vectors returned row %d of an index of %d rows", nb.Row, ix.Rows())
+			}
+		}
 	})
 }
+
+// zeroSource gives every row the same vector.
+type zeroSource []float32
+
+func (z zeroSource) Vector(uint32) []float32 { return z }
 
 // TestVerifyRefusesRowsPastRows is the regression test of a FuzzOpenIndex
 // finding: a list whose checksum matches (as a buggy writer's would) but

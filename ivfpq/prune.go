@@ -76,7 +76,7 @@ func (ix *Index) probeListsLocked(q []float32, q4 lut4, f *Filter, s *searchScra
 			if i+1 < len(s.probeOrder) {
 				ix.prefetchList(s.probeOrder[i+1])
 			}
-			if err := ix.probeLocked(q, l, q4, f, s); err != nil {
+			if err := ix.probeLocked(q, l, q4, f, s, src); err != nil {
 				return 0, err
 			}
 		}
@@ -125,7 +125,7 @@ func (ix *Index) probeListsLocked(q []float32, q4 lut4, f *Filter, s *searchScra
 		if i+1 < len(s.probeOrder) {
 			ix.prefetchList(s.probeOrder[i+1])
 		}
-		if err := ix.probeLocked(q, l, q4, f, s); err != nil {
+		if err := ix.probeLocked(q, l, q4, f, s, src); err != nil {
 			return 0, err
 		}
 	}

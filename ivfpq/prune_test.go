@@ -115,7 +115,7 @@ func TestKthExactBoundsTheTrueKth(t *testing.T) {
 		q4 := ix.prepareLocked(q, 4, s)
 		s.cands.reset(k * 4)
 		for _, l := range s.probeOrder {
-			if err := ix.probeLocked(q, l, q4, nil, s); err != nil {
+			if err := ix.probeLocked(q, l, q4, nil, s, nil); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -35,6 +35,11 @@ type searchScratch struct {
 	vecs       [][]float32 // the candidates' raw vectors, in s.cands order
 	qq         float32     // ‖q‖², set by prepareLocked
 	best       []int       // kthExactLocked's selection
+	// damaged is set when the search probes a damaged list, and
+	// orphansScored once it has scored the damaged lists' rows
+	// (damaged.go); prepareLocked clears both.
+	damaged       bool
+	orphansScored bool
 }
 
 func (ix *Index) getScratch() *searchScratch {
@@ -65,8 +70,9 @@ func (ix *Index) getScratch() *searchScratch {
 // candidates good enough to enter the candidate heap.
 //
 // Search is safe to call concurrently with Search, Add, AddBatch and Save.
-// It returns ErrCorrupt if a list read from the index file fails its
-// checksum, and ErrClosed after Close.
+// A list read from the index file that fails its checksum is searched
+// around when src is set (its rows are scored exactly: damaged.go); without
+// src Search returns ErrCorrupt. It returns ErrClosed after Close.
 func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bitmap, src VectorSource) ([]Neighbor, error) {
 	p := ix.p
 	if len(q) != p.Dim {
@@ -128,6 +134,7 @@ func (ix *Index) prepareLocked(q []float32, nprobe int, s *searchScratch) lut4 {
 	// distances then replace those.
 	simd.DotBlockedF16(q, ix.coarseBlk16, s.coarseDist)
 	s.qq = simd.Dot(q, q)
+	s.damaged, s.orphansScored = false, false
 	unscale := 2 / ix.coarseScale
 	for l, dot := range s.coarseDist[:p.NList] {
 		s.coarseDist[l] = s.qq + ix.coarseNorm16[l] - unscale*dot
@@ -180,21 +187,28 @@ func (ix *Index) exactCoarse(q []float32, l int) float32 {
 }
 
 // probeLocked scores list l's codes and merges those f keeps (every code
-// when f is nil) into s.cands. It returns ErrCorrupt if the list fails its
-// checksum. REQUIRES: ix.mu held for reading; prepareLocked ran for q.
-func (ix *Index) probeLocked(q []float32, l int, q4 lut4, f *Filter, s *searchScratch) error {
-	if err := ix.checkList(l); err != nil {
-		return err
-	}
+// when f is nil) into s.cands. If the list's base segment fails its
+// checksum, the damaged lists' rows are scored exactly from src instead
+// (damaged.go), or, when src is nil, it returns ErrCorrupt.
+// REQUIRES: ix.mu held for reading; prepareLocked ran for q.
+func (ix *Index) probeLocked(q []float32, l int, q4 lut4, f *Filter, s *searchScratch, src VectorSource) error {
 	lst := &ix.lists[l]
-	if lst.len() == 0 {
+	base := &lst.base
+	if err := ix.checkList(l); err != nil {
+		if src == nil {
+			return err
+		}
+		ix.scoreOrphansLocked(q, f, s, src)
+		base = &noSegment
+	}
+	if len(base.ids)+len(lst.tail.ids) == 0 {
 		return nil
 	}
 	bias := s.coarseDist[l]
 	if !ix.p.l2ADC() {
 		bias = -simd.Dot(q, ix.coarse[l*ix.p.Dim:(l+1)*ix.p.Dim])
 	}
-	for _, seg := range [2]*segment{&lst.base, &lst.tail} {
+	for _, seg := range [2]*segment{base, &lst.tail} {
 		if len(seg.ids) == 0 {
 			continue
 		}
