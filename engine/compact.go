@@ -37,13 +37,9 @@ type compactState struct {
 	// follow would be read against the files of the other one. Writes to
 	// the collection are refused (lockLive) until a restart, whose
 	// recovery finds one consistent pair. Sticky.
-	failed error
-	// keptDead is how many dead rows the last compaction left (rows
-	// pinned by snapshots, and rows deleted while it ran), so that the
-	// trigger counts only the rows a compaction would reclaim.
-	keptDead uint64
-	last     CompactStats // of the last compaction that finished
-	hasLast  bool
+	failed  error
+	last    CompactStats // of the last compaction that finished
+	hasLast bool
 }
 
 // CompactStats describes a finished compaction.
@@ -148,12 +144,22 @@ func (c *Collection) LastCompaction() (CompactStats, bool) {
 	return c.cs.last, c.cs.hasLast
 }
 
-// DeletedRows returns the rows of the vector file that hold no live
-// memory: what a compaction would reclaim, apart from rows snapshots pin.
+// DeletedRows returns the rows of the vector file that a compaction would
+// reclaim: rows holding no live memory, less those snapshots pin
+// (PinnedRows). It costs a pass over the pinned memories.
 func (c *Collection) DeletedRows() uint64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.dead.GetCardinality()
+	return c.reclaimableRowsLocked()
+}
+
+// PinnedRows returns the rows of the vector file that hold no live memory
+// but that snapshots pin (deleted memories a rollback would bring back):
+// a compaction copies them instead of freeing them.
+func (c *Collection) PinnedRows() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.pinnedRowsLocked()
 }
 
 // DiskBytes returns the bytes of the collection's current files: the rows
@@ -649,7 +655,6 @@ func (ng *nextGen) swap() (oldState, time.Duration, error) {
 	if old.ivf != nil {
 		c.retired = append(c.retired, old.ivf)
 	}
-	c.cs.keptDead = c.dead.GetCardinality()
 	c.saveIndexAsyncLocked()
 	c.maybeBuildLocked()
 	stall := time.Since(locked)

@@ -263,8 +263,10 @@
 // log, which the compaction's full checkpoint rewrites without the deleted
 // memories.) MEM.COMPACT starts one; the
 // DB's trigger (compact_trigger.go) starts one when the rows a compaction
-// would reclaim reach Options.CompactShare of the rows (default 30%, and at
-// least Options.CompactMinRows, default 10,000). At most one runs per
+// would reclaim (dead rows less those snapshots pin, counted afresh each
+// time, so a restart does not forget them) reach Options.CompactShare of
+// the rows (default 30%, and at least Options.CompactMinRows, default
+// 10,000). At most one runs per
 // collection (ErrCompacting). The steps:
 //
 //  1. Create the files of generation g+1 (after removing any leftover of
