@@ -330,13 +330,18 @@ type rowCopy struct {
 	pay []byte
 }
 
-// copyFrozen copies the live rows below frozen into the new files, a chunk
-// at a time: each chunk is read (and verified: damage is never copied
-// forward, it stops the compaction) under the read lock and written after
-// releasing it, paced like a checkpoint's copy. Rows deleted after their
-// chunk was copied are settled by the swap.
+// copyFrozen copies the live rows below frozen, and those snapshots pin,
+// into the new files, a chunk at a time: each chunk is read (and verified:
+// damage is never copied forward, it stops the compaction) under the read
+// lock and written after releasing it, paced like a checkpoint's copy.
+// Rows deleted after their chunk was copied are settled by the swap, and
+// so are pinned rows freed since (kept, dead) or pinned since (copied
+// then).
 func (ng *nextGen) copyFrozen(frozen uint32) error {
 	c := ng.c
+	c.mu.RLock()
+	pinned := c.pinnedByRowLocked(frozen)
+	c.mu.RUnlock()
 	pace := newPacer()
 	var buf []rowCopy
 	for from := uint32(0); from < frozen; {
@@ -353,7 +358,7 @@ func (ng *nextGen) copyFrozen(frozen uint32) error {
 			return fmt.Errorf("%w: %q", ErrNoCollection, c.name)
 		}
 		var err error
-		buf, err = c.readLiveRowsLocked(buf[:0], from, to)
+		buf, err = c.readLiveRowsLocked(buf[:0], from, to, pinned)
 		c.mu.RUnlock()
 		if err != nil {
 			return err
@@ -369,13 +374,20 @@ func (ng *nextGen) copyFrozen(frozen uint32) error {
 }
 
 // readLiveRowsLocked appends copies of the live rows of [from, to), with
-// their payloads, to dst. REQUIRES: c.mu held at least for reading.
-func (c *Collection) readLiveRowsLocked(dst []rowCopy, from, to uint32) ([]rowCopy, error) {
+// their payloads, to dst, in row order, and those of the dead rows that
+// pinned (pinnedByRowLocked) names and whose memory is still pinned there.
+// REQUIRES: c.mu held at least for reading.
+func (c *Collection) readLiveRowsLocked(dst []rowCopy, from, to uint32, pinned map[uint32]uint64) ([]rowCopy, error) {
 	for r := from; r < to && int(r) < len(c.rowIDs); r++ {
 		id := c.rowIDs[r]
 		m, ok := c.mems[id]
 		if !ok || m.row != r {
-			continue
+			if id, ok = pinned[r]; !ok {
+				continue
+			}
+			if m, ok = c.pinnedLocked(id); !ok || m.row != r {
+				continue // freed, or revived elsewhere, since
+			}
 		}
 		rc, err := c.readRowLocked(id, m)
 		if err != nil {
@@ -399,6 +411,10 @@ func (c *Collection) readRowLocked(id uint64, m memory) (rowCopy, error) {
 	return rowCopy{id: id, m: m, old: m.row, vec: append([]float32(nil), c.vecs.row(m.row)...), pay: p}, nil
 }
 
+// compactCopied, when set (by tests only), is called with the id of each
+// row put copies, after copying it.
+var compactCopied func(id uint64)
+
 // put appends a row and its payload to the new files.
 func (ng *nextGen) put(r rowCopy) error {
 	row := ng.vecs.nrows
@@ -410,6 +426,9 @@ func (ng *nextGen) put(r rowCopy) error {
 		return err
 	}
 	ng.kept = append(ng.kept, keptRow{id: r.id, old: r.old, payLen: uint32(len(r.pay)), oldOff: r.m.payOff, newOff: off})
+	if compactCopied != nil {
+		compactCopied(r.id)
+	}
 	return nil
 }
 
@@ -497,7 +516,7 @@ func (ng *nextGen) swap() (oldState, time.Duration, error) {
 	}
 	// The rows added since (copyFrozen stopped at its snapshot's end; the
 	// rows past the last one it kept are all looked at again).
-	tail, err := c.readLiveRowsLocked(nil, frozen, c.vecs.nrows)
+	tail, err := c.readLiveRowsLocked(nil, frozen, c.vecs.nrows, nil)
 	if err != nil {
 		return oldState{}, 0, err
 	}
@@ -506,7 +525,8 @@ func (ng *nextGen) swap() (oldState, time.Duration, error) {
 			return oldState{}, 0, err
 		}
 	}
-	// Rows snapshots pin: moved with the live ones, or copied now.
+	// Rows snapshots pin: moved with the live ones (copyFrozen copied
+	// them), or copied now (pinned since).
 	newOf := make([]uint32, c.vecs.nrows) // old row -> new row + 1; 0: not kept
 	for i, k := range ng.kept {
 		newOf[k.old] = uint32(i) + 1

@@ -37,3 +37,24 @@ func (c *Collection) reclaimableRowsLocked() uint64 {
 	dead := c.dead.GetCardinality()
 	return dead - min(dead, c.pinnedRowsLocked())
 }
+
+// pinnedByRowLocked maps the dead rows below n that snapshots pin to the
+// pinned memory's id, for compaction to copy them with the live rows,
+// under the read lock (pinnedLocked checks each is still pinned then).
+// REQUIRES: c.mu held, for reading at least.
+func (c *Collection) pinnedByRowLocked(n uint32) map[uint32]uint64 {
+	out := make(map[uint32]uint64, len(c.snap.ghosts))
+	for id, m := range c.snap.ghosts {
+		if m.row < n && c.dead.Contains(m.row) {
+			out[m.row] = id
+		}
+	}
+	return out
+}
+
+// pinnedLocked returns pinned memory id's record.
+// REQUIRES: c.mu held, for reading at least.
+func (c *Collection) pinnedLocked(id uint64) (memory, bool) {
+	m, ok := c.snap.ghosts[id]
+	return m, ok
+}
