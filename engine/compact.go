@@ -48,8 +48,13 @@ type CompactStats struct {
 	BytesBefore, BytesAfter int64  // DiskBytes before and after
 	Took                    time.Duration
 	// Stall is how long the collection's write lock was held for the swap
-	// (the tail copy, the index remap and the committing checkpoint).
+	// (the tail copy, the index remap and the swap itself): how long its
+	// readers waited.
 	Stall time.Duration
+	// Commit is how long the checkpoint committing the swap took, under
+	// the read lock; the collection's writers (not its readers or
+	// rewards) waited for it too.
+	Commit time.Duration
 }
 
 // keptRow is one row of the new generation: memory id's vector, copied
@@ -82,7 +87,8 @@ type nextGen struct {
 // Compact rewrites the collection's files without its deleted rows and
 // returns once the new files are in use and the old ones removed.
 // Adds, rewards, deletes and retrievals go on meanwhile, except during the
-// swap (CompactStats.Stall). It fails with ErrCompacting if a compaction
+// swap (CompactStats.Stall) and, for adds and deletes, the checkpoint
+// that commits it (CompactStats.Commit). It fails with ErrCompacting if a compaction
 // is running, and leaves the collection as it was on any error.
 func (c *Collection) Compact() (CompactStats, error) {
 	if err := c.startCompact(); err != nil {
@@ -216,8 +222,8 @@ func (c *Collection) runCompact() (st CompactStats, err error) {
 		return st, err
 	}
 	ng.remapIndex()
-	old, stall, err := ng.swap()
-	st.Stall = stall
+	old, stall, commit, err := ng.swap()
+	st.Stall, st.Commit = stall, commit
 	if err != nil {
 		return st, err
 	}
@@ -236,8 +242,9 @@ func (c *Collection) runCompact() (st CompactStats, err error) {
 	c.mu.RUnlock()
 	st.BytesAfter = c.DiskBytes()
 	st.Took = time.Since(start)
-	db.opts.Logf("memrl: collection %q: compacted %d rows to %d, %d bytes to %d, in %v (writes stalled %v)",
-		c.name, st.RowsBefore, st.RowsAfter, st.BytesBefore, st.BytesAfter, st.Took.Round(time.Millisecond), stall.Round(time.Millisecond))
+	db.opts.Logf("memrl: collection %q: compacted %d rows to %d, %d bytes to %d, in %v (reads stalled %v, writes %v)",
+		c.name, st.RowsBefore, st.RowsAfter, st.BytesBefore, st.BytesAfter, st.Took.Round(time.Millisecond),
+		stall.Round(time.Millisecond), (stall + commit).Round(time.Millisecond))
 	return st, nil
 }
 
@@ -462,38 +469,108 @@ type oldState struct {
 	pinned    map[uint64]keptRow
 }
 
-// swap finishes the new generation under the database's checkpoint lock
-// and the collection's write lock (so no change is logged for the
-// collection meanwhile): it copies the rows added since copyFrozen's
-// snapshot, the payloads replaced since, and the rows snapshots pin;
-// settles deletes; syncs; moves the memories, the row map, the index and
-// the attribute index to the new rows; and writes the full checkpoint
-// that records the new generation. If that checkpoint is not committed,
-// everything is put back. It returns the replaced state and how long the
-// write lock was held.
-func (ng *nextGen) swap() (oldState, time.Duration, error) {
+// swapTimes are the parts of a swap, for the log.
+type swapTimes struct {
+	tail, index, swap, ckpt time.Duration
+}
+
+// swap finishes the new generation and puts it in use, holding the
+// database's checkpoint lock throughout and the collection's writeGate
+// (so no change is logged for the collection until the committing
+// checkpoint is written). Under the collection's write lock (swapLocked)
+// it copies the rows added since copyFrozen's snapshot, the payloads
+// replaced since and the rows pinned since; settles deletes; syncs; and
+// moves the memories, the row map, the index and the attribute index to
+// the new rows. Then, with only the read lock held, so that readers go
+// on, it writes the full checkpoint that records the new generation. If
+// that checkpoint is not committed, everything is put back, under the
+// write lock again. It returns the replaced state and how long the write
+// lock was held, both times together, and how long the checkpoint took.
+func (ng *nextGen) swap() (_ oldState, stall, commit time.Duration, _ error) {
 	c, db := ng.c, ng.c.db
 	db.ckptMu.Lock()
 	defer db.ckptMu.Unlock()
+	c.writeGate.Lock()
+	defer c.writeGate.Unlock()
 	// The committing checkpoint's log position and list of collections
 	// are taken now, under db.mu (before c.mu: the lock order), which is
-	// released at once: from here to the checkpoint nothing of c is
-	// logged (its write lock is held), and other collections' records
-	// after the position are replayed over their fuzzy copies as usual.
+	// released at once: from here to the checkpoint nothing of c that
+	// depends on rows is logged (writers wait at writeGate; rewards, which
+	// log results by id under the read lock, may be logged and are replayed
+	// over either generation alike), and other collections' records after
+	// the position are replayed over their fuzzy copies as usual.
 	db.mu.RLock()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	locked := time.Now()
 	list, err := db.listForCheckpointLocked()
 	db.mu.RUnlock()
-	if err != nil {
-		return oldState{}, 0, err
+	var (
+		old   oldState
+		newIx *ivfpq.Index
+		tm    swapTimes
+	)
+	if err == nil {
+		old, newIx, tm, err = ng.swapLocked(locked)
 	}
+	held := time.Since(locked)
+	c.mu.Unlock()
+	if err != nil {
+		return oldState{}, held, 0, err
+	}
+
+	// The checkpoint, under the read lock: c's state is the new
+	// generation's, and only rewards change it meanwhile.
+	ckptStart := time.Now()
+	c.mu.RLock()
+	if compactCheckpointing != nil {
+		compactCheckpointing(0)
+	}
+	committed, err := db.checkpointListed(true, c, list, nil)
+	c.mu.RUnlock()
+	tm.ckpt = time.Since(ckptStart)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	relocked := time.Now()
+	if err != nil && !committed {
+		// The disk still names the old generation, and no record that
+		// depends on rows was logged for the collection since: put
+		// everything back.
+		c.restoreLocked(old, newIx)
+		return oldState{}, held + time.Since(relocked), tm.ckpt, fmt.Errorf("engine: compaction's checkpoint: %w", err)
+	}
+	if err != nil {
+		// Committed or not, the disk cannot say: refuse writes until a
+		// restart reads whichever checkpoint it kept, with its files
+		// (both generations are left in place).
+		c.cs.failed = fmt.Errorf("%w: collection %q: the checkpoint committing a compaction failed: %w", ErrCheckpointsStopped, c.name, err)
+		return oldState{}, held + time.Since(relocked), tm.ckpt, c.cs.failed
+	}
+	if old.ivf != nil {
+		c.retired = append(c.retired, old.ivf)
+	}
+	c.saveIndexAsyncLocked()
+	c.maybeBuildLocked()
+	stall = held + time.Since(relocked)
+	db.opts.Logf("memrl: collection %q: compaction held the write lock %v: tail copy %v, index remap %v, swap %v; then the checkpoint %v under the read lock (writers waited)",
+		c.name, stall.Round(time.Millisecond), tm.tail.Round(time.Millisecond), tm.index.Round(time.Millisecond),
+		tm.swap.Round(time.Millisecond), tm.ckpt.Round(time.Millisecond))
+	return old, stall, tm.ckpt, nil
+}
+
+// swapLocked is the part of swap under the collection's write lock, which
+// it took at locked: it copies what copyFrozen could not, and puts the new
+// generation in use. On error nothing is changed. It returns the replaced
+// state and the remapped index (nil: searching exactly until a build).
+// REQUIRES: c.mu held for writing; c.writeGate and db.ckptMu held.
+func (ng *nextGen) swapLocked(locked time.Time) (oldState, *ivfpq.Index, swapTimes, error) {
+	c, db := ng.c, ng.c.db
+	var tm swapTimes
 	if c.dropped {
-		return oldState{}, 0, fmt.Errorf("%w: %q", ErrNoCollection, c.name)
+		return oldState{}, nil, tm, fmt.Errorf("%w: %q", ErrNoCollection, c.name)
 	}
 	if db.ckptErr != nil {
-		return oldState{}, 0, db.ckptErr
+		return oldState{}, nil, tm, db.ckptErr
 	}
 	frozen := uint32(0)
 	if n := len(ng.kept); n > 0 {
@@ -505,11 +582,11 @@ func (ng *nextGen) swap() (oldState, time.Duration, error) {
 		if m, ok := c.mems[k.id]; ok && m.row == k.old && m.payOff != k.oldOff {
 			p, err := c.pays.get(k.id, m.payOff, m.payLen)
 			if err != nil {
-				return oldState{}, 0, c.reportLocked(fmt.Errorf("compaction: %w", err))
+				return oldState{}, nil, tm, c.reportLocked(fmt.Errorf("compaction: %w", err))
 			}
 			off, err := ng.putPayload(k.id, p)
 			if err != nil {
-				return oldState{}, 0, err
+				return oldState{}, nil, tm, err
 			}
 			k.oldOff, k.newOff, k.payLen = m.payOff, off, m.payLen
 		}
@@ -518,11 +595,11 @@ func (ng *nextGen) swap() (oldState, time.Duration, error) {
 	// rows past the last one it kept are all looked at again).
 	tail, err := c.readLiveRowsLocked(nil, frozen, c.vecs.nrows, nil)
 	if err != nil {
-		return oldState{}, 0, err
+		return oldState{}, nil, tm, err
 	}
 	for _, r := range tail {
 		if err := ng.put(r); err != nil {
-			return oldState{}, 0, err
+			return oldState{}, nil, tm, err
 		}
 	}
 	// Rows snapshots pin: moved with the live ones (copyFrozen copied
@@ -569,13 +646,13 @@ func (ng *nextGen) swap() (oldState, time.Duration, error) {
 		}
 	})
 	if pinErr != nil {
-		return oldState{}, 0, pinErr
+		return oldState{}, nil, tm, pinErr
 	}
 	if err := ng.sync(); err != nil {
-		return oldState{}, 0, err
+		return oldState{}, nil, tm, err
 	}
 
-	tTail := time.Since(locked)
+	tm.tail = time.Since(locked)
 	// The index, remapped to the new rows (codes copied, not re-encoded).
 	var newIx *ivfpq.Index
 	if c.ivf != nil && ng.ix != nil && c.ivf == ng.ixFrom {
@@ -614,7 +691,7 @@ func (ng *nextGen) swap() (oldState, time.Duration, error) {
 		ng.ix.Close()
 		ng.ix = nil
 	}
-	tIndex := time.Since(locked) - tTail
+	tm.index = time.Since(locked) - tm.tail
 	// Swap, remembering what to put back.
 	old := oldState{vecs: c.vecs, pays: c.pays, rowIDs: c.rowIDs, dead: c.dead, ivf: c.ivf, index: c.index,
 		savedRows: c.savedRows, gen: c.gen, pinned: map[uint64]keptRow{}}
@@ -642,52 +719,45 @@ func (ng *nextGen) swap() (oldState, time.Duration, error) {
 		c.ivf, c.index = newIx, ivfPhase1{c, newIx}
 	}
 
-	tSwap := time.Since(locked) - tTail - tIndex
-	committed, err := db.checkpointListed(true, c, list, nil)
-	if err != nil && !committed {
-		// The disk still names the old generation, and no record was
-		// logged for the collection since: put everything back.
-		for _, k := range old.mems {
-			m := c.mems[k.id]
-			m.row, m.payOff = k.old, k.oldOff
-			c.mems[k.id] = m
-		}
-		c.forEachPinnedLocked(func(id uint64, m *memory) {
-			if k, ok := old.pinned[id]; ok {
-				m.row, m.payOff = k.old, k.oldOff
-			}
-		})
-		c.vecs, c.pays, c.rowIDs, c.dead, c.gen = old.vecs, old.pays, old.rowIDs, old.dead, old.gen
-		c.ivf, c.index, c.savedRows = old.ivf, old.index, old.savedRows
-		c.rebuildFilterIndexLocked()
-		if newIx != nil {
-			newIx.Close()
-		}
-		return oldState{}, time.Since(locked), fmt.Errorf("engine: compaction's checkpoint: %w", err)
-	}
-	if err != nil {
-		// Committed or not, the disk cannot say: refuse writes until a
-		// restart reads whichever checkpoint it kept, with its files
-		// (both generations are left in place).
-		c.cs.failed = fmt.Errorf("%w: collection %q: the checkpoint committing a compaction failed: %w", ErrCheckpointsStopped, c.name, err)
-		return oldState{}, time.Since(locked), c.cs.failed
-	}
-	if old.ivf != nil {
-		c.retired = append(c.retired, old.ivf)
-	}
-	c.saveIndexAsyncLocked()
-	c.maybeBuildLocked()
-	stall := time.Since(locked)
-	db.opts.Logf("memrl: collection %q: compaction held the write lock %v: tail copy %v, index remap %v, swap %v, checkpoint %v",
-		c.name, stall.Round(time.Millisecond), tTail.Round(time.Millisecond), tIndex.Round(time.Millisecond),
-		tSwap.Round(time.Millisecond), (stall - tTail - tIndex - tSwap).Round(time.Millisecond))
-	return old, stall, nil
+	tm.swap = time.Since(locked) - tm.tail - tm.index
+	return old, newIx, tm, nil
 }
 
-// snapshotHeldTo is snapshotTo for a collection whose write lock the
-// caller holds (compaction's swap): the whole collection is copied under
-// that one hold, in chunks only to bound the memory used.
-// REQUIRES: c.mu held for writing; db.ckptMu held.
+// restoreLocked puts back the generation a swap replaced (old), whose
+// committing checkpoint was not committed, and closes the remapped index
+// newIx (if not nil).
+// REQUIRES: c.mu held for writing; nothing that depends on rows logged
+// for c since the swap.
+func (c *Collection) restoreLocked(old oldState, newIx *ivfpq.Index) {
+	for _, k := range old.mems {
+		m := c.mems[k.id]
+		m.row, m.payOff = k.old, k.oldOff
+		c.mems[k.id] = m
+	}
+	c.forEachPinnedLocked(func(id uint64, m *memory) {
+		if k, ok := old.pinned[id]; ok {
+			m.row, m.payOff = k.old, k.oldOff
+		}
+	})
+	c.vecs, c.pays, c.rowIDs, c.dead, c.gen = old.vecs, old.pays, old.rowIDs, old.dead, old.gen
+	c.ivf, c.index, c.savedRows = old.ivf, old.index, old.savedRows
+	c.rebuildFilterIndexLocked()
+	if newIx != nil {
+		newIx.Close()
+	}
+}
+
+// compactCheckpointing, when set (by tests only), is called as the
+// checkpoint committing a compaction starts to copy the collection.
+var compactCheckpointing func(uint64)
+
+// snapshotHeldTo is snapshotTo for a collection whose lock the caller
+// holds, for reading, with its writers kept out (compaction's swap): the
+// whole collection is copied under that one hold, in chunks only to bound
+// the memory used. Only rewards run meanwhile; they take their dirty
+// marks again and log their results, replayed over this copy. It clears
+// c.deleted, which only writers and checkpoints touch.
+// REQUIRES: c.mu held; c.writeGate held for writing; db.ckptMu held.
 func (c *Collection) snapshotHeldTo(cw *ckptWriter) (ckptSizes, int) {
 	c.deleted = make(map[uint64]struct{})
 	var discard []qtable.IDEntry
