@@ -471,21 +471,38 @@ type oldState struct {
 
 // swapTimes are the parts of a swap, for the log.
 type swapTimes struct {
-	tail, index, swap, ckpt time.Duration
+	prepare, swap, ckpt time.Duration
 }
 
-// swap finishes the new generation and puts it in use, holding the
-// database's checkpoint lock throughout and the collection's writeGate
-// (so no change is logged for the collection until the committing
-// checkpoint is written). Under the collection's write lock (swapLocked)
-// it copies the rows added since copyFrozen's snapshot, the payloads
-// replaced since and the rows pinned since; settles deletes; syncs; and
-// moves the memories, the row map, the index and the attribute index to
-// the new rows. Then, with only the read lock held, so that readers go
-// on, it writes the full checkpoint that records the new generation. If
-// that checkpoint is not committed, everything is put back, under the
-// write lock again. It returns the replaced state and how long the write
-// lock was held, both times together, and how long the checkpoint took.
+// swapPlan is what prepareSwapLocked computed for commitSwapLocked: the
+// new generation complete on disk, and the changes that put it in use.
+type swapPlan struct {
+	pinTo  map[uint64]pinMove // pinned memory -> its new row and offset
+	moved  []uint32           // indexes in ng.kept of the live memories to move
+	rowIDs []uint64           // the new row -> id map
+	dead   *roaring.Bitmap    // the new dead rows
+	newIx  *ivfpq.Index       // the remapped index, or nil
+	ixFrom *ivfpq.Index       // the index newIx was made from
+}
+
+// pinMove is a pinned memory's new row and payload offset.
+type pinMove struct {
+	row uint32
+	off uint64
+}
+
+// swap finishes the new generation and puts it in use. It holds the
+// database's checkpoint lock throughout, and the collection's writeGate,
+// so that no writer changes the collection and no change that depends on
+// rows is logged for it until the committing checkpoint is written. Under
+// the collection's read lock (readers go on) it completes the new
+// generation (prepareSwapLocked); under the write lock, only to move the
+// memories, the row map, the index and the attribute index to the new
+// rows (commitSwapLocked); under the read lock again, it writes the full
+// checkpoint that records the new generation. If that checkpoint is not
+// committed, everything is put back under the write lock. It returns the
+// replaced state, how long the write lock was held (both times together)
+// and how long the checkpoint took.
 func (ng *nextGen) swap() (_ oldState, stall, commit time.Duration, _ error) {
 	c, db := ng.c, ng.c.db
 	db.ckptMu.Lock()
@@ -494,25 +511,34 @@ func (ng *nextGen) swap() (_ oldState, stall, commit time.Duration, _ error) {
 	defer c.writeGate.Unlock()
 	// The committing checkpoint's log position and list of collections
 	// are taken now, under db.mu (before c.mu: the lock order), which is
-	// released at once: from here to the checkpoint nothing of c that
-	// depends on rows is logged (writers wait at writeGate; rewards, which
-	// log results by id under the read lock, may be logged and are replayed
-	// over either generation alike), and other collections' records after
-	// the position are replayed over their fuzzy copies as usual.
+	// released at once. Once c's read lock is held, no writer of c holds
+	// its lock or can take it (they wait at writeGate) until the
+	// checkpoint is written, so no record of c that depends on rows
+	// follows the position: rewards, which log their results by id under
+	// the read lock, may, and are replayed over either generation alike.
+	// Other collections' records after the position are replayed over
+	// their fuzzy copies as usual.
+	var tm swapTimes
+	start := time.Now()
 	db.mu.RLock()
-	c.mu.Lock()
-	locked := time.Now()
+	c.mu.RLock()
 	list, err := db.listForCheckpointLocked()
 	db.mu.RUnlock()
-	var (
-		old   oldState
-		newIx *ivfpq.Index
-		tm    swapTimes
-	)
+	var plan swapPlan
 	if err == nil {
-		old, newIx, tm, err = ng.swapLocked(locked)
+		plan, err = ng.prepareSwapLocked()
 	}
+	c.mu.RUnlock()
+	tm.prepare = time.Since(start)
+	if err != nil {
+		return oldState{}, 0, 0, err
+	}
+
+	c.mu.Lock()
+	locked := time.Now()
+	old, err := ng.commitSwapLocked(plan)
 	held := time.Since(locked)
+	tm.swap = held
 	c.mu.Unlock()
 	if err != nil {
 		return oldState{}, held, 0, err
@@ -536,7 +562,7 @@ func (ng *nextGen) swap() (_ oldState, stall, commit time.Duration, _ error) {
 		// The disk still names the old generation, and no record that
 		// depends on rows was logged for the collection since: put
 		// everything back.
-		c.restoreLocked(old, newIx)
+		c.restoreLocked(old, plan.newIx)
 		return oldState{}, held + time.Since(relocked), tm.ckpt, fmt.Errorf("engine: compaction's checkpoint: %w", err)
 	}
 	if err != nil {
@@ -552,25 +578,26 @@ func (ng *nextGen) swap() (_ oldState, stall, commit time.Duration, _ error) {
 	c.saveIndexAsyncLocked()
 	c.maybeBuildLocked()
 	stall = held + time.Since(relocked)
-	db.opts.Logf("memrl: collection %q: compaction held the write lock %v: tail copy %v, index remap %v, swap %v; then the checkpoint %v under the read lock (writers waited)",
-		c.name, stall.Round(time.Millisecond), tm.tail.Round(time.Millisecond), tm.index.Round(time.Millisecond),
-		tm.swap.Round(time.Millisecond), tm.ckpt.Round(time.Millisecond))
+	db.opts.Logf("memrl: collection %q: compaction held the write lock %v (swap %v); the tail copy took %v and the checkpoint %v, under the read lock (writers waited)",
+		c.name, stall.Round(time.Millisecond), tm.swap.Round(time.Millisecond), tm.prepare.Round(time.Millisecond), tm.ckpt.Round(time.Millisecond))
 	return old, stall, tm.ckpt, nil
 }
 
-// swapLocked is the part of swap under the collection's write lock, which
-// it took at locked: it copies what copyFrozen could not, and puts the new
-// generation in use. On error nothing is changed. It returns the replaced
-// state and the remapped index (nil: searching exactly until a build).
-// REQUIRES: c.mu held for writing; c.writeGate and db.ckptMu held.
-func (ng *nextGen) swapLocked(locked time.Time) (oldState, *ivfpq.Index, swapTimes, error) {
+// prepareSwapLocked completes the new generation, with the collection's
+// writers kept out: it copies the rows added since copyFrozen's
+// snapshot, the payloads replaced since their row was copied, and the
+// rows pinned since; syncs; remaps the index; and plans the moves. Rows
+// copyFrozen copied whose memory was deleted (or unpinned) since are kept
+// but dead (the next compaction drops them). Nothing of the collection is
+// changed.
+// REQUIRES: c.mu held for reading; c.writeGate and db.ckptMu held.
+func (ng *nextGen) prepareSwapLocked() (swapPlan, error) {
 	c, db := ng.c, ng.c.db
-	var tm swapTimes
 	if c.dropped {
-		return oldState{}, nil, tm, fmt.Errorf("%w: %q", ErrNoCollection, c.name)
+		return swapPlan{}, fmt.Errorf("%w: %q", ErrNoCollection, c.name)
 	}
 	if db.ckptErr != nil {
-		return oldState{}, nil, tm, db.ckptErr
+		return swapPlan{}, db.ckptErr
 	}
 	frozen := uint32(0)
 	if n := len(ng.kept); n > 0 {
@@ -582,11 +609,11 @@ func (ng *nextGen) swapLocked(locked time.Time) (oldState, *ivfpq.Index, swapTim
 		if m, ok := c.mems[k.id]; ok && m.row == k.old && m.payOff != k.oldOff {
 			p, err := c.pays.get(k.id, m.payOff, m.payLen)
 			if err != nil {
-				return oldState{}, nil, tm, c.reportLocked(fmt.Errorf("compaction: %w", err))
+				return swapPlan{}, c.reportLocked(fmt.Errorf("compaction: %w", err))
 			}
 			off, err := ng.putPayload(k.id, p)
 			if err != nil {
-				return oldState{}, nil, tm, err
+				return swapPlan{}, err
 			}
 			k.oldOff, k.newOff, k.payLen = m.payOff, off, m.payLen
 		}
@@ -595,11 +622,11 @@ func (ng *nextGen) swapLocked(locked time.Time) (oldState, *ivfpq.Index, swapTim
 	// rows past the last one it kept are all looked at again).
 	tail, err := c.readLiveRowsLocked(nil, frozen, c.vecs.nrows, nil)
 	if err != nil {
-		return oldState{}, nil, tm, err
+		return swapPlan{}, err
 	}
 	for _, r := range tail {
 		if err := ng.put(r); err != nil {
-			return oldState{}, nil, tm, err
+			return swapPlan{}, err
 		}
 	}
 	// Rows snapshots pin: moved with the live ones (copyFrozen copied
@@ -608,53 +635,62 @@ func (ng *nextGen) swapLocked(locked time.Time) (oldState, *ivfpq.Index, swapTim
 	for i, k := range ng.kept {
 		newOf[k.old] = uint32(i) + 1
 	}
-	type pinMove struct {
-		row uint32
-		off uint64
-	}
-	pinTo := map[uint64]pinMove{}
-	var pinErr error
-	c.forEachPinnedLocked(func(id uint64, m *memory) {
-		if pinErr != nil {
-			return
-		}
+	plan := swapPlan{pinTo: map[uint64]pinMove{}}
+	for id, m := range c.snap.ghosts {
 		if m.row >= uint32(len(newOf)) {
-			pinErr = fmt.Errorf("engine: collection %q: pinned memory %d at row %d, past the %d rows", c.name, id, m.row, len(newOf))
-			return
+			return swapPlan{}, fmt.Errorf("engine: collection %q: pinned memory %d at row %d, past the %d rows", c.name, id, m.row, len(newOf))
 		}
 		if nr := newOf[m.row]; nr != 0 && ng.kept[nr-1].id == id && ng.kept[nr-1].oldOff == m.payOff {
-			pinTo[id] = pinMove{nr - 1, ng.kept[nr-1].newOff}
-			return
+			plan.pinTo[id] = pinMove{nr - 1, ng.kept[nr-1].newOff}
+			continue
 		}
-		rc, err := c.readRowLocked(id, *m)
+		rc, err := c.readRowLocked(id, m)
 		if err != nil {
-			pinErr = err
-			return
+			return swapPlan{}, err
 		}
 		if nr := newOf[m.row]; nr != 0 {
 			// The row is kept (for a live memory of the same id's
 			// vector); only this payload is copied.
 			off, err := ng.putPayload(id, rc.pay)
-			pinErr = err
-			pinTo[id] = pinMove{nr - 1, off}
-			return
+			if err != nil {
+				return swapPlan{}, err
+			}
+			plan.pinTo[id] = pinMove{nr - 1, off}
+			continue
 		}
-		if pinErr = ng.put(rc); pinErr == nil {
-			n := uint32(len(ng.kept))
-			newOf[m.row] = n
-			pinTo[id] = pinMove{n - 1, ng.kept[n-1].newOff}
+		if err := ng.put(rc); err != nil {
+			return swapPlan{}, err
 		}
-	})
-	if pinErr != nil {
-		return oldState{}, nil, tm, pinErr
+		n := uint32(len(ng.kept))
+		newOf[m.row] = n
+		plan.pinTo[id] = pinMove{n - 1, ng.kept[n-1].newOff}
 	}
 	if err := ng.sync(); err != nil {
-		return oldState{}, nil, tm, err
+		return swapPlan{}, err
 	}
+	// The moves, the row map and the dead rows of the new generation.
+	plan.rowIDs = make([]uint64, len(ng.kept))
+	plan.dead = roaring.New()
+	for i, k := range ng.kept {
+		plan.rowIDs[i] = k.id
+		if m, ok := c.mems[k.id]; ok && m.row == k.old {
+			plan.moved = append(plan.moved, uint32(i))
+		} else {
+			plan.dead.Add(uint32(i))
+		}
+	}
+	plan.newIx, plan.ixFrom = ng.remapForSwapLocked(newOf), c.ivf
+	return plan, nil
+}
 
-	tm.tail = time.Since(locked)
-	// The index, remapped to the new rows (codes copied, not re-encoded).
+// remapForSwapLocked returns the collection's index remapped to the new
+// rows (codes copied, not re-encoded), or nil (searching exactly until it
+// is rebuilt).
+// REQUIRES: c.mu held for reading; c.writeGate held.
+func (ng *nextGen) remapForSwapLocked(newOf []uint32) *ivfpq.Index {
+	c, db := ng.c, ng.c.db
 	var newIx *ivfpq.Index
+	var err error
 	if c.ivf != nil && ng.ix != nil && c.ivf == ng.ixFrom {
 		// Remapped before the swap: append the rows copied since, their
 		// codes copied from the index too (every old row is in it).
@@ -686,41 +722,60 @@ func (ng *nextGen) swapLocked(locked time.Time) (oldState, *ivfpq.Index, swapTim
 			newIx = nil
 		}
 	}
-
 	if ng.ix != nil { // made from an index a build has replaced since
 		ng.ix.Close()
 		ng.ix = nil
 	}
-	tm.index = time.Since(locked) - tm.tail
-	// Swap, remembering what to put back.
-	old := oldState{vecs: c.vecs, pays: c.pays, rowIDs: c.rowIDs, dead: c.dead, ivf: c.ivf, index: c.index,
-		savedRows: c.savedRows, gen: c.gen, pinned: map[uint64]keptRow{}}
-	rowIDs := make([]uint64, len(ng.kept))
-	for i, k := range ng.kept {
-		rowIDs[i] = k.id
-		if m, ok := c.mems[k.id]; ok && m.row == k.old {
-			old.mems = append(old.mems, keptRow{id: k.id, old: m.row, oldOff: m.payOff})
-			m.row, m.payOff = uint32(i), k.newOff
-			c.mems[k.id] = m
+	return newIx
+}
+
+// commitSwapLocked puts the generation prepareSwapLocked completed in use:
+// it moves every memory (and pinned ghost) to its new row and payload
+// offset, and swaps in the new files, row map, dead rows, attribute index
+// and index. It returns what it replaced, for restoreLocked. On error
+// nothing is changed (and plan.newIx is closed).
+// REQUIRES: c.mu held for writing; c.writeGate held since plan was made.
+func (ng *nextGen) commitSwapLocked(plan swapPlan) (oldState, error) {
+	c := ng.c
+	if c.dropped {
+		if plan.newIx != nil {
+			plan.newIx.Close()
+		}
+		return oldState{}, fmt.Errorf("%w: %q", ErrNoCollection, c.name)
+	}
+	newIx := plan.newIx
+	if c.ivf != plan.ixFrom {
+		// An index build (which does not wait at writeGate) installed
+		// its index since: it indexed the old rows.
+		c.db.opts.Logf("memrl: collection %q: an index build ended during the compaction's swap, searching exactly until it is rebuilt", c.name)
+		if newIx != nil {
+			newIx.Close()
+			newIx = nil
 		}
 	}
+	old := oldState{vecs: c.vecs, pays: c.pays, rowIDs: c.rowIDs, dead: c.dead, ivf: c.ivf, index: c.index,
+		savedRows: c.savedRows, gen: c.gen, pinned: map[uint64]keptRow{}}
+	old.mems = make([]keptRow, 0, len(plan.moved))
+	for _, i := range plan.moved {
+		k := ng.kept[i]
+		m := c.mems[k.id]
+		old.mems = append(old.mems, keptRow{id: k.id, old: m.row, oldOff: m.payOff})
+		m.row, m.payOff = i, k.newOff
+		c.mems[k.id] = m
+	}
 	c.forEachPinnedLocked(func(id uint64, m *memory) {
-		if to, ok := pinTo[id]; ok {
+		if to, ok := plan.pinTo[id]; ok {
 			old.pinned[id] = keptRow{old: m.row, oldOff: m.payOff}
 			m.row, m.payOff = to.row, to.off
 		}
 	})
-	c.vecs, c.pays, c.rowIDs, c.gen = ng.vecs, ng.pays, rowIDs, ng.gen
-	c.dead = roaring.New()
-	c.rebuildDeadLocked()
+	c.vecs, c.pays, c.rowIDs, c.gen, c.dead = ng.vecs, ng.pays, plan.rowIDs, ng.gen, plan.dead
 	c.rebuildFilterIndexLocked()
 	c.ivf, c.index, c.savedRows = nil, exactScan{c}, 0
 	if newIx != nil {
 		c.ivf, c.index = newIx, ivfPhase1{c, newIx}
 	}
-
-	tm.swap = time.Since(locked) - tm.tail - tm.index
-	return old, newIx, tm, nil
+	return old, nil
 }
 
 // restoreLocked puts back the generation a swap replaced (old), whose

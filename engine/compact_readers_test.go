@@ -193,3 +193,57 @@ func TestCompactCheckpointDoesNotBlockReaders(t *testing.T) {
 		t.Fatalf("pinned rows after the restart: %d", n)
 	}
 }
+
+// TestCompactTailCopyDoesNotBlockReaders: the rows added while the bulk
+// was copied are copied, and the index remapped, with the writers kept
+// out but without the collection's write lock (they were copied under it:
+// with the moves and the dead-row rebuild, 2.1 s at a million memories).
+func TestCompactTailCopyDoesNotBlockReaders(t *testing.T) {
+	_, c := pinnedFixture(t)
+	const tailID = 500
+	var addOnce sync.Once
+	var addErr error
+	reached, release := make(chan struct{}), make(chan struct{})
+	var reachOnce, releaseOnce sync.Once
+	compactCopied = func(id uint64) {
+		// During copyFrozen (no lock held while it writes): add a memory
+		// past its snapshot, for the swap to copy.
+		addOnce.Do(func() {
+			_, addErr = c.Add(AddRequest{Vector: []float32{1, 2, 3, 4, 5, 6, 7, 500}, ID: tailID, HasID: true})
+		})
+		if id == tailID {
+			reachOnce.Do(func() {
+				close(reached)
+				<-release
+			})
+		}
+	}
+	rel := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(func() { rel(); compactCopied = nil })
+	res := make(chan error, 1)
+	go func() {
+		_, err := c.Compact()
+		res <- err
+	}()
+	select {
+	case <-reached:
+	case err := <-res:
+		t.Fatalf("compaction ended (%v) without copying the added row (add: %v)", err, addErr)
+	case <-time.After(readerWait):
+		t.Fatal("the compaction never copied the added row")
+	}
+	mustReadDuring(t, c, "while the compaction's swap copies the rows added during it")
+	rel()
+	if err := <-res; err != nil {
+		t.Fatal(err)
+	}
+	if addErr != nil {
+		t.Fatal(addErr)
+	}
+	if _, err := c.Get(tailID); err != nil {
+		t.Fatalf("the memory added during the compaction: %v", err)
+	}
+	if n, _ := c.Count(); n != 41 {
+		t.Fatalf("%d memories after the compaction, want 41", n)
+	}
+}

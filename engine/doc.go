@@ -281,20 +281,23 @@
 //     IVF-PQ index to the rows kept (ivfpq.Index.Remap: codes copied, not
 //     re-encoded; it holds the index's lock one list at a time, so adds
 //     go on).
-//  3. Take DB.ckptMu, the collection's writeGate (writers now wait there,
-//     not on its lock, so they hold up no reader) and its write lock, and
-//     (with DB.mu read-held in between, in the lock order) the log
-//     position and collection list of the checkpoint of step 4. Copy the
-//     rows added since step 2's snapshot, the payloads replaced since
-//     their row was copied, and the rows pinned since; fsync that tail.
-//     Rows copied in step 2 whose memory was deleted (or unpinned) since
-//     are kept but dead in the new files (the next compaction drops them).
-//     Move every memory (and pinned ghost) to its new row and payload
-//     offset, and the row map, the dead bitmap and the attribute index to
-//     the new rows; add the rows copied here to the remapped index
-//     (remapping it whole now if a build replaced the index since step 2).
-//     An index build running meanwhile is discarded and started again,
-//     since its rows moved. Release the write lock.
+//  3. Take DB.ckptMu and the collection's writeGate (its writers now
+//     wait there, not on its lock, so they hold up no reader), then its
+//     read lock, and (with DB.mu read-held in between, in the lock order)
+//     the log position and collection list of the checkpoint of step 4.
+//     Under the read lock (readers and rewards go on; no writer can
+//     change anything), copy the rows added since step 2's snapshot, the
+//     payloads replaced since their row was copied, and the rows pinned
+//     since; fsync that tail; add the rows copied here to the remapped
+//     index (remapping it whole now if a build replaced the index since
+//     step 2); and plan the moves (prepareSwapLocked). Rows copied in
+//     step 2 whose memory was deleted (or unpinned) since are kept but
+//     dead in the new files (the next compaction drops them). Then, under
+//     the write lock, only move every memory (and pinned ghost) to its
+//     new row and payload offset and swap in the new files, row map, dead
+//     rows, attribute index and index (commitSwapLocked): the only time
+//     readers wait (CompactStats.Stall). An index build running meanwhile
+//     is discarded and started again, since its rows moved.
 //  4. Still holding ckptMu and writeGate, and the collection's read lock
 //     (readers go on), write a full checkpoint (every collection; this
 //     one copied under the one read hold) whose collection section
@@ -304,10 +307,9 @@
 //     that position refers to generation g's rows and offsets, every one
 //     after it to g+1's. Rewards run meanwhile: they log their results by
 //     memory id, replayed alike over either generation. Writers of the
-//     collection wait for steps 3 and 4 (bench/README.md "Compaction");
-//     readers only for step 3 (CompactStats.Stall). Then take the write
-//     lock again to finish (or, if the checkpoint was not committed, to
-//     put everything back).
+//     collection wait for steps 3 and 4 (CompactStats.Stall and Commit,
+//     and the tail copy). Then take the write lock again to finish (or,
+//     if the checkpoint was not committed, to put everything back).
 //  5. Release the locks, then remove generation g's files and index
 //     folder, paced. The remapped index is saved to ivfpq.<g+1>/ in the
 //     background, like a new build's: a crash before that save finds no
