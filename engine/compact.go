@@ -465,8 +465,12 @@ type oldState struct {
 	index     phase1
 	savedRows uint32
 	gen       uint64
-	mems      []keptRow // memories moved: id, old row and old offset
-	pinned    map[uint64]keptRow
+	// moved and kept are the swap's plan.moved and ng.kept: the memories
+	// moved, and their old rows and offsets (the payload pass made
+	// kept[i].oldOff the offset in use when the swap moved them).
+	moved  []uint32
+	kept   []keptRow
+	pinned map[uint64]keptRow
 }
 
 // swapTimes are the parts of a swap, for the log.
@@ -755,11 +759,10 @@ func (ng *nextGen) commitSwapLocked(plan swapPlan) (oldState, error) {
 	}
 	old := oldState{vecs: c.vecs, pays: c.pays, rowIDs: c.rowIDs, dead: c.dead, ivf: c.ivf, index: c.index,
 		savedRows: c.savedRows, gen: c.gen, pinned: map[uint64]keptRow{}}
-	old.mems = make([]keptRow, 0, len(plan.moved))
+	old.moved, old.kept = plan.moved, ng.kept
 	for _, i := range plan.moved {
-		k := ng.kept[i]
+		k := &ng.kept[i]
 		m := c.mems[k.id]
-		old.mems = append(old.mems, keptRow{id: k.id, old: m.row, oldOff: m.payOff})
 		m.row, m.payOff = i, k.newOff
 		c.mems[k.id] = m
 	}
@@ -784,7 +787,8 @@ func (ng *nextGen) commitSwapLocked(plan swapPlan) (oldState, error) {
 // REQUIRES: c.mu held for writing; nothing that depends on rows logged
 // for c since the swap.
 func (c *Collection) restoreLocked(old oldState, newIx *ivfpq.Index) {
-	for _, k := range old.mems {
+	for _, i := range old.moved {
+		k := &old.kept[i]
 		m := c.mems[k.id]
 		m.row, m.payOff = k.old, k.oldOff
 		c.mems[k.id] = m

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -245,5 +246,46 @@ func TestCompactTailCopyDoesNotBlockReaders(t *testing.T) {
 	}
 	if n, _ := c.Count(); n != 41 {
 		t.Fatalf("%d memories after the compaction, want 41", n)
+	}
+}
+
+// TestCompactCheckpointFailurePutsBack: when the checkpoint committing a
+// compaction fails before its commit, the swap is undone: every memory
+// reads as before (none of those a snapshot pins back), and the next
+// compaction and a rollback work, also after a restart.
+func TestCompactCheckpointFailurePutsBack(t *testing.T) {
+	fs := vfs.NewMemFS()
+	db, err := Open("/db", crashOpts(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { db.Close() }()
+	c, atSnap, after := maintSetup(t, db)
+	fs.FailNextWrite(ckptName)
+	if _, err := c.Compact(); err == nil || !strings.Contains(err.Error(), "compaction's checkpoint") {
+		t.Fatalf("the compaction with its checkpoint's write failing: %v", err)
+	}
+	if d := diffState(after, collState(t, c)); d != "" {
+		t.Fatalf("after the failed compaction: %s", d)
+	}
+	if _, err := c.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if d := diffState(after, collState(t, c)); d != "" {
+		t.Fatalf("after the next compaction: %s", d)
+	}
+	db.Close()
+	if db, err = Open("/db", crashOpts(fs)); err != nil {
+		t.Fatal(err)
+	}
+	c = collOf(t, db, "m")
+	if d := diffState(after, collState(t, c)); d != "" {
+		t.Fatalf("after a restart: %s", d)
+	}
+	if _, err := c.Rollback("s"); err != nil {
+		t.Fatal(err)
+	}
+	if d := diffState(atSnap, collState(t, c)); d != "" {
+		t.Fatalf("after the rollback: %s", d)
 	}
 }
