@@ -465,12 +465,8 @@ type oldState struct {
 	index     phase1
 	savedRows uint32
 	gen       uint64
-	// moved and kept are the swap's plan.moved and ng.kept: the memories
-	// moved, and their old rows and offsets (the payload pass made
-	// kept[i].oldOff the offset in use when the swap moved them).
-	moved  []uint32
-	kept   []keptRow
-	pinned map[uint64]keptRow
+	mems      map[uint64]memory
+	pinned    map[uint64]keptRow
 }
 
 // swapTimes are the parts of a swap, for the log.
@@ -481,12 +477,16 @@ type swapTimes struct {
 // swapPlan is what prepareSwapLocked computed for commitSwapLocked: the
 // new generation complete on disk, and the changes that put it in use.
 type swapPlan struct {
-	pinTo  map[uint64]pinMove // pinned memory -> its new row and offset
-	moved  []uint32           // indexes in ng.kept of the live memories to move
-	rowIDs []uint64           // the new row -> id map
-	dead   *roaring.Bitmap    // the new dead rows
-	newIx  *ivfpq.Index       // the remapped index, or nil
-	ixFrom *ivfpq.Index       // the index newIx was made from
+	pinTo map[uint64]pinMove // pinned memory -> its new row and offset
+	// mems is the collection's memories at their new rows and offsets: a
+	// new map, built with the writers kept out, so that the write lock
+	// only swaps it in (moving a million memories in place took a
+	// second).
+	mems   map[uint64]memory
+	rowIDs []uint64        // the new row -> id map
+	dead   *roaring.Bitmap // the new dead rows
+	newIx  *ivfpq.Index    // the remapped index, or nil
+	ixFrom *ivfpq.Index    // the index newIx was made from
 }
 
 // pinMove is a pinned memory's new row and payload offset.
@@ -590,7 +590,8 @@ func (ng *nextGen) swap() (_ oldState, stall, commit time.Duration, _ error) {
 // prepareSwapLocked completes the new generation, with the collection's
 // writers kept out: it copies the rows added since copyFrozen's
 // snapshot, the payloads replaced since their row was copied, and the
-// rows pinned since; syncs; remaps the index; and plans the moves. Rows
+// rows pinned since; syncs; remaps the index; and builds the memory map,
+// row map and dead rows of the new generation. Rows
 // copyFrozen copied whose memory was deleted (or unpinned) since are kept
 // but dead (the next compaction drops them). Nothing of the collection is
 // changed.
@@ -672,16 +673,24 @@ func (ng *nextGen) prepareSwapLocked() (swapPlan, error) {
 	if err := ng.sync(); err != nil {
 		return swapPlan{}, err
 	}
-	// The moves, the row map and the dead rows of the new generation.
+	// The memories at their new places, the row map and the dead rows of
+	// the new generation.
 	plan.rowIDs = make([]uint64, len(ng.kept))
 	plan.dead = roaring.New()
+	plan.mems = make(map[uint64]memory, len(c.mems))
 	for i, k := range ng.kept {
 		plan.rowIDs[i] = k.id
 		if m, ok := c.mems[k.id]; ok && m.row == k.old {
-			plan.moved = append(plan.moved, uint32(i))
+			m.row, m.payOff = uint32(i), k.newOff
+			plan.mems[k.id] = m
 		} else {
 			plan.dead.Add(uint32(i))
 		}
+	}
+	if len(plan.mems) != len(c.mems) {
+		// INVARIANT: every live memory's row was copied (copyFrozen, the
+		// tail above). Never swap in files that lack one.
+		return swapPlan{}, fmt.Errorf("engine: collection %q: compaction copied %d of the %d live memories", c.name, len(plan.mems), len(c.mems))
 	}
 	plan.newIx, plan.ixFrom = ng.remapForSwapLocked(newOf), c.ivf
 	return plan, nil
@@ -734,9 +743,9 @@ func (ng *nextGen) remapForSwapLocked(newOf []uint32) *ivfpq.Index {
 }
 
 // commitSwapLocked puts the generation prepareSwapLocked completed in use:
-// it moves every memory (and pinned ghost) to its new row and payload
-// offset, and swaps in the new files, row map, dead rows, attribute index
-// and index. It returns what it replaced, for restoreLocked. On error
+// it swaps in the memories at their new rows and payload offsets (a map
+// the plan holds), moves the pinned ghosts, and swaps in the new files,
+// row map, dead rows, attribute index and index. It returns what it replaced, for restoreLocked. On error
 // nothing is changed (and plan.newIx is closed).
 // REQUIRES: c.mu held for writing; c.writeGate held since plan was made.
 func (ng *nextGen) commitSwapLocked(plan swapPlan) (oldState, error) {
@@ -758,14 +767,8 @@ func (ng *nextGen) commitSwapLocked(plan swapPlan) (oldState, error) {
 		}
 	}
 	old := oldState{vecs: c.vecs, pays: c.pays, rowIDs: c.rowIDs, dead: c.dead, ivf: c.ivf, index: c.index,
-		savedRows: c.savedRows, gen: c.gen, pinned: map[uint64]keptRow{}}
-	old.moved, old.kept = plan.moved, ng.kept
-	for _, i := range plan.moved {
-		k := &ng.kept[i]
-		m := c.mems[k.id]
-		m.row, m.payOff = i, k.newOff
-		c.mems[k.id] = m
-	}
+		savedRows: c.savedRows, gen: c.gen, mems: c.mems, pinned: map[uint64]keptRow{}}
+	c.mems = plan.mems
 	c.forEachPinnedLocked(func(id uint64, m *memory) {
 		if to, ok := plan.pinTo[id]; ok {
 			old.pinned[id] = keptRow{old: m.row, oldOff: m.payOff}
@@ -787,12 +790,7 @@ func (ng *nextGen) commitSwapLocked(plan swapPlan) (oldState, error) {
 // REQUIRES: c.mu held for writing; nothing that depends on rows logged
 // for c since the swap.
 func (c *Collection) restoreLocked(old oldState, newIx *ivfpq.Index) {
-	for _, i := range old.moved {
-		k := &old.kept[i]
-		m := c.mems[k.id]
-		m.row, m.payOff = k.old, k.oldOff
-		c.mems[k.id] = m
-	}
+	c.mems = old.mems
 	c.forEachPinnedLocked(func(id uint64, m *memory) {
 		if k, ok := old.pinned[id]; ok {
 			m.row, m.payOff = k.old, k.oldOff

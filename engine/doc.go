@@ -290,13 +290,14 @@
 //     payloads replaced since their row was copied, and the rows pinned
 //     since; fsync that tail; add the rows copied here to the remapped
 //     index (remapping it whole now if a build replaced the index since
-//     step 2); and plan the moves (prepareSwapLocked). Rows copied in
-//     step 2 whose memory was deleted (or unpinned) since are kept but
-//     dead in the new files (the next compaction drops them). Then, under
-//     the write lock, only move every memory (and pinned ghost) to its
-//     new row and payload offset and swap in the new files, row map, dead
-//     rows, attribute index and index (commitSwapLocked): the only time
-//     readers wait (CompactStats.Stall). An index build running meanwhile
+//     step 2); and build a new map of the memories at their new rows and
+//     payload offsets, the row map and the dead rows (prepareSwapLocked;
+//     it fails if a live memory was not copied). Rows copied in step 2
+//     whose memory was deleted (or unpinned) since are kept but dead in
+//     the new files (the next compaction drops them). Then, under the
+//     write lock, only swap those in, with the new files, and move the
+//     pinned ghosts and rebuild the attribute index (commitSwapLocked):
+//     the only time readers wait (CompactStats.Stall). An index build running meanwhile
 //     is discarded and started again, since its rows moved.
 //  4. Still holding ckptMu and writeGate, and the collection's read lock
 //     (readers go on), write a full checkpoint (every collection; this
