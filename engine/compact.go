@@ -47,14 +47,12 @@ type CompactStats struct {
 	RowsBefore, RowsAfter   uint32 // rows of the vector file
 	BytesBefore, BytesAfter int64  // DiskBytes before and after
 	Took                    time.Duration
-	// Stall is how long the collection's write lock was held for the swap
-	// (the tail copy, the index remap and the swap itself): how long its
-	// readers waited.
+	// Stall is how long the collection's write lock was held for the
+	// swap: how long its readers and rewards waited.
 	Stall time.Duration
-	// Commit is how long the checkpoint committing the swap took, under
-	// the read lock; the collection's writers (not its readers or
-	// rewards) waited for it too.
-	Commit time.Duration
+	// WriteStall is how long the collection's writers waited: the tail
+	// copy, the swap and the checkpoint that commits it (writeGate).
+	WriteStall time.Duration
 }
 
 // keptRow is one row of the new generation: memory id's vector, copied
@@ -87,8 +85,9 @@ type nextGen struct {
 // Compact rewrites the collection's files without its deleted rows and
 // returns once the new files are in use and the old ones removed.
 // Adds, rewards, deletes and retrievals go on meanwhile, except during the
-// swap (CompactStats.Stall) and, for adds and deletes, the checkpoint
-// that commits it (CompactStats.Commit). It fails with ErrCompacting if a compaction
+// swap (CompactStats.Stall) and, for the writers (adds, deletes,
+// updates), the tail copy and the checkpoint that commits it
+// (CompactStats.WriteStall). It fails with ErrCompacting if a compaction
 // is running, and leaves the collection as it was on any error.
 func (c *Collection) Compact() (CompactStats, error) {
 	if err := c.startCompact(); err != nil {
@@ -222,8 +221,8 @@ func (c *Collection) runCompact() (st CompactStats, err error) {
 		return st, err
 	}
 	ng.remapIndex()
-	old, stall, commit, err := ng.swap()
-	st.Stall, st.Commit = stall, commit
+	old, stall, writeStall, err := ng.swap()
+	st.Stall, st.WriteStall = stall, writeStall
 	if err != nil {
 		return st, err
 	}
@@ -244,7 +243,7 @@ func (c *Collection) runCompact() (st CompactStats, err error) {
 	st.Took = time.Since(start)
 	db.opts.Logf("memrl: collection %q: compacted %d rows to %d, %d bytes to %d, in %v (reads stalled %v, writes %v)",
 		c.name, st.RowsBefore, st.RowsAfter, st.BytesBefore, st.BytesAfter, st.Took.Round(time.Millisecond),
-		stall.Round(time.Millisecond), (stall + commit).Round(time.Millisecond))
+		stall.Round(time.Millisecond), writeStall.Round(time.Millisecond))
 	return st, nil
 }
 
@@ -500,14 +499,14 @@ type pinMove struct {
 // so that no writer changes the collection and no change that depends on
 // rows is logged for it until the committing checkpoint is written. Under
 // the collection's read lock (readers go on) it completes the new
-// generation (prepareSwapLocked); under the write lock, only to move the
-// memories, the row map, the index and the attribute index to the new
-// rows (commitSwapLocked); under the read lock again, it writes the full
+// generation (prepareSwapLocked); under the write lock, only to swap in
+// the memories at their new rows, the row map, the index and the
+// attribute index (commitSwapLocked); under the read lock again, it writes the full
 // checkpoint that records the new generation. If that checkpoint is not
 // committed, everything is put back under the write lock. It returns the
 // replaced state, how long the write lock was held (both times together)
-// and how long the checkpoint took.
-func (ng *nextGen) swap() (_ oldState, stall, commit time.Duration, _ error) {
+// and how long writers waited (writeGate was held).
+func (ng *nextGen) swap() (_ oldState, stall, writeStall time.Duration, _ error) {
 	c, db := ng.c, ng.c.db
 	db.ckptMu.Lock()
 	defer db.ckptMu.Unlock()
@@ -535,7 +534,7 @@ func (ng *nextGen) swap() (_ oldState, stall, commit time.Duration, _ error) {
 	c.mu.RUnlock()
 	tm.prepare = time.Since(start)
 	if err != nil {
-		return oldState{}, 0, 0, err
+		return oldState{}, 0, time.Since(start), err
 	}
 
 	c.mu.Lock()
@@ -545,7 +544,7 @@ func (ng *nextGen) swap() (_ oldState, stall, commit time.Duration, _ error) {
 	tm.swap = held
 	c.mu.Unlock()
 	if err != nil {
-		return oldState{}, held, 0, err
+		return oldState{}, held, time.Since(start), err
 	}
 
 	// The checkpoint, under the read lock: c's state is the new
@@ -567,14 +566,14 @@ func (ng *nextGen) swap() (_ oldState, stall, commit time.Duration, _ error) {
 		// depends on rows was logged for the collection since: put
 		// everything back.
 		c.restoreLocked(old, plan.newIx)
-		return oldState{}, held + time.Since(relocked), tm.ckpt, fmt.Errorf("engine: compaction's checkpoint: %w", err)
+		return oldState{}, held + time.Since(relocked), time.Since(start), fmt.Errorf("engine: compaction's checkpoint: %w", err)
 	}
 	if err != nil {
 		// Committed or not, the disk cannot say: refuse writes until a
 		// restart reads whichever checkpoint it kept, with its files
 		// (both generations are left in place).
 		c.cs.failed = fmt.Errorf("%w: collection %q: the checkpoint committing a compaction failed: %w", ErrCheckpointsStopped, c.name, err)
-		return oldState{}, held + time.Since(relocked), tm.ckpt, c.cs.failed
+		return oldState{}, held + time.Since(relocked), time.Since(start), c.cs.failed
 	}
 	if old.ivf != nil {
 		c.retired = append(c.retired, old.ivf)
@@ -584,7 +583,7 @@ func (ng *nextGen) swap() (_ oldState, stall, commit time.Duration, _ error) {
 	stall = held + time.Since(relocked)
 	db.opts.Logf("memrl: collection %q: compaction held the write lock %v (swap %v); the tail copy took %v and the checkpoint %v, under the read lock (writers waited)",
 		c.name, stall.Round(time.Millisecond), tm.swap.Round(time.Millisecond), tm.prepare.Round(time.Millisecond), tm.ckpt.Round(time.Millisecond))
-	return old, stall, tm.ckpt, nil
+	return old, stall, time.Since(start), nil
 }
 
 // prepareSwapLocked completes the new generation, with the collection's

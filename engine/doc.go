@@ -308,8 +308,7 @@
 //     that position refers to generation g's rows and offsets, every one
 //     after it to g+1's. Rewards run meanwhile: they log their results by
 //     memory id, replayed alike over either generation. Writers of the
-//     collection wait for steps 3 and 4 (CompactStats.Stall and Commit,
-//     and the tail copy). Then take the write lock again to finish (or,
+//     collection wait for steps 3 and 4 (CompactStats.WriteStall). Then take the write lock again to finish (or,
 //     if the checkpoint was not committed, to put everything back).
 //  5. Release the locks, then remove generation g's files and index
 //     folder, paced. The remapped index is saved to ivfpq.<g+1>/ in the
