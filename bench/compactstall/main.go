@@ -13,7 +13,8 @@
 // keep more without one, MADD of 1,000 at a time; -snapshot takes a
 // snapshot right after, which then pins the expiring memories; -delete
 // deletes that many of the first memories. probe runs one client each of
-// PING, MEM.GET and MEM.RETRIEVE, one command at a time, for dur, and
+// PING, MEM.GET and MEM.RETRIEVE (and with -writer MEM.ADD), one command
+// at a time, for dur, and
 // counts the compactions it sees start (MEM.INFO compacting, polled every
 // 50 ms). compact starts MEM.COMPACT and probes until it ends. Every loop
 // is bounded in time; the server must be on loopback.
@@ -37,8 +38,11 @@ import (
 
 const coll = "stall"
 
-// live is -live.
-var live int64
+// live and writer are -live and -writer.
+var (
+	live   int64
+	writer bool
+)
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:6380", "server address (loopback)")
@@ -50,6 +54,7 @@ func main() {
 	snap := flag.Bool("snapshot", false, "load: take snapshot \"pin\" after the adds")
 	dim := flag.Int("dim", 32, "load: vector dimension")
 	dur := flag.Duration("dur", 30*time.Second, "probe: how long; compact: the longest wait")
+	flag.BoolVar(&writer, "writer", false, "probe: add a client of MEM.ADD (one at a time)")
 	flag.Int64Var(&live, "live", 0, "probe: MEM.GET picks among the last this many ids (0: the collection's count)")
 	flag.Parse()
 	ctx := context.Background()
@@ -230,6 +235,12 @@ func probe(ctx context.Context, addr string, dur time.Duration, done <-chan stru
 	run(ret, func(c *redis.Client, rng *rand.Rand) error {
 		return c.Do(bg, "MEM.RETRIEVE", coll, "FP32", blob(rng, dim), "K1", 10, "K2", 5).Err()
 	})
+	add := &series{name: "MEM.ADD"}
+	if writer {
+		run(add, func(c *redis.Client, rng *rand.Rand) error {
+			return c.Do(bg, "MEM.ADD", coll, "FP32", blob(rng, dim)).Err()
+		})
+	}
 	var compactions, polls, compactingPolls atomic.Int64
 	wg.Add(1)
 	go func() {
@@ -264,6 +275,9 @@ func probe(ctx context.Context, addr string, dur time.Duration, done <-chan stru
 		time.Since(start).Round(time.Millisecond), compactions.Load(), compactingPolls.Load(), polls.Load())
 	for _, s := range []*series{ping, get, ret} {
 		s.report()
+	}
+	if writer {
+		add.report()
 	}
 	return nil
 }
