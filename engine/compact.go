@@ -83,7 +83,10 @@ type nextGen struct {
 }
 
 // Compact rewrites the collection's files without its deleted rows and
-// returns once the new files are in use and the old ones removed.
+// returns once the new files are in use and the old ones removed. If that
+// would free nothing (every dead row pinned by a snapshot, no payload
+// garbage), it returns at once, having changed nothing, with stats whose
+// figures after equal those before.
 // Adds, rewards, deletes and retrievals go on meanwhile, except during the
 // swap (CompactStats.Stall) and, for the writers (adds, deletes,
 // updates), the tail copy and the checkpoint that commits it
@@ -183,6 +186,28 @@ func (c *Collection) DiskBytes() int64 {
 	return n
 }
 
+// freesNothingLocked reports whether a compaction would free nothing: no
+// dead row that snapshots do not pin, and no byte of the payload file
+// that neither a memory nor a pinned memory uses (replaced and deleted
+// payloads). It costs a pass over the memories.
+// REQUIRES: c.mu held, for reading at least.
+func (c *Collection) freesNothingLocked() bool {
+	if c.reclaimableRowsLocked() > 0 {
+		return false
+	}
+	var used uint64
+	for _, m := range c.mems {
+		used += c.pays.recordLen(m.payOff, m.payLen)
+	}
+	for id, g := range c.snap.ghosts {
+		if m, ok := c.mems[id]; ok && m.payOff == g.payOff {
+			continue // one record for both
+		}
+		used += c.pays.recordLen(g.payOff, g.payLen)
+	}
+	return used >= c.pays.size
+}
+
 // runCompact runs the claimed compaction: copy, swap, remove.
 func (c *Collection) runCompact() (st CompactStats, err error) {
 	db := c.db
@@ -199,8 +224,16 @@ func (c *Collection) runCompact() (st CompactStats, err error) {
 	st.BytesBefore = c.DiskBytes()
 	c.mu.RLock()
 	gen, frozen := c.gen, c.vecs.nrows
+	nothing := c.freesNothingLocked()
 	c.mu.RUnlock()
 	st.RowsBefore = frozen
+	if nothing {
+		// It would copy every row and payload and free nothing (the
+		// dead rows snapshots pin are copied, not freed).
+		st.RowsAfter, st.BytesAfter, st.Took = st.RowsBefore, st.BytesBefore, time.Since(start)
+		db.opts.Logf("memrl: collection %q: compaction skipped: it would free nothing (%d rows, none reclaimable)", c.name, frozen)
+		return st, nil
+	}
 
 	ng, err := c.createGen(gen + 1)
 	if err != nil {

@@ -101,3 +101,39 @@ func collOf(t *testing.T, db *DB, name string) *Collection {
 	}
 	return c
 }
+
+// TestCompactFreeingNothingDoesNotRun: a compaction that would free
+// nothing (every dead row pinned, no payload bytes unused) returns at once
+// without writing a generation; one that would free payload bytes runs.
+func TestCompactFreeingNothingDoesNotRun(t *testing.T) {
+	_, c := pinnedFixture(t)
+	if _, err := c.Compact(); err != nil { // frees the 20 unpinned rows
+		t.Fatal(err)
+	}
+	gen := func() uint64 {
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		return c.gen
+	}
+	g := gen()
+	st, err := c.Compact()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gen() != g || st.RowsAfter != st.RowsBefore || st.BytesAfter != st.BytesBefore {
+		t.Fatalf("a compaction that frees nothing ran: generation %d -> %d, %+v", g, gen(), st)
+	}
+	if err := c.SetPayload(ByID(70), []byte("replaced")); err != nil {
+		t.Fatal(err)
+	}
+	st, err = c.Compact()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gen() != g+1 || st.BytesAfter >= st.BytesBefore {
+		t.Fatalf("a compaction freeing a replaced payload: generation %d -> %d, %+v", g, gen(), st)
+	}
+	if mi, err := c.Get(70); err != nil || string(mi.Payload) != "replaced" {
+		t.Fatalf("memory 70 after the compaction: %+v, %v", mi, err)
+	}
+}
