@@ -214,12 +214,18 @@ func (c *Collection) checkVector(v []float32) ([]float32, error) {
 	return out, nil
 }
 
-// lockLive locks c for writing, after waiting at writeGate while a
-// compaction commits, and fails if it was dropped.
-func (c *Collection) lockLive() error {
+// lockWriter locks c for writing, after waiting at writeGate while a
+// compaction commits (so that it does not queue on mu, holding up the
+// readers behind it, while the compaction holds mu for reading).
+func (c *Collection) lockWriter() {
 	c.writeGate.RLock()
 	c.mu.Lock()
 	c.writeGate.RUnlock()
+}
+
+// lockLive locks c for writing (lockWriter) and fails if it was dropped.
+func (c *Collection) lockLive() error {
+	c.lockWriter()
 	if c.dropped {
 		c.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrNoCollection, c.name)

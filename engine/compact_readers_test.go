@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -288,4 +289,42 @@ func TestCompactCheckpointFailurePutsBack(t *testing.T) {
 	if d := diffState(atSnap, collState(t, c)); d != "" {
 		t.Fatalf("after the rollback: %s", d)
 	}
+}
+
+// TestCompactCheckpointIndexBuildEndDoesNotBlockReaders: an index build
+// that ends while the checkpoint committing a compaction is written waits
+// for it at writeGate, like a writer, rather than on the collection's lock,
+// where it would hold up every reader behind it.
+func TestCompactCheckpointIndexBuildEndDoesNotBlockReaders(t *testing.T) {
+	_, c := pinnedFixture(t)
+	reached, release := holdCompaction(t, &compactCheckpointing, func(uint64) bool { return true })
+	res := make(chan error, 1)
+	go func() {
+		_, err := c.Compact()
+		res <- err
+	}()
+	select {
+	case <-reached:
+	case err := <-res:
+		t.Fatalf("compaction ended (%v) without a checkpoint", err)
+	case <-time.After(readerWait):
+		t.Fatal("the compaction never reached its checkpoint")
+	}
+	ended := make(chan struct{})
+	go func() {
+		c.finishBuild(time.Now(), nil, 0, errors.New("a build that failed"))
+		close(ended)
+	}()
+	// Give the build's end time to get in line, then read.
+	select {
+	case <-ended:
+		t.Fatal("a build ended while the compaction's checkpoint held the collection")
+	case <-time.After(50 * time.Millisecond):
+	}
+	mustReadDuring(t, c, "while a build's end waits for the compaction's checkpoint")
+	release()
+	if err := <-res; err != nil {
+		t.Fatal(err)
+	}
+	<-ended
 }
