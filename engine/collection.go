@@ -38,8 +38,9 @@ type Collection struct {
 
 	// writeGate keeps the collection's writers off mu while a compaction's
 	// committing checkpoint reads the collection under mu's read lock
-	// (compact.go, swap): lockLive passes it for reading before taking mu,
-	// and the swap holds it for writing. A writer waiting on mu itself
+	// (compact.go, swap): lockWriter (writers through lockLive, and the
+	// end of an index build or save) passes it for reading before taking
+	// mu, and the swap holds it for writing. A writer waiting on mu itself
 	// would hold up every reader behind it (sync.RWMutex); one waiting
 	// here does not. Lock order: DB.ckptMu, writeGate, DB.mu, mu.
 	writeGate sync.RWMutex

@@ -344,8 +344,9 @@
 // (history.go), then the WAL's own lock. (A compaction's swap holds
 // DB.ckptMu, Collection.writeGate, DB.mu and Collection.mu; see
 // "Compaction".) Collection.writeGate stands apart: writers pass it for
-// reading in lockLive (under snapMu, for snapshot commands) and release
-// it once they hold Collection.mu; a compaction's swap holds it for
+// reading in lockWriter (through lockLive, under snapMu for snapshot
+// commands; and the end of an index build or save) and release it once
+// they hold Collection.mu; a compaction's swap holds it for
 // writing, taken after DB.ckptMu and before DB.mu, and never waits for
 // snapMu while it does. Rewards take Collection.mu for reading
 // and one stripe at a time, so rewards on different memories run in
