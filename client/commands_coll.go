@@ -129,7 +129,8 @@ type CollectionInfo struct {
 	PrunePolicy string // the background prune policy in SET PRUNE's syntax; "" when none
 	Snapshots   int64  // snapshots the collection holds
 	Compacting  bool   // a compaction is running
-	DeletedRows int64  // vector rows holding no live memory
+	DeletedRows int64  // vector rows a compaction would free: holding no live memory, not pinned
+	PinnedRows  int64  // vector rows holding no live memory that snapshots pin
 	DiskBytes   int64  // the collection's files' bytes
 }
 
@@ -170,6 +171,7 @@ func parseInfo(v any) (*CollectionInfo, error) {
 		{"snapshots", func(v any) error { return into(&in.Snapshots, v, parseInt) }},
 		{"compacting", func(v any) error { return into(&compacting, v, parseInt) }},
 		{"deleted_rows", func(v any) error { return into(&in.DeletedRows, v, parseInt) }},
+		{"pinned_rows", func(v any) error { return into(&in.PinnedRows, v, parseInt) }},
 		{"disk_bytes", func(v any) error { return into(&in.DiskBytes, v, parseInt) }},
 	} {
 		if v, ok := m[f.name]; ok {

@@ -45,4 +45,15 @@ func TestCompact(t *testing.T) {
 	if err := c.Compact(ctx, "nosuch"); err == nil {
 		t.Fatal("Compact of a missing collection succeeded")
 	}
+
+	// A snapshot pins what is deleted after it: not reclaimable.
+	if err := c.Snapshot(ctx, name, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Del(ctx, name, client.ID(2)); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := c.Info(ctx, name); err != nil || in.DeletedRows != 0 || in.PinnedRows != 1 {
+		t.Fatalf("Info with a pinned row = %+v, %v", in, err)
+	}
 }

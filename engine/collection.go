@@ -36,6 +36,15 @@ type Collection struct {
 	cfg  Config
 	dir  string
 
+	// writeGate keeps the collection's writers off mu while a compaction's
+	// committing checkpoint reads the collection under mu's read lock
+	// (compact.go, swap): lockWriter (writers through lockLive, and the
+	// end of an index build or save) passes it for reading before taking
+	// mu, and the swap holds it for writing. A writer waiting on mu itself
+	// would hold up every reader behind it (sync.RWMutex); one waiting
+	// here does not. Lock order: DB.ckptMu, writeGate, DB.mu, mu.
+	writeGate sync.RWMutex
+
 	// mu guards every field below, and the contents of vecs and pays.
 	// Adds, deletes and drops hold it for writing; retrievals, rewards and
 	// reads hold it for reading. Rewards change Q in the qtable, whose
@@ -214,9 +223,18 @@ func (c *Collection) checkVector(v []float32) ([]float32, error) {
 	return out, nil
 }
 
-// lockLive locks c for writing and fails if it was dropped.
-func (c *Collection) lockLive() error {
+// lockWriter locks c for writing, after waiting at writeGate while a
+// compaction commits (so that it does not queue on mu, holding up the
+// readers behind it, while the compaction holds mu for reading).
+func (c *Collection) lockWriter() {
+	c.writeGate.RLock()
 	c.mu.Lock()
+	c.writeGate.RUnlock()
+}
+
+// lockLive locks c for writing (lockWriter) and fails if it was dropped.
+func (c *Collection) lockLive() error {
+	c.lockWriter()
 	if c.dropped {
 		c.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrNoCollection, c.name)

@@ -37,13 +37,9 @@ type compactState struct {
 	// follow would be read against the files of the other one. Writes to
 	// the collection are refused (lockLive) until a restart, whose
 	// recovery finds one consistent pair. Sticky.
-	failed error
-	// keptDead is how many dead rows the last compaction left (rows
-	// pinned by snapshots, and rows deleted while it ran), so that the
-	// trigger counts only the rows a compaction would reclaim.
-	keptDead uint64
-	last     CompactStats // of the last compaction that finished
-	hasLast  bool
+	failed  error
+	last    CompactStats // of the last compaction that finished
+	hasLast bool
 }
 
 // CompactStats describes a finished compaction.
@@ -51,9 +47,12 @@ type CompactStats struct {
 	RowsBefore, RowsAfter   uint32 // rows of the vector file
 	BytesBefore, BytesAfter int64  // DiskBytes before and after
 	Took                    time.Duration
-	// Stall is how long the collection's write lock was held for the swap
-	// (the tail copy, the index remap and the committing checkpoint).
+	// Stall is how long the collection's write lock was held for the
+	// swap: how long its readers and rewards waited.
 	Stall time.Duration
+	// WriteStall is how long the collection's writers waited: the tail
+	// copy, the swap and the checkpoint that commits it (writeGate).
+	WriteStall time.Duration
 }
 
 // keptRow is one row of the new generation: memory id's vector, copied
@@ -84,9 +83,14 @@ type nextGen struct {
 }
 
 // Compact rewrites the collection's files without its deleted rows and
-// returns once the new files are in use and the old ones removed.
+// returns once the new files are in use and the old ones removed. If that
+// would free nothing (every dead row pinned by a snapshot, no payload
+// garbage), it returns at once, having changed nothing, with stats whose
+// figures after equal those before.
 // Adds, rewards, deletes and retrievals go on meanwhile, except during the
-// swap (CompactStats.Stall). It fails with ErrCompacting if a compaction
+// swap (CompactStats.Stall) and, for the writers (adds, deletes,
+// updates), the tail copy and the checkpoint that commits it
+// (CompactStats.WriteStall). It fails with ErrCompacting if a compaction
 // is running, and leaves the collection as it was on any error.
 func (c *Collection) Compact() (CompactStats, error) {
 	if err := c.startCompact(); err != nil {
@@ -148,12 +152,22 @@ func (c *Collection) LastCompaction() (CompactStats, bool) {
 	return c.cs.last, c.cs.hasLast
 }
 
-// DeletedRows returns the rows of the vector file that hold no live
-// memory: what a compaction would reclaim, apart from rows snapshots pin.
+// DeletedRows returns the rows of the vector file that a compaction would
+// reclaim: rows holding no live memory, less those snapshots pin
+// (PinnedRows). It costs a pass over the pinned memories.
 func (c *Collection) DeletedRows() uint64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.dead.GetCardinality()
+	return c.reclaimableRowsLocked()
+}
+
+// PinnedRows returns the rows of the vector file that hold no live memory
+// but that snapshots pin (deleted memories a rollback would bring back):
+// a compaction copies them instead of freeing them.
+func (c *Collection) PinnedRows() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.pinnedRowsLocked()
 }
 
 // DiskBytes returns the bytes of the collection's current files: the rows
@@ -172,6 +186,28 @@ func (c *Collection) DiskBytes() int64 {
 	return n
 }
 
+// freesNothingLocked reports whether a compaction would free nothing: no
+// dead row that snapshots do not pin, and no byte of the payload file
+// that neither a memory nor a pinned memory uses (replaced and deleted
+// payloads). It costs a pass over the memories.
+// REQUIRES: c.mu held, for reading at least.
+func (c *Collection) freesNothingLocked() bool {
+	if c.reclaimableRowsLocked() > 0 {
+		return false
+	}
+	var used uint64
+	for _, m := range c.mems {
+		used += c.pays.recordLen(m.payOff, m.payLen)
+	}
+	for id, g := range c.snap.ghosts {
+		if m, ok := c.mems[id]; ok && m.payOff == g.payOff {
+			continue // one record for both
+		}
+		used += c.pays.recordLen(g.payOff, g.payLen)
+	}
+	return used >= c.pays.size
+}
+
 // runCompact runs the claimed compaction: copy, swap, remove.
 func (c *Collection) runCompact() (st CompactStats, err error) {
 	db := c.db
@@ -188,8 +224,16 @@ func (c *Collection) runCompact() (st CompactStats, err error) {
 	st.BytesBefore = c.DiskBytes()
 	c.mu.RLock()
 	gen, frozen := c.gen, c.vecs.nrows
+	nothing := c.freesNothingLocked()
 	c.mu.RUnlock()
 	st.RowsBefore = frozen
+	if nothing {
+		// It would copy every row and payload and free nothing (the
+		// dead rows snapshots pin are copied, not freed).
+		st.RowsAfter, st.BytesAfter, st.Took = st.RowsBefore, st.BytesBefore, time.Since(start)
+		db.opts.Logf("memrl: collection %q: compaction skipped: it would free nothing (%d rows, none reclaimable)", c.name, frozen)
+		return st, nil
+	}
 
 	ng, err := c.createGen(gen + 1)
 	if err != nil {
@@ -210,8 +254,8 @@ func (c *Collection) runCompact() (st CompactStats, err error) {
 		return st, err
 	}
 	ng.remapIndex()
-	old, stall, err := ng.swap()
-	st.Stall = stall
+	old, stall, writeStall, err := ng.swap()
+	st.Stall, st.WriteStall = stall, writeStall
 	if err != nil {
 		return st, err
 	}
@@ -230,8 +274,9 @@ func (c *Collection) runCompact() (st CompactStats, err error) {
 	c.mu.RUnlock()
 	st.BytesAfter = c.DiskBytes()
 	st.Took = time.Since(start)
-	db.opts.Logf("memrl: collection %q: compacted %d rows to %d, %d bytes to %d, in %v (writes stalled %v)",
-		c.name, st.RowsBefore, st.RowsAfter, st.BytesBefore, st.BytesAfter, st.Took.Round(time.Millisecond), stall.Round(time.Millisecond))
+	db.opts.Logf("memrl: collection %q: compacted %d rows to %d, %d bytes to %d, in %v (reads stalled %v, writes %v)",
+		c.name, st.RowsBefore, st.RowsAfter, st.BytesBefore, st.BytesAfter, st.Took.Round(time.Millisecond),
+		stall.Round(time.Millisecond), writeStall.Round(time.Millisecond))
 	return st, nil
 }
 
@@ -324,13 +369,18 @@ type rowCopy struct {
 	pay []byte
 }
 
-// copyFrozen copies the live rows below frozen into the new files, a chunk
-// at a time: each chunk is read (and verified: damage is never copied
-// forward, it stops the compaction) under the read lock and written after
-// releasing it, paced like a checkpoint's copy. Rows deleted after their
-// chunk was copied are settled by the swap.
+// copyFrozen copies the live rows below frozen, and those snapshots pin,
+// into the new files, a chunk at a time: each chunk is read (and verified:
+// damage is never copied forward, it stops the compaction) under the read
+// lock and written after releasing it, paced like a checkpoint's copy.
+// Rows deleted after their chunk was copied are settled by the swap, and
+// so are pinned rows freed since (kept, dead) or pinned since (copied
+// then).
 func (ng *nextGen) copyFrozen(frozen uint32) error {
 	c := ng.c
+	c.mu.RLock()
+	pinned := c.pinnedByRowLocked(frozen)
+	c.mu.RUnlock()
 	pace := newPacer()
 	var buf []rowCopy
 	for from := uint32(0); from < frozen; {
@@ -347,7 +397,7 @@ func (ng *nextGen) copyFrozen(frozen uint32) error {
 			return fmt.Errorf("%w: %q", ErrNoCollection, c.name)
 		}
 		var err error
-		buf, err = c.readLiveRowsLocked(buf[:0], from, to)
+		buf, err = c.readLiveRowsLocked(buf[:0], from, to, pinned)
 		c.mu.RUnlock()
 		if err != nil {
 			return err
@@ -363,13 +413,20 @@ func (ng *nextGen) copyFrozen(frozen uint32) error {
 }
 
 // readLiveRowsLocked appends copies of the live rows of [from, to), with
-// their payloads, to dst. REQUIRES: c.mu held at least for reading.
-func (c *Collection) readLiveRowsLocked(dst []rowCopy, from, to uint32) ([]rowCopy, error) {
+// their payloads, to dst, in row order, and those of the dead rows that
+// pinned (pinnedByRowLocked) names and whose memory is still pinned there.
+// REQUIRES: c.mu held at least for reading.
+func (c *Collection) readLiveRowsLocked(dst []rowCopy, from, to uint32, pinned map[uint32]uint64) ([]rowCopy, error) {
 	for r := from; r < to && int(r) < len(c.rowIDs); r++ {
 		id := c.rowIDs[r]
 		m, ok := c.mems[id]
 		if !ok || m.row != r {
-			continue
+			if id, ok = pinned[r]; !ok {
+				continue
+			}
+			if m, ok = c.pinnedLocked(id); !ok || m.row != r {
+				continue // freed, or revived elsewhere, since
+			}
 		}
 		rc, err := c.readRowLocked(id, m)
 		if err != nil {
@@ -393,6 +450,10 @@ func (c *Collection) readRowLocked(id uint64, m memory) (rowCopy, error) {
 	return rowCopy{id: id, m: m, old: m.row, vec: append([]float32(nil), c.vecs.row(m.row)...), pay: p}, nil
 }
 
+// compactCopied, when set (by tests only), is called with the id of each
+// row put copies, after copying it.
+var compactCopied func(id uint64)
+
 // put appends a row and its payload to the new files.
 func (ng *nextGen) put(r rowCopy) error {
 	row := ng.vecs.nrows
@@ -404,6 +465,9 @@ func (ng *nextGen) put(r rowCopy) error {
 		return err
 	}
 	ng.kept = append(ng.kept, keptRow{id: r.id, old: r.old, payLen: uint32(len(r.pay)), oldOff: r.m.payOff, newOff: off})
+	if compactCopied != nil {
+		compactCopied(r.id)
+	}
 	return nil
 }
 
@@ -433,44 +497,146 @@ type oldState struct {
 	index     phase1
 	savedRows uint32
 	gen       uint64
-	mems      []keptRow // memories moved: id, old row and old offset
+	mems      map[uint64]memory
 	pinned    map[uint64]keptRow
 }
 
-// swap finishes the new generation under the database's checkpoint lock
-// and the collection's write lock (so no change is logged for the
-// collection meanwhile): it copies the rows added since copyFrozen's
-// snapshot, the payloads replaced since, and the rows snapshots pin;
-// settles deletes; syncs; moves the memories, the row map, the index and
-// the attribute index to the new rows; and writes the full checkpoint
-// that records the new generation. If that checkpoint is not committed,
-// everything is put back. It returns the replaced state and how long the
-// write lock was held.
-func (ng *nextGen) swap() (oldState, time.Duration, error) {
+// swapTimes are the parts of a swap, for the log.
+type swapTimes struct {
+	prepare, swap, ckpt time.Duration
+}
+
+// swapPlan is what prepareSwapLocked computed for commitSwapLocked: the
+// new generation complete on disk, and the changes that put it in use.
+type swapPlan struct {
+	pinTo map[uint64]pinMove // pinned memory -> its new row and offset
+	// mems is the collection's memories at their new rows and offsets: a
+	// new map, built with the writers kept out, so that the write lock
+	// only swaps it in (moving a million memories in place took a
+	// second).
+	mems   map[uint64]memory
+	rowIDs []uint64        // the new row -> id map
+	dead   *roaring.Bitmap // the new dead rows
+	newIx  *ivfpq.Index    // the remapped index, or nil
+	ixFrom *ivfpq.Index    // the index newIx was made from
+}
+
+// pinMove is a pinned memory's new row and payload offset.
+type pinMove struct {
+	row uint32
+	off uint64
+}
+
+// swap finishes the new generation and puts it in use. It holds the
+// database's checkpoint lock throughout, and the collection's writeGate,
+// so that no writer changes the collection and no change that depends on
+// rows is logged for it until the committing checkpoint is written. Under
+// the collection's read lock (readers go on) it completes the new
+// generation (prepareSwapLocked); under the write lock, only to swap in
+// the memories at their new rows, the row map, the index and the
+// attribute index (commitSwapLocked); under the read lock again, it writes the full
+// checkpoint that records the new generation. If that checkpoint is not
+// committed, everything is put back under the write lock. It returns the
+// replaced state, how long the write lock was held (both times together)
+// and how long writers waited (writeGate was held).
+func (ng *nextGen) swap() (_ oldState, stall, writeStall time.Duration, _ error) {
 	c, db := ng.c, ng.c.db
 	db.groups.excl.Lock() // the checkpoint below must not hold part of a transaction (group.go)
 	defer db.groups.excl.Unlock()
 	db.ckptMu.Lock()
 	defer db.ckptMu.Unlock()
+	c.writeGate.Lock()
+	defer c.writeGate.Unlock()
 	// The committing checkpoint's log position and list of collections
 	// are taken now, under db.mu (before c.mu: the lock order), which is
-	// released at once: from here to the checkpoint nothing of c is
-	// logged (its write lock is held), and other collections' records
-	// after the position are replayed over their fuzzy copies as usual.
+	// released at once. Once c's read lock is held, no writer of c holds
+	// its lock or can take it (they wait at writeGate) until the
+	// checkpoint is written, so no record of c that depends on rows
+	// follows the position: rewards, which log their results by id under
+	// the read lock, may, and are replayed over either generation alike.
+	// Other collections' records after the position are replayed over
+	// their fuzzy copies as usual.
+	var tm swapTimes
+	start := time.Now()
 	db.mu.RLock()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	locked := time.Now()
+	c.mu.RLock()
 	list, err := db.listForCheckpointLocked()
 	db.mu.RUnlock()
-	if err != nil {
-		return oldState{}, 0, err
+	var plan swapPlan
+	if err == nil {
+		plan, err = ng.prepareSwapLocked()
 	}
+	c.mu.RUnlock()
+	tm.prepare = time.Since(start)
+	if err != nil {
+		return oldState{}, 0, time.Since(start), err
+	}
+
+	c.mu.Lock()
+	locked := time.Now()
+	old, err := ng.commitSwapLocked(plan)
+	held := time.Since(locked)
+	tm.swap = held
+	c.mu.Unlock()
+	if err != nil {
+		return oldState{}, held, time.Since(start), err
+	}
+
+	// The checkpoint, under the read lock: c's state is the new
+	// generation's, and only rewards change it meanwhile.
+	ckptStart := time.Now()
+	c.mu.RLock()
+	if compactCheckpointing != nil {
+		compactCheckpointing(0)
+	}
+	committed, err := db.checkpointListed(true, c, list, nil)
+	c.mu.RUnlock()
+	tm.ckpt = time.Since(ckptStart)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	relocked := time.Now()
+	if err != nil && !committed {
+		// The disk still names the old generation, and no record that
+		// depends on rows was logged for the collection since: put
+		// everything back.
+		c.restoreLocked(old, plan.newIx)
+		return oldState{}, held + time.Since(relocked), time.Since(start), fmt.Errorf("engine: compaction's checkpoint: %w", err)
+	}
+	if err != nil {
+		// Committed or not, the disk cannot say: refuse writes until a
+		// restart reads whichever checkpoint it kept, with its files
+		// (both generations are left in place).
+		c.cs.failed = fmt.Errorf("%w: collection %q: the checkpoint committing a compaction failed: %w", ErrCheckpointsStopped, c.name, err)
+		return oldState{}, held + time.Since(relocked), time.Since(start), c.cs.failed
+	}
+	if old.ivf != nil {
+		c.retired = append(c.retired, old.ivf)
+	}
+	c.saveIndexAsyncLocked()
+	c.maybeBuildLocked()
+	stall = held + time.Since(relocked)
+	db.opts.Logf("memrl: collection %q: compaction held the write lock %v (swap %v); the tail copy took %v and the checkpoint %v, under the read lock (writers waited)",
+		c.name, stall.Round(time.Millisecond), tm.swap.Round(time.Millisecond), tm.prepare.Round(time.Millisecond), tm.ckpt.Round(time.Millisecond))
+	return old, stall, time.Since(start), nil
+}
+
+// prepareSwapLocked completes the new generation, with the collection's
+// writers kept out: it copies the rows added since copyFrozen's
+// snapshot, the payloads replaced since their row was copied, and the
+// rows pinned since; syncs; remaps the index; and builds the memory map,
+// row map and dead rows of the new generation. Rows
+// copyFrozen copied whose memory was deleted (or unpinned) since are kept
+// but dead (the next compaction drops them). Nothing of the collection is
+// changed.
+// REQUIRES: c.mu held for reading; c.writeGate and db.ckptMu held.
+func (ng *nextGen) prepareSwapLocked() (swapPlan, error) {
+	c, db := ng.c, ng.c.db
 	if c.dropped {
-		return oldState{}, 0, fmt.Errorf("%w: %q", ErrNoCollection, c.name)
+		return swapPlan{}, fmt.Errorf("%w: %q", ErrNoCollection, c.name)
 	}
 	if db.ckptErr != nil {
-		return oldState{}, 0, db.ckptErr
+		return swapPlan{}, db.ckptErr
 	}
 	frozen := uint32(0)
 	if n := len(ng.kept); n > 0 {
@@ -482,78 +648,96 @@ func (ng *nextGen) swap() (oldState, time.Duration, error) {
 		if m, ok := c.mems[k.id]; ok && m.row == k.old && m.payOff != k.oldOff {
 			p, err := c.pays.get(k.id, m.payOff, m.payLen)
 			if err != nil {
-				return oldState{}, 0, c.reportLocked(fmt.Errorf("compaction: %w", err))
+				return swapPlan{}, c.reportLocked(fmt.Errorf("compaction: %w", err))
 			}
 			off, err := ng.putPayload(k.id, p)
 			if err != nil {
-				return oldState{}, 0, err
+				return swapPlan{}, err
 			}
 			k.oldOff, k.newOff, k.payLen = m.payOff, off, m.payLen
 		}
 	}
 	// The rows added since (copyFrozen stopped at its snapshot's end; the
 	// rows past the last one it kept are all looked at again).
-	tail, err := c.readLiveRowsLocked(nil, frozen, c.vecs.nrows)
+	tail, err := c.readLiveRowsLocked(nil, frozen, c.vecs.nrows, nil)
 	if err != nil {
-		return oldState{}, 0, err
+		return swapPlan{}, err
 	}
 	for _, r := range tail {
 		if err := ng.put(r); err != nil {
-			return oldState{}, 0, err
+			return swapPlan{}, err
 		}
 	}
-	// Rows snapshots pin: moved with the live ones, or copied now.
+	// Rows snapshots pin: moved with the live ones (copyFrozen copied
+	// them), or copied now (pinned since).
 	newOf := make([]uint32, c.vecs.nrows) // old row -> new row + 1; 0: not kept
 	for i, k := range ng.kept {
 		newOf[k.old] = uint32(i) + 1
 	}
-	type pinMove struct {
-		row uint32
-		off uint64
-	}
-	pinTo := map[uint64]pinMove{}
-	var pinErr error
-	c.forEachPinnedLocked(func(id uint64, m *memory) {
-		if pinErr != nil {
-			return
-		}
+	plan := swapPlan{pinTo: map[uint64]pinMove{}}
+	for id, m := range c.snap.ghosts {
 		if m.row >= uint32(len(newOf)) {
-			pinErr = fmt.Errorf("engine: collection %q: pinned memory %d at row %d, past the %d rows", c.name, id, m.row, len(newOf))
-			return
+			return swapPlan{}, fmt.Errorf("engine: collection %q: pinned memory %d at row %d, past the %d rows", c.name, id, m.row, len(newOf))
 		}
 		if nr := newOf[m.row]; nr != 0 && ng.kept[nr-1].id == id && ng.kept[nr-1].oldOff == m.payOff {
-			pinTo[id] = pinMove{nr - 1, ng.kept[nr-1].newOff}
-			return
+			plan.pinTo[id] = pinMove{nr - 1, ng.kept[nr-1].newOff}
+			continue
 		}
-		rc, err := c.readRowLocked(id, *m)
+		rc, err := c.readRowLocked(id, m)
 		if err != nil {
-			pinErr = err
-			return
+			return swapPlan{}, err
 		}
 		if nr := newOf[m.row]; nr != 0 {
 			// The row is kept (for a live memory of the same id's
 			// vector); only this payload is copied.
 			off, err := ng.putPayload(id, rc.pay)
-			pinErr = err
-			pinTo[id] = pinMove{nr - 1, off}
-			return
+			if err != nil {
+				return swapPlan{}, err
+			}
+			plan.pinTo[id] = pinMove{nr - 1, off}
+			continue
 		}
-		if pinErr = ng.put(rc); pinErr == nil {
-			n := uint32(len(ng.kept))
-			newOf[m.row] = n
-			pinTo[id] = pinMove{n - 1, ng.kept[n-1].newOff}
+		if err := ng.put(rc); err != nil {
+			return swapPlan{}, err
 		}
-	})
-	if pinErr != nil {
-		return oldState{}, 0, pinErr
+		n := uint32(len(ng.kept))
+		newOf[m.row] = n
+		plan.pinTo[id] = pinMove{n - 1, ng.kept[n-1].newOff}
 	}
 	if err := ng.sync(); err != nil {
-		return oldState{}, 0, err
+		return swapPlan{}, err
 	}
+	// The memories at their new places, the row map and the dead rows of
+	// the new generation.
+	plan.rowIDs = make([]uint64, len(ng.kept))
+	plan.dead = roaring.New()
+	plan.mems = make(map[uint64]memory, len(c.mems))
+	for i, k := range ng.kept {
+		plan.rowIDs[i] = k.id
+		if m, ok := c.mems[k.id]; ok && m.row == k.old {
+			m.row, m.payOff = uint32(i), k.newOff
+			plan.mems[k.id] = m
+		} else {
+			plan.dead.Add(uint32(i))
+		}
+	}
+	if len(plan.mems) != len(c.mems) {
+		// INVARIANT: every live memory's row was copied (copyFrozen, the
+		// tail above). Never swap in files that lack one.
+		return swapPlan{}, fmt.Errorf("engine: collection %q: compaction copied %d of the %d live memories", c.name, len(plan.mems), len(c.mems))
+	}
+	plan.newIx, plan.ixFrom = ng.remapForSwapLocked(newOf), c.ivf
+	return plan, nil
+}
 
-	tTail := time.Since(locked)
-	// The index, remapped to the new rows (codes copied, not re-encoded).
+// remapForSwapLocked returns the collection's index remapped to the new
+// rows (codes copied, not re-encoded), or nil (searching exactly until it
+// is rebuilt).
+// REQUIRES: c.mu held for reading; c.writeGate held.
+func (ng *nextGen) remapForSwapLocked(newOf []uint32) *ivfpq.Index {
+	c, db := ng.c, ng.c.db
 	var newIx *ivfpq.Index
+	var err error
 	if c.ivf != nil && ng.ix != nil && c.ivf == ng.ixFrom {
 		// Remapped before the swap: append the rows copied since, their
 		// codes copied from the index too (every old row is in it).
@@ -585,86 +769,86 @@ func (ng *nextGen) swap() (oldState, time.Duration, error) {
 			newIx = nil
 		}
 	}
-
 	if ng.ix != nil { // made from an index a build has replaced since
 		ng.ix.Close()
 		ng.ix = nil
 	}
-	tIndex := time.Since(locked) - tTail
-	// Swap, remembering what to put back.
-	old := oldState{vecs: c.vecs, pays: c.pays, rowIDs: c.rowIDs, dead: c.dead, ivf: c.ivf, index: c.index,
-		savedRows: c.savedRows, gen: c.gen, pinned: map[uint64]keptRow{}}
-	rowIDs := make([]uint64, len(ng.kept))
-	for i, k := range ng.kept {
-		rowIDs[i] = k.id
-		if m, ok := c.mems[k.id]; ok && m.row == k.old {
-			old.mems = append(old.mems, keptRow{id: k.id, old: m.row, oldOff: m.payOff})
-			m.row, m.payOff = uint32(i), k.newOff
-			c.mems[k.id] = m
+	return newIx
+}
+
+// commitSwapLocked puts the generation prepareSwapLocked completed in use:
+// it swaps in the memories at their new rows and payload offsets (a map
+// the plan holds), moves the pinned ghosts, and swaps in the new files,
+// row map, dead rows, attribute index and index. It returns what it replaced, for restoreLocked. On error
+// nothing is changed (and plan.newIx is closed).
+// REQUIRES: c.mu held for writing; c.writeGate held since plan was made.
+func (ng *nextGen) commitSwapLocked(plan swapPlan) (oldState, error) {
+	c := ng.c
+	if c.dropped {
+		if plan.newIx != nil {
+			plan.newIx.Close()
+		}
+		return oldState{}, fmt.Errorf("%w: %q", ErrNoCollection, c.name)
+	}
+	newIx := plan.newIx
+	if c.ivf != plan.ixFrom {
+		// An index build (which does not wait at writeGate) installed
+		// its index since: it indexed the old rows.
+		c.db.opts.Logf("memrl: collection %q: an index build ended during the compaction's swap, searching exactly until it is rebuilt", c.name)
+		if newIx != nil {
+			newIx.Close()
+			newIx = nil
 		}
 	}
+	old := oldState{vecs: c.vecs, pays: c.pays, rowIDs: c.rowIDs, dead: c.dead, ivf: c.ivf, index: c.index,
+		savedRows: c.savedRows, gen: c.gen, mems: c.mems, pinned: map[uint64]keptRow{}}
+	c.mems = plan.mems
 	c.forEachPinnedLocked(func(id uint64, m *memory) {
-		if to, ok := pinTo[id]; ok {
+		if to, ok := plan.pinTo[id]; ok {
 			old.pinned[id] = keptRow{old: m.row, oldOff: m.payOff}
 			m.row, m.payOff = to.row, to.off
 		}
 	})
-	c.vecs, c.pays, c.rowIDs, c.gen = ng.vecs, ng.pays, rowIDs, ng.gen
-	c.dead = roaring.New()
-	c.rebuildDeadLocked()
+	c.vecs, c.pays, c.rowIDs, c.gen, c.dead = ng.vecs, ng.pays, plan.rowIDs, ng.gen, plan.dead
 	c.rebuildFilterIndexLocked()
 	c.ivf, c.index, c.savedRows = nil, exactScan{c}, 0
 	if newIx != nil {
 		c.ivf, c.index = newIx, ivfPhase1{c, newIx}
 	}
-
-	tSwap := time.Since(locked) - tTail - tIndex
-	committed, err := db.checkpointListed(true, c, list, nil)
-	if err != nil && !committed {
-		// The disk still names the old generation, and no record was
-		// logged for the collection since: put everything back.
-		for _, k := range old.mems {
-			m := c.mems[k.id]
-			m.row, m.payOff = k.old, k.oldOff
-			c.mems[k.id] = m
-		}
-		c.forEachPinnedLocked(func(id uint64, m *memory) {
-			if k, ok := old.pinned[id]; ok {
-				m.row, m.payOff = k.old, k.oldOff
-			}
-		})
-		c.vecs, c.pays, c.rowIDs, c.dead, c.gen = old.vecs, old.pays, old.rowIDs, old.dead, old.gen
-		c.ivf, c.index, c.savedRows = old.ivf, old.index, old.savedRows
-		c.rebuildFilterIndexLocked()
-		if newIx != nil {
-			newIx.Close()
-		}
-		return oldState{}, time.Since(locked), fmt.Errorf("engine: compaction's checkpoint: %w", err)
-	}
-	if err != nil {
-		// Committed or not, the disk cannot say: refuse writes until a
-		// restart reads whichever checkpoint it kept, with its files
-		// (both generations are left in place).
-		c.cs.failed = fmt.Errorf("%w: collection %q: the checkpoint committing a compaction failed: %w", ErrCheckpointsStopped, c.name, err)
-		return oldState{}, time.Since(locked), c.cs.failed
-	}
-	if old.ivf != nil {
-		c.retired = append(c.retired, old.ivf)
-	}
-	c.cs.keptDead = c.dead.GetCardinality()
-	c.saveIndexAsyncLocked()
-	c.maybeBuildLocked()
-	stall := time.Since(locked)
-	db.opts.Logf("memrl: collection %q: compaction held the write lock %v: tail copy %v, index remap %v, swap %v, checkpoint %v",
-		c.name, stall.Round(time.Millisecond), tTail.Round(time.Millisecond), tIndex.Round(time.Millisecond),
-		tSwap.Round(time.Millisecond), (stall - tTail - tIndex - tSwap).Round(time.Millisecond))
-	return old, stall, nil
+	return old, nil
 }
 
-// snapshotHeldTo is snapshotTo for a collection whose write lock the
-// caller holds (compaction's swap): the whole collection is copied under
-// that one hold, in chunks only to bound the memory used.
-// REQUIRES: c.mu held for writing; db.ckptMu held.
+// restoreLocked puts back the generation a swap replaced (old), whose
+// committing checkpoint was not committed, and closes the remapped index
+// newIx (if not nil).
+// REQUIRES: c.mu held for writing; nothing that depends on rows logged
+// for c since the swap.
+func (c *Collection) restoreLocked(old oldState, newIx *ivfpq.Index) {
+	c.mems = old.mems
+	c.forEachPinnedLocked(func(id uint64, m *memory) {
+		if k, ok := old.pinned[id]; ok {
+			m.row, m.payOff = k.old, k.oldOff
+		}
+	})
+	c.vecs, c.pays, c.rowIDs, c.dead, c.gen = old.vecs, old.pays, old.rowIDs, old.dead, old.gen
+	c.ivf, c.index, c.savedRows = old.ivf, old.index, old.savedRows
+	c.rebuildFilterIndexLocked()
+	if newIx != nil {
+		newIx.Close()
+	}
+}
+
+// compactCheckpointing, when set (by tests only), is called as the
+// checkpoint committing a compaction starts to copy the collection.
+var compactCheckpointing func(uint64)
+
+// snapshotHeldTo is snapshotTo for a collection whose lock the caller
+// holds, for reading, with its writers kept out (compaction's swap): the
+// whole collection is copied under that one hold, in chunks only to bound
+// the memory used. Only rewards run meanwhile; they take their dirty
+// marks again and log their results, replayed over this copy. It clears
+// c.deleted, which only writers and checkpoints touch.
+// REQUIRES: c.mu held; c.writeGate held for writing; db.ckptMu held.
 func (c *Collection) snapshotHeldTo(cw *ckptWriter) (ckptSizes, int) {
 	c.deleted = make(map[uint64]struct{})
 	var discard []qtable.IDEntry

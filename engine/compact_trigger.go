@@ -8,10 +8,9 @@ import "time"
 // of each whose reclaimable rows reach Options.CompactShare of its rows
 // and number at least Options.CompactMinRows. Reclaimable rows are the
 // dead rows (deleted, pruned or expired memories, and the old rows of
-// memories added again) less those the last compaction had to keep
-// (pinned by snapshots, or deleted while it ran): without that, rows
-// snapshots pin would start a compaction every interval that frees
-// nothing.
+// memories added again) less those snapshots pin (pinnedRowsLocked):
+// counting pinned rows would start, every interval and again after every
+// restart, a compaction that copies them all and frees nothing.
 
 // Defaults of Options.CompactShare and Options.CompactMinRows.
 const (
@@ -54,10 +53,11 @@ func (c *Collection) compactDue(share float64, minRows int) bool {
 	if c.dropped || c.cs.running || c.cs.failed != nil {
 		return false
 	}
+	rows := float64(c.vecs.nrows)
 	dead := c.dead.GetCardinality()
-	if dead < c.cs.keptDead {
-		return false
+	if dead < uint64(minRows) || float64(dead) < share*rows {
+		return false // cheap: not due even if nothing is pinned
 	}
-	reclaim := dead - c.cs.keptDead
-	return reclaim >= uint64(minRows) && float64(reclaim) >= share*float64(c.vecs.nrows)
+	reclaim := c.reclaimableRowsLocked()
+	return reclaim >= uint64(minRows) && float64(reclaim) >= share*rows
 }

@@ -265,40 +265,53 @@
 // log, which the compaction's full checkpoint rewrites without the deleted
 // memories.) MEM.COMPACT starts one; the
 // DB's trigger (compact_trigger.go) starts one when the rows a compaction
-// would reclaim reach Options.CompactShare of the rows (default 30%, and at
-// least Options.CompactMinRows, default 10,000). At most one runs per
+// would reclaim (dead rows less those snapshots pin, counted afresh each
+// time, so a restart does not forget them) reach Options.CompactShare of
+// the rows (default 30%, and at least Options.CompactMinRows, default
+// 10,000). At most one runs per
 // collection (ErrCompacting). The steps:
 //
 //  1. Create the files of generation g+1 (after removing any leftover of
 //     an earlier attempt at g+1) and sync the folder.
 //  2. Copy, a chunk of rows at a time under the read lock (paced like a
 //     checkpoint's copy, so adds, rewards, deletes and retrievals go on),
-//     the live rows below the row count read at the start: each vector
-//     and payload is verified as it is read, and damage stops the
-//     compaction (it is never copied forward). Then fsync the new files,
-//     without any lock, and remap the IVF-PQ index to the rows kept
-//     (ivfpq.Index.Remap: codes copied, not re-encoded; it holds the
-//     index's lock one list at a time, so adds go on).
-//  3. Take DB.ckptMu and the collection's write lock, and (with DB.mu
-//     read-held in between, in the lock order) the log position and
-//     collection list of the checkpoint of step 4. Copy the rows added
-//     since step 2's snapshot, the payloads replaced since their row was
-//     copied, and the pinned rows not copied yet; fsync that tail. Rows copied in step 2 whose
-//     memory was deleted since are kept but dead in the new files (the
-//     next compaction drops them). Move every memory (and pinned ghost)
-//     to its new row and payload offset, and the row map, the dead bitmap
-//     and the attribute index to the new rows; add the rows copied here to
-//     the remapped index (remapping it whole now if a build replaced the
-//     index since step 2). An index build running meanwhile is discarded
-//     and started again, since its rows moved.
-//  4. Still holding ckptMu and the write lock, write a full checkpoint
-//     (every collection; this one copied under the held lock) whose collection
-//     section records generation g+1, and commit it. Holding the write
-//     lock means no record of the collection is logged between the
-//     checkpoint's log position and the swap: every record before that
-//     position refers to generation g's rows and offsets, every record
-//     after it to g+1's. This hold is the only time writers of the
-//     collection wait (CompactStats.Stall; bench/README.md "Compaction").
+//     the live rows below the row count read at the start, and the dead
+//     rows snapshots pin (named at the start, each checked to be still
+//     pinned when its chunk is read): each vector and payload is verified
+//     as it is read, and damage stops the compaction (it is never copied
+//     forward). Then fsync the new files, without any lock, and remap the
+//     IVF-PQ index to the rows kept (ivfpq.Index.Remap: codes copied, not
+//     re-encoded; it holds the index's lock one list at a time, so adds
+//     go on).
+//  3. Take DB.ckptMu and the collection's writeGate (its writers now
+//     wait there, not on its lock, so they hold up no reader), then its
+//     read lock, and (with DB.mu read-held in between, in the lock order)
+//     the log position and collection list of the checkpoint of step 4.
+//     Under the read lock (readers and rewards go on; no writer can
+//     change anything), copy the rows added since step 2's snapshot, the
+//     payloads replaced since their row was copied, and the rows pinned
+//     since; fsync that tail; add the rows copied here to the remapped
+//     index (remapping it whole now if a build replaced the index since
+//     step 2); and build a new map of the memories at their new rows and
+//     payload offsets, the row map and the dead rows (prepareSwapLocked;
+//     it fails if a live memory was not copied). Rows copied in step 2
+//     whose memory was deleted (or unpinned) since are kept but dead in
+//     the new files (the next compaction drops them). Then, under the
+//     write lock, only swap those in, with the new files, and move the
+//     pinned ghosts and rebuild the attribute index (commitSwapLocked):
+//     the only time readers wait (CompactStats.Stall). An index build running meanwhile
+//     is discarded and started again, since its rows moved.
+//  4. Still holding ckptMu and writeGate, and the collection's read lock
+//     (readers go on), write a full checkpoint (every collection; this
+//     one copied under the one read hold) whose collection section
+//     records generation g+1, and commit it. Holding writeGate means no
+//     record of the collection that depends on rows is logged between the
+//     checkpoint's log position and its commit: every such record before
+//     that position refers to generation g's rows and offsets, every one
+//     after it to g+1's. Rewards run meanwhile: they log their results by
+//     memory id, replayed alike over either generation. Writers of the
+//     collection wait for steps 3 and 4 (CompactStats.WriteStall). Then take the write lock again to finish (or,
+//     if the checkpoint was not committed, to put everything back).
 //  5. Release the locks, then remove generation g's files and index
 //     folder, paced. The remapped index is saved to ivfpq.<g+1>/ in the
 //     background, like a new build's: a crash before that save finds no
@@ -312,8 +325,11 @@
 // whose files were fsynced before it (steps 2 and 3, and the checkpoint's
 // own sync), and the log after its position refers to g+1's rows; g's
 // files are the leftovers. A checkpoint that fails before its commit is
-// undone in memory (everything swapped is put back; no record was logged
-// meanwhile) and the compaction fails, changing nothing. A failed commit
+// undone in memory (everything swapped is put back; no record that
+// depends on rows was logged meanwhile) and the compaction fails, changing
+// nothing (TestCrashDuringCompactionCommit crashes at every file operation
+// of that checkpoint, with a reward acknowledged during it and an add
+// waiting for it). A failed commit
 // (the rename or the folder's fsync) leaves the disk holding either
 // checkpoint: the collection then refuses writes (its compaction state's
 // failed error, which wraps ErrCheckpointsStopped) until a restart
@@ -328,7 +344,13 @@
 // commands, which write and read snapshot files without Collection.mu),
 // then Collection.mu, then a qtable stripe, then a history stripe
 // (history.go), then the WAL's own lock. (A compaction's swap holds
-// DB.ckptMu, DB.mu and Collection.mu; see "Compaction".) Rewards take Collection.mu for reading
+// DB.ckptMu, Collection.writeGate, DB.mu and Collection.mu; see
+// "Compaction".) Collection.writeGate stands apart: writers pass it for
+// reading in lockWriter (through lockLive, under snapMu for snapshot
+// commands; and the end of an index build or save) and release it once
+// they hold Collection.mu; a compaction's swap holds it for
+// writing, taken after DB.ckptMu and before DB.mu, and never waits for
+// snapMu while it does. Rewards take Collection.mu for reading
 // and one stripe at a time, so rewards on different memories run in
 // parallel; adds, deletes and in-place updates (attributes, payload,
 // expiry) take Collection.mu for writing, and so do the expiry sweeper

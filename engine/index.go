@@ -226,7 +226,7 @@ func (c *Collection) build() {
 // filled quickly would keep an index trained on a fraction of it until
 // its next add (or restart).
 func (c *Collection) finishBuild(start time.Time, ix *ivfpq.Index, n int, err error) {
-	c.mu.Lock()
+	c.lockWriter() // not queued on c.mu while a compaction commits
 	c.building = false
 	if err != nil {
 		c.buildFailedAt = max(n, len(c.mems), 1)
@@ -434,7 +434,7 @@ func (c *Collection) saveIndexAsyncLocked() {
 	go func() {
 		defer c.bg.Done()
 		err := c.saveIndex(ix, dir)
-		c.mu.Lock()
+		c.lockWriter()
 		c.saving = false
 		c.mu.Unlock()
 		// Indexes retired while this save ran (a build's swap) were left
@@ -463,7 +463,7 @@ func (c *Collection) saveIndex(ix *ivfpq.Index, dir string) error {
 	if err := ix.Save(c.db.fs, dir); err != nil {
 		return err
 	}
-	c.mu.Lock()
+	c.lockWriter()
 	if c.ivf == ix {
 		c.savedRows = rows
 	}
@@ -489,7 +489,7 @@ func (c *Collection) makeIndexDir(dir string) error {
 // theirs is running. Searches never hold a retired index: it was swapped
 // out under the write lock.
 func (c *Collection) closeRetired() {
-	c.mu.Lock()
+	c.lockWriter()
 	if c.saving {
 		c.mu.Unlock()
 		return // the running save's collection will be closed later

@@ -74,11 +74,13 @@ func (m memCommands) compact(c *Ctx, args [][]byte) error {
 }
 
 // compactInfoLen is the number of MEM.INFO reply elements
-// writeCompactInfo writes (three fields and their values).
-const compactInfoLen = 6
+// writeCompactInfo writes (four fields and their values).
+const compactInfoLen = 8
 
 // writeCompactInfo writes MEM.INFO's compaction fields: compacting (0 or
-// 1), deleted_rows (rows holding no live memory) and disk_bytes
+// 1), deleted_rows (rows a compaction would free:
+// engine.Collection.DeletedRows), pinned_rows (dead rows snapshots pin,
+// which it keeps: PinnedRows) and disk_bytes
 // (engine.Collection.DiskBytes).
 func writeCompactInfo(c *Ctx, coll *engine.Collection) {
 	compacting := int64(0)
@@ -89,6 +91,8 @@ func writeCompactInfo(c *Ctx, coll *engine.Collection) {
 	c.WriteInt(compacting)
 	c.WriteBulkString("deleted_rows")
 	c.WriteInt(int64(coll.DeletedRows()))
+	c.WriteBulkString("pinned_rows")
+	c.WriteInt(int64(coll.PinnedRows()))
 	c.WriteBulkString("disk_bytes")
 	c.WriteInt(coll.DiskBytes())
 }

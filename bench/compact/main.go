@@ -194,8 +194,9 @@ func run(basePath, queryPath string, n, nq int, dir string, payloadLen, writers 
 	mu.Unlock()
 	close(stop)
 	wg.Wait()
-	fmt.Printf("compaction: rows %d -> %d, disk_bytes %s -> %s, took %v, write lock held %v\n",
-		st.RowsBefore, st.RowsAfter, mb(st.BytesBefore), mb(st.BytesAfter), st.Took.Round(time.Millisecond), st.Stall.Round(time.Millisecond))
+	fmt.Printf("compaction: rows %d -> %d, disk_bytes %s -> %s, took %v, write lock held %v, writers held %v\n",
+		st.RowsBefore, st.RowsAfter, mb(st.BytesBefore), mb(st.BytesAfter), st.Took.Round(time.Millisecond), st.Stall.Round(time.Millisecond),
+		st.WriteStall.Round(time.Millisecond))
 	fmt.Printf("writers (%d goroutines, add or reward, SyncAlways): before: %s; during the compaction: %s; failures %d\n",
 		writers, pct(base), pct(during), failures.Load())
 	if err := db.Checkpoint(); err != nil {
