@@ -70,7 +70,7 @@ func (c *Collection) indexDamaged(ix *ivfpq.Index, err error) {
 // rebuildDamaged starts the build that replaces ix, if ix is still the
 // index in use (a build or a compaction may have replaced it since).
 func (c *Collection) rebuildDamaged(ix *ivfpq.Index) {
-	c.mu.Lock()
+	c.lockWriter() // at the compaction's gate, as every writer (collection.go)
 	defer c.mu.Unlock()
 	if c.ivf == ix && !c.dropped {
 		c.maybeBuildLocked()
