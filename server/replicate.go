@@ -20,7 +20,8 @@ import (
 // socket) and returns the reply bytes. A transaction (MULTI … EXEC) that
 // holds at least one such command is proposed as ONE entry carrying all
 // its queued commands, so that every replica applies it whole and without
-// interleaving (Apply holds txMu exclusively for it, as EXEC does).
+// interleaving (Apply holds txMu exclusively for it: stricter than a local EXEC,
+// which holds only its collections, txlocks.go).
 //
 // Which commands are replicated: every command registered without
 // ReadOnly, except those flagged Local (they act on this node's files or
