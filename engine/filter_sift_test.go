@@ -14,9 +14,11 @@ import (
 	"github.com/memrl/memrl/wal"
 )
 
-// siftDir is the shared SIFT set, beside the repository (CI lays a copy of
-// shared/ there too).
-const siftDir = "../../shared/data/sift1m-deb"
+// siftDir holds the slice of the sift1m-deb set these tests read (the
+// first 20,000 base vectors and 100 queries), committed so that the tests
+// pass in a clone with nothing beside it; scripts/make_sift_slice.sh makes
+// it from the full set.
+const siftDir = "testdata/sift20k"
 
 // readBvecsPrefix reads the first n vectors of a TEXMEX .bvecs file as
 // float32 rows of dim.
@@ -24,7 +26,7 @@ func readBvecsPrefix(t *testing.T, path string, n, dim int) [][]float32 {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
-		t.Fatalf("the SIFT set is needed beside the repository: %v", err)
+		t.Fatalf("the SIFT slice (scripts/make_sift_slice.sh): %v", err)
 	}
 	defer f.Close()
 	rec := make([]byte, 4+dim)
