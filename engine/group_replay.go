@@ -34,6 +34,13 @@ type groupReplay struct {
 	// abort record), and droppedRecs how many members that was.
 	dropped     []uint64
 	droppedRecs int
+	// gapped is set when the replay starts past a gap in the log that the
+	// operator accepted (loggap.go): a group whose first members fell in
+	// the gap then commits more members than the replay saw. It is dropped
+	// whole, as a group cut short by a crash is, instead of refusing the
+	// database: the records in the gap are gone either way, and the rest
+	// of the transaction must not be applied without them.
+	gapped bool
 }
 
 type groupCount struct {
@@ -80,6 +87,10 @@ func (r *groupReplay) record(lsn uint64, rec []byte) error {
 		}
 		r.maxID = max(r.maxID, c.gid)
 		gc := r.open[c.gid]
+		if r.gapped && (gc == nil || gc.n < c.n) {
+			r.drop(c.gid) // its first members fell in the accepted gap
+			return r.flush()
+		}
 		if gc == nil || gc.n != c.n || gc.sum != c.sum {
 			var n uint32
 			var sum uint64

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -375,4 +376,49 @@ func TestGroupCheckpointExcluded(t *testing.T) {
 	defer db2.Close()
 	c2, _ := db2.Collection("c")
 	checkReplaced(t, "after the crash", c2, 1, true)
+}
+
+// TestGroupReplayAfterAcceptedGap: a replay that starts past an accepted
+// gap in the log may meet the commit of a group whose first members fell
+// in the gap; that group is dropped whole (its surviving members are not
+// applied), where a log without a gap holding the same records is damage.
+func TestGroupReplayAfterAcceptedGap(t *testing.T) {
+	inner := []byte{recDelete, 1, 2, 3} // any inner record: never applied here
+	recs := [][]byte{
+		encodeGroupMember(7, inner), // the second of two members; the first fell in the gap
+		encodeGroupCommit(7, 2, 0),  // sum of both: never matched
+		{recDelete, 9},              // an ordinary record after it
+	}
+	for _, gapped := range []bool{false, true} {
+		var applied [][]byte
+		gr := newGroupReplay(func(lsn uint64, rec []byte) error {
+			applied = append(applied, bytes.Clone(rec))
+			return nil
+		})
+		gr.gapped = gapped
+		var err error
+		for i, rec := range recs {
+			if err = gr.record(uint64(i+1), rec); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = gr.finish()
+		}
+		if !gapped {
+			if !errors.Is(err, errBadRecord) {
+				t.Fatalf("no gap: %v, want errBadRecord", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("accepted gap: %v", err)
+		}
+		if len(applied) != 1 || !bytes.Equal(applied[0], recs[2]) {
+			t.Fatalf("accepted gap: applied %q, want only the record after the group", applied)
+		}
+		if len(gr.dropped) != 1 || gr.dropped[0] != 7 || gr.droppedRecs != 1 {
+			t.Fatalf("accepted gap: dropped %v (%d records), want group 7 (1)", gr.dropped, gr.droppedRecs)
+		}
+	}
 }

@@ -77,6 +77,7 @@ func (db *DB) recover() error {
 		}
 		return nil
 	})
+	gr.gapped = report.Gap != nil
 	err = l.Replay(from, func(lsn wal.LSN, rec []byte) error {
 		if err := gr.record(uint64(lsn), rec); err != nil {
 			return fmt.Errorf("engine: replay record %d: %w", lsn, err)
