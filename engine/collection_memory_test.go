@@ -22,7 +22,9 @@ func heapInuse() int64 {
 // 256 stripes alone took 68 KiB per collection, however small). 256
 // collections of 40 memories of 16-d hold about 40 × (64 bytes of vector
 // + ~300 of records) = ~15 KiB of data each; the bound leaves room for the
-// maps and the runtime's rounding, and fails at the old fixed cost.
+// maps and the runtime's rounding, and fails at the old fixed cost
+// (measured: 99.6 KB a collection with 256 stripes, 26.4 KB now; 9 KB
+// with no memories, of which the history's stripes are 4 KiB).
 func TestSmallCollectionHeap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("creates 256 collections")

@@ -43,7 +43,10 @@ func TD(q, reward, alpha, gamma, nextQ float64) float64 {
 // 68 KiB that 256 stripes cost however empty (issue 26: thousands of small
 // collections), and a table of more than a few thousand entries has all
 // 256 stripes, which keep the chance that two of 64 concurrent writers on
-// distinct ids share a stripe small.
+// distinct ids share a stripe small. The price: a small table's stripes
+// hold up to splitAt entries, so its look-ups hash where a map of at most
+// 8 would scan (BenchmarkUpdateParallelSmall, one goroutine: 52–60 ns
+// against 35–39 on a machine at load 6; a reward costs about 1 µs).
 //
 // An id's stripe is the top bits of a multiplicative hash, so growing
 // splits each stripe into stripes of the same hash range: the logical
