@@ -33,7 +33,8 @@ type DataMemory struct {
 	Vectors int64
 	// Records is the memories' records: the id map, row map, ordered ids
 	// and Q table entries, estimated per memory (memoryRecordBytes), and a
-	// collection's fixed structures (collectionBytes).
+	// collection's fixed structures (collectionBytes) and the Q table's
+	// stripes (qtable.Table.StripeBytes), which grow with its entries.
 	Records int64
 	// Index is the IVF-PQ index (ivfpq.Index.Bytes).
 	Index int64
@@ -59,10 +60,11 @@ const (
 	// payload, attributes and history: its entry in mems (about 85
 	// bytes), in the qtable (about 170), in rowIDs and liveIDs.
 	memoryRecordBytes = 270
-	// collectionBytes is what a collection costs with no memories: the
-	// qtable's 256 stripes (68 KiB) and the history's 64, maps and
-	// bitmaps.
-	collectionBytes = 80 << 10
+	// collectionBytes is what a collection costs with no memories
+	// besides its Q table's stripes: the Collection with the history's
+	// 64 stripes (4 KiB), maps and bitmaps; 9 KiB of heap in all with an
+	// empty Q table's, measured by TestSmallCollectionHeap.
+	collectionBytes = 8 << 10
 	// extBytes is a memExt besides its attributes' bytes.
 	extBytes = 48
 )
@@ -124,7 +126,7 @@ func (c *Collection) accountLocked() {
 	if c.vecs != nil {
 		c.setAcct(kindVectors, c.vecs.memBytes())
 	}
-	c.setAcct(kindRecords, collectionBytes+int64(len(c.mems))*memoryRecordBytes)
+	c.setAcct(kindRecords, recordBytes(c))
 	var ix int64
 	if c.ivf != nil {
 		ix = c.ivf.Bytes()
@@ -136,6 +138,12 @@ func (c *Collection) accountLocked() {
 		fb = int64(c.fidx.SizeInBytes())
 	}
 	c.setAcct(kindAttrIndex, fb)
+}
+
+// recordBytes is the collection's DataMemory.Records.
+// REQUIRES: c.mu held, or c not yet shared.
+func recordBytes(c *Collection) int64 {
+	return collectionBytes + c.q.StripeBytes() + int64(len(c.mems))*memoryRecordBytes
 }
 
 // unaccountLocked takes the collection's figures out of the database's

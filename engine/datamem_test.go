@@ -16,7 +16,7 @@ func measureDataMemory(t *testing.T, c *Collection) DataMemory {
 	defer c.mu.RUnlock()
 	m := DataMemory{
 		Vectors: c.vecs.memBytes(),
-		Records: collectionBytes + int64(len(c.mems))*memoryRecordBytes,
+		Records: recordBytes(c),
 	}
 	if c.ivf != nil {
 		m.Index = c.ivf.Bytes()

@@ -105,15 +105,24 @@ func TestRangeAndMaxQ(t *testing.T) {
 	}
 }
 
-func BenchmarkUpdateParallel(b *testing.B) {
+func BenchmarkUpdateParallel(b *testing.B) { benchUpdateParallel(b, 1<<16) }
+
+// BenchmarkUpdateParallelSmall is BenchmarkUpdateParallel on a table of
+// 256 entries, which has fewer stripes than a large one (issue 26 item 4).
+func BenchmarkUpdateParallelSmall(b *testing.B) { benchUpdateParallel(b, 256) }
+
+// benchUpdateParallel measures rewards on distinct ids of a table of n
+// entries (n a power of two) from GOMAXPROCS goroutines.
+func benchUpdateParallel(b *testing.B, n uint64) {
 	tb := New()
-	for i := uint64(0); i < 1<<16; i++ {
+	for i := uint64(0); i < n; i++ {
 		tb.Put(i, Entry{})
 	}
+	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		id := uint64(0)
 		for pb.Next() {
-			id = (id + 7919) & (1<<16 - 1)
+			id = (id + 7919) & (n - 1)
 			tb.Update(id, func(e *Entry) error { e.Q = TD(e.Q, 1, 0.3, 0, 0); e.Visits++; return nil })
 		}
 	})
