@@ -185,7 +185,7 @@ func (c *Collection) replayRemapLocked(r remapRec) error {
 	if err != nil {
 		return fmt.Errorf("engine: collection %q: %w", c.name, err)
 	}
-	if uint64(len(m.kept)) > uint64(r.nrows) {
+	if uint64(len(m.kept)) != uint64(r.nrows) {
 		return fmt.Errorf("%w: collection %q: row map of %d rows, marker %d", ErrCorrupt, c.name, len(m.kept), r.nrows)
 	}
 	mems := make(map[uint64]memory, len(c.mems))
@@ -218,6 +218,7 @@ func (c *Collection) replayRemapLocked(r remapRec) error {
 		c.db.opts.Logf("memrl: collection %q: closing the files of generation %d: %v", c.name, c.gen, err)
 	}
 	c.vecs, c.pays, c.rowIDs, c.mems, c.gen = vecs, pays, rowIDs, mems, r.gen
+	c.dead.Clear() // of the old rows; rebuilt once replay ends (rebuildDeadLocked)
 	c.cs.remapped = true
 	return nil
 }
