@@ -212,3 +212,50 @@ func TestRemapRecordRoundTrip(t *testing.T) {
 		t.Fatalf("short record: %v", err)
 	}
 }
+
+// TestRemapMarkerRecoveryCrashAgain: the power goes out at every file
+// operation of the open that replays a remap marker (its checkpoint naming
+// the new generation, the removal of the old files); the next open still
+// recovers every acknowledged write, once.
+func TestRemapMarkerRecoveryCrashAgain(t *testing.T) {
+	crashed, want, gen, _ := remapCrash(t, vfs.DropUnsynced)
+	points, step := 0, int64(1)
+	if testing.Short() {
+		step = 9
+	}
+	for k := int64(1); ; k += step {
+		fs := crashed.Crash(vfs.DropUnsynced, rand.New(rand.NewSource(k))) // a copy: everything on it is durable
+		fs.PowerOffAt(k)
+		db, err := Open("/db", crashOpts(fs))
+		if err == nil {
+			db.Close()
+		}
+		done := !fs.PoweredOff()
+		for _, mode := range []vfs.CrashMode{vfs.DropUnsynced, vfs.KeepRandomPrefix, vfs.TearLastSector} {
+			again := fs.Crash(mode, rand.New(rand.NewSource(k)))
+			db2, err := Open("/db", crashOpts(again))
+			if err != nil {
+				t.Fatalf("power off at op %d of the first open, %v: %v", k, mode, err)
+			}
+			c, err := db2.Collection("m")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.gen != gen {
+				t.Errorf("power off at op %d, %v: generation %d, want %d", k, mode, c.gen, gen)
+			}
+			if d := diffState(want, collState(t, c)); d != "" {
+				t.Errorf("power off at op %d, %v: %s", k, mode, d)
+			}
+			db2.Close()
+			points++
+		}
+		if done {
+			break
+		}
+		if k > 10000 {
+			t.Fatal("the open never finished")
+		}
+	}
+	t.Logf("%d crash points", points)
+}
