@@ -239,10 +239,6 @@ func (c *Collection) lockLive() error {
 		c.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrNoCollection, c.name)
 	}
-	if c.cs.failed != nil {
-		c.mu.Unlock()
-		return c.cs.failed // compact.go: a swap whose commit failed
-	}
 	return nil
 }
 

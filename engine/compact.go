@@ -32,14 +32,12 @@ type compactState struct {
 	// buildGen is c.gen when the running index build started: a build
 	// that ends in another generation indexed rows that moved.
 	buildGen uint64
-	// failed is set when the checkpoint committing a swap failed in its
-	// commit: the disk holds either checkpoint, and the log records that
-	// follow would be read against the files of the other one. Writes to
-	// the collection are refused (lockLive) until a restart, whose
-	// recovery finds one consistent pair. Sticky.
-	failed  error
-	last    CompactStats // of the last compaction that finished
-	hasLast bool
+	last     CompactStats // of the last compaction that finished
+	hasLast  bool
+	// remapped is set by recovery when it replayed a remap marker
+	// (remap.go): the disk's checkpoint names the generation before, whose
+	// files stay until a checkpoint names this one.
+	remapped bool
 }
 
 // CompactStats describes a finished compaction.
@@ -51,7 +49,7 @@ type CompactStats struct {
 	// swap: how long its readers and rewards waited.
 	Stall time.Duration
 	// WriteStall is how long the collection's writers waited: the tail
-	// copy, the swap and the checkpoint that commits it (writeGate).
+	// copy and the swap, until the remap marker was logged (writeGate).
 	WriteStall time.Duration
 }
 
@@ -89,9 +87,12 @@ type nextGen struct {
 // figures after equal those before.
 // Adds, rewards, deletes and retrievals go on meanwhile, except during the
 // swap (CompactStats.Stall) and, for the writers (adds, deletes,
-// updates), the tail copy and the checkpoint that commits it
-// (CompactStats.WriteStall). It fails with ErrCompacting if a compaction
-// is running, and leaves the collection as it was on any error.
+// updates), the tail copy (CompactStats.WriteStall); the checkpoint that
+// commits the new generation follows its remap marker, with the writers
+// going on. It fails with ErrCompacting if a compaction is running, and
+// leaves the collection as it was on any error before the marker is
+// logged; after it (the checkpoint failed), the new generation stays in
+// use, holding the same memories, and the old files stay until a restart.
 func (c *Collection) Compact() (CompactStats, error) {
 	if err := c.startCompact(); err != nil {
 		return CompactStats{}, err
@@ -129,8 +130,6 @@ func (c *Collection) startCompact() error {
 		return fmt.Errorf("%w: %q", ErrNoCollection, c.name)
 	case c.cs.running:
 		return fmt.Errorf("%w: %q", ErrCompacting, c.name)
-	case c.cs.failed != nil:
-		return c.cs.failed
 	}
 	c.cs.running = true
 	db.compacts.Add(1)
@@ -254,19 +253,29 @@ func (c *Collection) runCompact() (st CompactStats, err error) {
 		return st, err
 	}
 	ng.remapIndex()
-	old, stall, writeStall, err := ng.swap()
+	old, stall, writeStall, logged, err := ng.swap()
 	st.Stall, st.WriteStall = stall, writeStall
+	swapped = logged // the marker names the new files: they stay
+	if logged {
+		// Nothing reads the old files any more (the swap replaced them
+		// under the write lock).
+		old.vecs.unmap()
+	}
 	if err != nil {
+		// With the marker logged, the old files stay: the disk's
+		// checkpoint may still name them. The next open removes them
+		// once its own checkpoint names the new generation.
 		return st, err
 	}
-	swapped = true
-	// The checkpoint naming the new generation is durable: nothing reads
-	// the old files any more (the swap replaced them under the write
-	// lock). A failure to remove them is logged; the next open removes
-	// them (removeStaleGensLocked).
-	old.vecs.unmap()
+	// The checkpoint naming the new generation is durable: the old files
+	// and the new one's row map are no longer needed by any recovery. A
+	// failure to remove them is logged; the next open removes the old
+	// ones (removeStaleGensLocked).
 	if err := c.removeGen(gen); err != nil {
 		db.opts.Logf("memrl: collection %q: removing the files compaction replaced: %v", c.name, err)
+	}
+	if err := c.removeRemapMap(ng.gen); err != nil {
+		db.opts.Logf("memrl: collection %q: removing the compaction's row map: %v", c.name, err)
 	}
 	c.closeRetired()
 	c.mu.RLock()
@@ -528,97 +537,110 @@ type pinMove struct {
 }
 
 // swap finishes the new generation and puts it in use. It holds the
-// database's checkpoint lock throughout, and the collection's writeGate,
-// so that no writer changes the collection and no change that depends on
-// rows is logged for it until the committing checkpoint is written. Under
-// the collection's read lock (readers go on) it completes the new
-// generation (prepareSwapLocked); under the write lock, only to swap in
-// the memories at their new rows, the row map, the index and the
-// attribute index (commitSwapLocked); under the read lock again, it writes the full
-// checkpoint that records the new generation. If that checkpoint is not
-// committed, everything is put back under the write lock. It returns the
-// replaced state, how long the write lock was held (both times together)
-// and how long writers waited (writeGate was held).
-func (ng *nextGen) swap() (_ oldState, stall, writeStall time.Duration, _ error) {
+// database's checkpoint lock and the transaction groups' lock throughout
+// (no transaction is open at the marker, whose members replay would apply
+// after it; no other checkpoint runs until the one naming the new
+// generation), and the collection's writeGate until the marker is logged.
+// Under the collection's read lock (readers go on) it completes the new
+// generation (prepareSwapLocked) and writes its row map; under the write
+// lock, it swaps in the memories at their new rows, the row map, the index
+// and the attribute index (commitSwapLocked), and logs the remap marker
+// (remap.go): records logged after it refer to the new rows. Then the
+// writers go on, and it writes the full checkpoint that records the new
+// generation. It returns the replaced state, how long the write lock was
+// held, how long writers waited (writeGate was held), and whether the
+// marker was logged: if so the new generation is in use (and its files
+// must stay) even when the checkpoint failed, and the old generation's
+// files must stay unless the checkpoint was committed (err == nil): a
+// recovery from the old checkpoint replays the marker over them.
+func (ng *nextGen) swap() (_ oldState, stall, writeStall time.Duration, logged bool, _ error) {
 	c, db := ng.c, ng.c.db
-	db.groups.excl.Lock() // the checkpoint below must not hold part of a transaction (group.go)
+	db.groups.excl.Lock() // no group open at the marker, nor during the checkpoint (group.go)
 	defer db.groups.excl.Unlock()
 	db.ckptMu.Lock()
 	defer db.ckptMu.Unlock()
 	c.writeGate.Lock()
-	defer c.writeGate.Unlock()
-	// The committing checkpoint's log position and list of collections
-	// are taken now, under db.mu (before c.mu: the lock order), which is
-	// released at once. Once c's read lock is held, no writer of c holds
-	// its lock or can take it (they wait at writeGate) until the
-	// checkpoint is written, so no record of c that depends on rows
-	// follows the position: rewards, which log their results by id under
-	// the read lock, may, and are replayed over either generation alike.
-	// Other collections' records after the position are replayed over
-	// their fuzzy copies as usual.
+	gated := true
+	defer func() {
+		if gated {
+			c.writeGate.Unlock()
+		}
+	}()
+	// Once c's read lock is held, no writer of c holds its lock or can
+	// take it (they wait at writeGate) until the marker is logged, so the
+	// state prepareSwapLocked reads is the state at the marker: the one a
+	// recovery replays up to it. Rewards, which log their results by id
+	// under the read lock, may run; they replay alike on either side of
+	// the marker.
 	var tm swapTimes
 	start := time.Now()
-	db.mu.RLock()
 	c.mu.RLock()
-	list, err := db.listForCheckpointLocked()
-	db.mu.RUnlock()
-	var plan swapPlan
+	plan, err := ng.prepareSwapLocked()
+	var mapSum uint64
 	if err == nil {
-		plan, err = ng.prepareSwapLocked()
+		// The row map must be durable before the marker is (as the
+		// files are: prepareSwapLocked synced them).
+		mapSum, err = ng.writeRemapMap(plan.pinTo)
+		if err != nil && plan.newIx != nil {
+			plan.newIx.Close()
+		}
 	}
 	c.mu.RUnlock()
 	tm.prepare = time.Since(start)
 	if err != nil {
-		return oldState{}, 0, time.Since(start), err
+		return oldState{}, 0, time.Since(start), false, err
 	}
 
 	c.mu.Lock()
 	locked := time.Now()
 	old, err := ng.commitSwapLocked(plan)
-	held := time.Since(locked)
-	tm.swap = held
+	if err == nil {
+		// Logged in the same hold as the swap: every record of c logged
+		// before it was applied to the old rows, every one after it to
+		// the new. Not waited for: every later record's ticket waits for
+		// it (the log is written in order).
+		_, err = db.log.Enqueue(encodeRemap(remapRec{uid: c.uid, gen: ng.gen, nrows: ng.vecs.nrows, paySize: ng.pays.size, mapSum: mapSum}))
+		if err != nil {
+			// Nothing of the swap was logged: put everything back.
+			c.restoreLocked(old, plan.newIx)
+			err = fmt.Errorf("engine: compaction's remap marker: %w", err)
+		}
+	}
+	stall = time.Since(locked)
+	tm.swap = stall
 	c.mu.Unlock()
+	c.writeGate.Unlock()
+	gated = false
+	writeStall = time.Since(start)
 	if err != nil {
-		return oldState{}, held, time.Since(start), err
+		return oldState{}, stall, writeStall, false, err
 	}
 
-	// The checkpoint, under the read lock: c's state is the new
-	// generation's, and only rewards change it meanwhile.
+	// The checkpoint naming the new generation, taken like any full one
+	// (fuzzy: writers go on; its position follows the marker). Should it
+	// fail, the next one must be full too: a delta over the old chain's
+	// base would name the old generation (ckptMu is held).
+	db.chain.id = 0
 	ckptStart := time.Now()
-	c.mu.RLock()
 	if compactCheckpointing != nil {
 		compactCheckpointing(0)
 	}
-	committed, err := db.checkpointListed(true, c, list, nil)
-	c.mu.RUnlock()
+	err = db.checkpointLocked(true)
 	tm.ckpt = time.Since(ckptStart)
 
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	relocked := time.Now()
-	if err != nil && !committed {
-		// The disk still names the old generation, and no record that
-		// depends on rows was logged for the collection since: put
-		// everything back.
-		c.restoreLocked(old, plan.newIx)
-		return oldState{}, held + time.Since(relocked), time.Since(start), fmt.Errorf("engine: compaction's checkpoint: %w", err)
-	}
-	if err != nil {
-		// Committed or not, the disk cannot say: refuse writes until a
-		// restart reads whichever checkpoint it kept, with its files
-		// (both generations are left in place).
-		c.cs.failed = fmt.Errorf("%w: collection %q: the checkpoint committing a compaction failed: %w", ErrCheckpointsStopped, c.name, err)
-		return oldState{}, held + time.Since(relocked), time.Since(start), c.cs.failed
-	}
 	if old.ivf != nil {
 		c.retired = append(c.retired, old.ivf)
 	}
 	c.saveIndexAsyncLocked()
 	c.maybeBuildLocked()
-	stall = held + time.Since(relocked)
-	db.opts.Logf("memrl: collection %q: compaction held the write lock %v (swap %v); the tail copy took %v and the checkpoint %v, under the read lock (writers waited)",
-		c.name, stall.Round(time.Millisecond), tm.swap.Round(time.Millisecond), tm.prepare.Round(time.Millisecond), tm.ckpt.Round(time.Millisecond))
-	return old, stall, time.Since(start), nil
+	c.mu.Unlock()
+	if err != nil {
+		return old, stall, writeStall, true, fmt.Errorf("engine: compaction's checkpoint (the new generation is in use; the old one's files stay until a restart): %w", err)
+	}
+	db.opts.Logf("memrl: collection %q: compaction held the write lock %v; the tail copy took %v under the read lock (writers waited %v); the checkpoint after it %v (writers went on)",
+		c.name, stall.Round(time.Millisecond), tm.prepare.Round(time.Millisecond), writeStall.Round(time.Millisecond), tm.ckpt.Round(time.Millisecond))
+	return old, stall, writeStall, true, nil
 }
 
 // prepareSwapLocked completes the new generation, with the collection's

@@ -3,32 +3,43 @@ package engine
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/memrl/memrl/vfs"
 )
 
-// The checkpoint that commits a compaction is written under the
-// collection's read lock: rewards (logged by id, as results) go on during
-// it, and writers wait at writeGate until it is done. These tests crash at
-// every file operation from the checkpoint's start on, with a reward
-// acknowledged during it and an add waiting for it.
+// The checkpoint that commits a compaction is written after its remap
+// marker (remap.go), while rewards (logged by id, as results) and writers
+// (logged against the new rows) go on. These tests crash at every file
+// operation from the checkpoint's start on (the removal of the old files
+// included), with a reward acknowledged during it and an add made during
+// it: recovery before the checkpoint's commit replays the marker.
 
 const commitCrashAddID = 300
 
+// commitAcks says which of commitCrashRun's writes were acknowledged.
+type commitAcks struct {
+	rewarded, added, payloaded, deleted bool
+	rewardID, payID, delID              uint64
+}
+
 // commitCrashRun runs maintSetup and a compaction on db (over fs) whose
-// checkpoint, as it starts, rewards memory rewardID and starts an add of
-// commitCrashAddID (which waits for the checkpoint). It returns whether
-// the reward and the add were acknowledged, and the file operations made
-// when the checkpoint started.
-func commitCrashRun(t *testing.T, db *DB, fs *vfs.MemFS) (rewarded, added bool, at int64) {
+// checkpoint, as it starts, rewards memory rewardID (the largest id left)
+// and starts, one after the other, an add of commitCrashAddID, a payload
+// update of payID and a delete of delID (the two smallest), which run
+// during the checkpoint. It returns which were acknowledged, and the file
+// operations made when the checkpoint started.
+func commitCrashRun(t *testing.T, db *DB, fs *vfs.MemFS) (acks commitAcks, at int64) {
 	t.Helper()
 	c, _, after := maintSetup(t, db)
-	var rewardID uint64
+	ids := make([]uint64, 0, len(after))
 	for id := range after {
-		rewardID = max(rewardID, id)
+		ids = append(ids, id)
 	}
-	addRes := make(chan error, 1)
+	slices.Sort(ids)
+	acks.rewardID, acks.payID, acks.delID = ids[len(ids)-1], ids[0], ids[1]
+	writes := make(chan error, 1)
 	var rerr error
 	started := false
 	compactCheckpointing = func(uint64) {
@@ -37,10 +48,17 @@ func commitCrashRun(t *testing.T, db *DB, fs *vfs.MemFS) (rewarded, added bool, 
 		}
 		started = true
 		at = fs.MutatingOps()
-		_, rerr = c.Reward(1, []uint64{rewardID}, nil)
+		_, rerr = c.Reward(1, []uint64{acks.rewardID}, nil)
 		go func() {
 			_, err := c.Add(AddRequest{Vector: []float32{0.5, 0.5, 0.5, 0.5}, ID: commitCrashAddID, HasID: true})
-			addRes <- err
+			if acks.added = err == nil; err == nil {
+				err = c.SetPayload(ByID(acks.payID), []byte("set during the checkpoint"))
+				if acks.payloaded = err == nil; err == nil {
+					_, err = c.Delete([]uint64{acks.delID})
+					acks.deleted = err == nil
+				}
+			}
+			writes <- err
 		}()
 	}
 	defer func() { compactCheckpointing = nil }()
@@ -49,17 +67,18 @@ func commitCrashRun(t *testing.T, db *DB, fs *vfs.MemFS) (rewarded, added bool, 
 		if !fs.PoweredOff() {
 			t.Fatalf("the compaction never reached its checkpoint: %v", cerr)
 		}
-		return false, false, 0
+		return acks, 0
 	}
-	aerr := <-addRes
-	if !fs.PoweredOff() && (cerr != nil || rerr != nil || aerr != nil) {
-		t.Fatalf("without a power-off: compaction %v, reward %v, add %v", cerr, rerr, aerr)
+	werr := <-writes
+	if !fs.PoweredOff() && (cerr != nil || rerr != nil || werr != nil) {
+		t.Fatalf("without a power-off: compaction %v, reward %v, writes %v", cerr, rerr, werr)
 	}
-	return rerr == nil, aerr == nil, at
+	acks.rewarded = rerr == nil
+	return acks, at
 }
 
 // TestCrashDuringCompactionCommit: a reward acknowledged during the
-// checkpoint that commits a compaction, and an add that waited for it,
+// checkpoint that commits a compaction, and an add made during it,
 // survive a crash at any file operation after them; recovery holds
 // exactly the state without the crash, less what was not acknowledged.
 func TestCrashDuringCompactionCommit(t *testing.T) {
@@ -73,12 +92,15 @@ func TestCrashDuringCompactionCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs.PowerOffAt(0)
-	_, _, at := commitCrashRun(t, db, fs)
+	acks0, at := commitCrashRun(t, db, fs)
 	ops := fs.MutatingOps()
 	c, _ := db.Collection("m")
 	want := collState(t, c)
 	if _, ok := want[commitCrashAddID]; !ok {
 		t.Fatal("the add made during the compaction is missing")
+	}
+	if _, ok := want[acks0.delID]; ok {
+		t.Fatal("the delete made during the compaction is missing")
 	}
 	db.Close()
 
@@ -95,9 +117,9 @@ func TestCrashDuringCompactionCommit(t *testing.T) {
 				t.Fatal(err)
 			}
 			fs.PowerOffAt(k)
-			rewarded, added, _ := commitCrashRun(t, db, fs)
+			acks, _ := commitCrashRun(t, db, fs)
 			db.Close()
-			what := fmt.Sprintf("power off at op %d (checkpoint from %d to %d), %v, reward acked %v, add acked %v", k, at, ops, mode, rewarded, added)
+			what := fmt.Sprintf("power off at op %d (checkpoint from %d to %d), %v, acked %+v", k, at, ops, mode, acks)
 			crashed := fs.Crash(mode, rand.New(rand.NewSource(k)))
 			db2, err := Open("/db", crashOpts(crashed))
 			if err != nil {
@@ -111,18 +133,22 @@ func TestCrashDuringCompactionCommit(t *testing.T) {
 			for id, m := range want {
 				exp[id] = m
 			}
-			var rewardID uint64
-			for id := range exp {
-				if id != commitCrashAddID {
-					rewardID = max(rewardID, id)
-				}
+			// Writes not acknowledged were in flight (or never made):
+			// either state is right for them.
+			if !acks.rewarded {
+				exp[acks.rewardID] = got[acks.rewardID]
 			}
-			if !rewarded { // in flight: either is right
-				exp[rewardID] = got[rewardID]
-			}
-			if !added {
+			if !acks.added {
 				delete(exp, commitCrashAddID)
 				delete(got, commitCrashAddID)
+			}
+			if !acks.payloaded {
+				exp[acks.payID] = got[acks.payID]
+			}
+			if !acks.deleted {
+				if m, ok := got[acks.delID]; ok {
+					exp[acks.delID] = m
+				}
 			}
 			if d := diffState(exp, got); d != "" {
 				db2.Close()

@@ -30,7 +30,7 @@ const (
 )
 
 // genFiles lists the (base, extension) of every generation-named file.
-var genFiles = [][2]string{{vecBase, vecExt}, {vecBase, sumsExt}, {payBase, payExt}, {indexBase, ""}}
+var genFiles = [][2]string{{vecBase, vecExt}, {vecBase, sumsExt}, {payBase, payExt}, {indexBase, ""}, {remapBase, remapExt}}
 
 // genName names the file base+ext of generation gen.
 func genName(base, ext string, gen uint64) string {
@@ -66,6 +66,7 @@ func genPaths(dir string, gen uint64) []string {
 		filepath.Join(dir, genName(vecBase, vecExt, gen)),
 		filepath.Join(dir, genName(vecBase, sumsExt, gen)),
 		filepath.Join(dir, genName(payBase, payExt, gen)),
+		remapPath(dir, gen), // remap.go; absent but for a compaction's generation
 	}
 }
 

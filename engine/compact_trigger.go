@@ -50,7 +50,7 @@ func (db *DB) compactTrigger() {
 func (c *Collection) compactDue(share float64, minRows int) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if c.dropped || c.cs.running || c.cs.failed != nil {
+	if c.dropped || c.cs.running {
 		return false
 	}
 	rows := float64(c.vecs.nrows)

@@ -283,57 +283,57 @@
 //     IVF-PQ index to the rows kept (ivfpq.Index.Remap: codes copied, not
 //     re-encoded; it holds the index's lock one list at a time, so adds
 //     go on).
-//  3. Take DB.ckptMu and the collection's writeGate (its writers now
-//     wait there, not on its lock, so they hold up no reader), then its
-//     read lock, and (with DB.mu read-held in between, in the lock order)
-//     the log position and collection list of the checkpoint of step 4.
-//     Under the read lock (readers and rewards go on; no writer can
+//  3. Take the transaction groups' lock (exclusively: no group is open),
+//     DB.ckptMu and the collection's writeGate (its writers now wait
+//     there, not on its lock, so they hold up no reader), then its read
+//     lock. Under the read lock (readers and rewards go on; no writer can
 //     change anything), copy the rows added since step 2's snapshot, the
 //     payloads replaced since their row was copied, and the rows pinned
 //     since; fsync that tail; add the rows copied here to the remapped
 //     index (remapping it whole now if a build replaced the index since
-//     step 2); and build a new map of the memories at their new rows and
+//     step 2); build a new map of the memories at their new rows and
 //     payload offsets, the row map and the dead rows (prepareSwapLocked;
-//     it fails if a live memory was not copied). Rows copied in step 2
+//     it fails if a live memory was not copied); and write the row map
+//     file remap.<g+1>.map, synced (remap.go). Rows copied in step 2
 //     whose memory was deleted (or unpinned) since are kept but dead in
 //     the new files (the next compaction drops them). Then, under the
-//     write lock, only swap those in, with the new files, and move the
-//     pinned ghosts and rebuild the attribute index (commitSwapLocked):
-//     the only time readers wait (CompactStats.Stall). An index build running meanwhile
-//     is discarded and started again, since its rows moved.
-//  4. Still holding ckptMu and writeGate, and the collection's read lock
-//     (readers go on), write a full checkpoint (every collection; this
-//     one copied under the one read hold) whose collection section
-//     records generation g+1, and commit it. Holding writeGate means no
-//     record of the collection that depends on rows is logged between the
-//     checkpoint's log position and its commit: every such record before
-//     that position refers to generation g's rows and offsets, every one
-//     after it to g+1's. Rewards run meanwhile: they log their results by
-//     memory id, replayed alike over either generation. Writers of the
-//     collection wait for steps 3 and 4 (CompactStats.WriteStall). Then take the write lock again to finish (or,
-//     if the checkpoint was not committed, to put everything back).
-//  5. Release the locks, then remove generation g's files and index
-//     folder, paced. The remapped index is saved to ivfpq.<g+1>/ in the
-//     background, like a new build's: a crash before that save finds no
-//     index of g+1 at open and builds one again (it is derived data).
+//     write lock, swap those in, with the new files, move the pinned
+//     ghosts and rebuild the attribute index (commitSwapLocked), and log
+//     the remap marker (recRemap, remap.go): the only time readers wait
+//     (CompactStats.Stall). Every record of the collection logged before
+//     the marker refers to generation g's rows and offsets, every one
+//     after it to g+1's. Writers waited from the start of this step
+//     until here (CompactStats.WriteStall); writeGate is released. An
+//     index build running meanwhile is discarded and started again,
+//     since its rows moved.
+//  4. Still holding ckptMu and the groups' lock (no other checkpoint, no
+//     drop, no transaction meanwhile), write a full checkpoint like any
+//     other (fuzzy: writers and readers go on; its log position follows
+//     the marker), whose collection section records generation g+1.
+//  5. Once it is committed, remove generation g's files and index folder,
+//     paced, and g+1's row map. If it failed, they stay (the disk's
+//     checkpoint may name g; the new generation stays in use, and the
+//     next checkpoint is full). The remapped index is saved to
+//     ivfpq.<g+1>/ in the background, like a new build's: a crash before
+//     that save finds no index of g+1 at open and builds one again (it is
+//     derived data).
 //
 // Crash cases (TestCrashDuringCompaction crashes at every file operation
-// of a compaction): before step 4's rename, the disk's checkpoint names
-// generation g, whose files are untouched, and the log after it refers to
-// g's rows; the files of g+1 are leftovers, removed at open
-// (removeStaleGensLocked). After the rename, the checkpoint names g+1,
-// whose files were fsynced before it (steps 2 and 3, and the checkpoint's
-// own sync), and the log after its position refers to g+1's rows; g's
-// files are the leftovers. A checkpoint that fails before its commit is
-// undone in memory (everything swapped is put back; no record that
-// depends on rows was logged meanwhile) and the compaction fails, changing
-// nothing (TestCrashDuringCompactionCommit crashes at every file operation
-// of that checkpoint, with a reward acknowledged during it and an add
-// waiting for it). A failed commit
-// (the rename or the folder's fsync) leaves the disk holding either
-// checkpoint: the collection then refuses writes (its compaction state's
-// failed error, which wraps ErrCheckpointsStopped) until a restart
-// recovers whichever it finds, with both generations' files in place.
+// of a compaction; TestCrashDuringCompactionCommit at every one from the
+// checkpoint of step 4 on, with writes acknowledged during it;
+// TestRemapMarkerRecovery): before the marker is durable, the disk's
+// checkpoint names generation g, whose files are untouched, and the log
+// after it refers to g's rows; the files of g+1 are leftovers, removed at
+// open (removeStaleGensLocked). With the marker durable (so were g+1's
+// files and row map, synced before it was logged) but not step 4's
+// checkpoint, replay applies the log to g up to the marker, then switches
+// the collection to g+1 as the swap did (replayRemapLocked: the state
+// replayed to that point is the one the swap saw) and replays the rest
+// against g+1; Open then takes a full checkpoint, and only once it is
+// committed removes g's files (a second crash before it replays the
+// marker again). After step 4's commit, the checkpoint names g+1 and the
+// marker precedes its position; g's files and g+1's row map are leftovers.
+// A damaged row map whose marker is durable is refused (ErrCorrupt).
 // Rows are never renumbered outside a compaction, so a checkpoint chain's
 // bounds check (files only grow) holds within each chain: a compaction
 // always starts a new chain.
@@ -344,8 +344,8 @@
 // commands, which write and read snapshot files without Collection.mu),
 // then Collection.mu, then a qtable stripe, then a history stripe
 // (history.go), then the WAL's own lock. (A compaction's swap holds
-// DB.ckptMu, Collection.writeGate, DB.mu and Collection.mu; see
-// "Compaction".) Collection.writeGate stands apart: writers pass it for
+// DB.ckptMu, Collection.writeGate and Collection.mu, and its checkpoint
+// DB.ckptMu and DB.mu; see "Compaction".) Collection.writeGate stands apart: writers pass it for
 // reading in lockWriter (through lockLive, under snapMu for snapshot
 // commands; and the end of an index build or save) and release it once
 // they hold Collection.mu; a compaction's swap holds it for

@@ -70,6 +70,7 @@ var recordNames = map[byte]string{
 	recSnapshot: "snapshot", recDelSnapshot: "delsnapshot", recRollback: "rollback",
 	recRollbackBatch: "rollback-batch", recPrunePolicy: "prune-policy",
 	recGroupMember: "group-member", recGroupCommit: "group-commit", recGroupAbort: "group-abort",
+	recRemap: "remap",
 }
 
 // describeRecord returns a record's type and fields on one line. dims
@@ -187,6 +188,11 @@ func describeRecord(rec []byte, dims map[uint64]int) string {
 		var gid uint64
 		if gid, err = decodeGroupAbort(rec); err == nil {
 			s = fmt.Sprintf("gid=%d", gid)
+		}
+	case recRemap:
+		var r remapRec
+		if r, err = decodeRemap(rec); err == nil {
+			s = fmt.Sprintf("uid=%d gen=%d rows=%d paysize=%d mapsum=%#x", r.uid, r.gen, r.nrows, r.paySize, r.mapSum)
 		}
 	case recPrunePolicy:
 		var r policyRec

@@ -43,6 +43,7 @@ func recordSeeds() map[string]corpus.Seed {
 		"group-member-delete": {encodeGroupMember(1<<60, encodeDelete(deleteRec{uid: 3, ids: []uint64{43}})), uint16(0)},
 		"group-commit":        {encodeGroupCommit(1<<60, 2, 0x1234_5678_9abc_def0), uint16(0)},
 		"group-abort":         {encodeGroupAbort(1 << 60), uint16(0)},
+		"remap":               {encodeRemap(remapRec{uid: 3, gen: 2, nrows: 1000, paySize: 1 << 20, mapSum: 0x1234_5678_9abc_def0}), uint16(0)},
 	}
 }
 
@@ -130,6 +131,9 @@ func decodeRecord(rec []byte, dim int) ([]byte, error) {
 	case recGroupAbort:
 		gid, err := decodeGroupAbort(rec)
 		return encodeGroupAbort(gid), err
+	case recRemap:
+		r, err := decodeRemap(rec)
+		return encodeRemap(r), err
 	}
 	return nil, errBadRecord
 }

@@ -97,9 +97,22 @@ func (db *DB) recover() error {
 	if err := db.abortGroups(gr); err != nil {
 		return err
 	}
+	remapped := false
 	for _, c := range db.byUID {
-		if err := c.removeStaleGensLocked(); err != nil { // compact_files.go
-			return err
+		if c.cs.remapped {
+			// The disk's checkpoint names the generation before the
+			// marker: its files stay until a checkpoint names this one
+			// (below), or a second crash could not replay to it.
+			remapped = true
+		} else {
+			if err := c.removeStaleGensLocked(); err != nil { // compact_files.go
+				return err
+			}
+			// A row map of the checkpoint's own generation is left by
+			// a crash after that checkpoint: its marker precedes it.
+			if err := c.removeRemapMap(c.gen); err != nil {
+				return err
+			}
 		}
 		c.finishSnapshotsLocked() // snapshot.go
 		c.rebuildDeadLocked()
@@ -116,6 +129,35 @@ func (db *DB) recover() error {
 		// no option (loggap.go).
 		if err := db.CheckpointFull(); err != nil {
 			return fmt.Errorf("engine: checkpoint after the accepted log gap: %w", err)
+		}
+	}
+	if remapped {
+		return db.checkpointRemappedLocked()
+	}
+	return nil
+}
+
+// checkpointRemappedLocked commits a checkpoint naming the generations
+// that replayed remap markers switched collections to (a compaction whose
+// own checkpoint did not commit), then removes the files of the others. If
+// the checkpoint fails, the files stay (a later open tries again) and Open
+// goes on: the log still holds the markers.
+// REQUIRES: no concurrent use of db (Open has not returned yet).
+func (db *DB) checkpointRemappedLocked() error {
+	if err := db.CheckpointFull(); err != nil {
+		db.opts.Logf("memrl: recovery: the checkpoint after a compaction's remap marker failed; its old files stay: %v", err)
+		return nil
+	}
+	for _, c := range db.byUID {
+		if !c.cs.remapped {
+			continue
+		}
+		c.cs.remapped = false
+		if err := c.removeStaleGensLocked(); err != nil {
+			return err
+		}
+		if err := c.removeRemapMap(c.gen); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -233,6 +275,14 @@ func (db *DB) replayRecord(lsn uint64, rec []byte) error {
 		}
 		if c, ok := db.byUID[r.uid]; ok {
 			c.applyPolicyLocked(r)
+		}
+	case recRemap: // remap.go
+		r, err := decodeRemap(rec)
+		if err != nil {
+			return err
+		}
+		if c, ok := db.byUID[r.uid]; ok {
+			return c.replayRemapLocked(r)
 		}
 	case recSnapshot, recDelSnapshot, recRollbackBatch, recRollback:
 		return db.replaySnapshotRecord(rec) // snapshot_replay.go
