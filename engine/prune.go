@@ -79,7 +79,7 @@ func (o PruneOptions) validate() error {
 // many, and the ticket to wait for before acknowledging (0 when nothing
 // was deleted or o.DryRun). Expired memories are neither counted nor
 // kept by MaxCount: to a client they are gone already. The deletes are
-// logged like DeleteFilterDeferred's, up to deleteChunk ids a record.
+// logged as ordinary delete records, up to deleteChunk ids a record.
 // A bad o changes nothing.
 func (c *Collection) Prune(o PruneOptions) (int, Ticket, error) {
 	if err := o.validate(); err != nil {

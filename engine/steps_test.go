@@ -493,3 +493,103 @@ func TestStepsWriterPassesExactScan(t *testing.T) {
 		t.Fatalf("with an add during the scan: %s, without: %s", got, want)
 	}
 }
+
+// TestStepsDeleteFilterLetsWritersIn: MEM.DEL FILTER with an expensive
+// filter evaluates it in read-locked steps, so an add and an attribute
+// change complete in the middle; the memory changed not to match is not
+// deleted, every memory matching throughout is.
+func TestStepsDeleteFilterLetsWritersIn(t *testing.T) {
+	c := stepsColl(t, 20000)
+	e, err := filter.Parse(costly(512) + " > 0 and .i % 1000 == 7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := scanAll(t, c, ScanOptions{Count: 10, Filter: mustParseFilter(t, `.i == 7`)})
+	if len(first) != 1 {
+		t.Fatalf("memories with .i == 7: %v", first)
+	}
+	paused, resume := pauseAtStep(t)
+	done := make(chan struct{})
+	var n int
+	var delErr error
+	go func() {
+		defer close(done)
+		n, _, delErr = c.DeleteFilterDeferred(e)
+	}()
+	select {
+	case <-paused:
+	case <-done:
+		t.Fatal("the delete evaluated its filter in one hold of the lock: writers wait for all of it")
+	}
+	if _, err := c.Add(AddRequest{Vector: []float32{1, 0, 0, 0, 0, 0, 0, 0}, Attrs: []byte(`{"a":3,"i":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	// Memory .i == 7 comes first in id order: it matched in the first step.
+	if err := c.SetAttrs(ByID(first[0]), []byte(`{"a":3,"i":8}`)); err != nil {
+		t.Fatal(err)
+	}
+	resume()
+	<-done
+	if delErr != nil || n != 19 {
+		t.Fatalf("deleted %d, %v; want 19", n, delErr)
+	}
+	if left, err := c.CountFilter(e); err != nil || left != 0 {
+		t.Fatalf("left matching: %d, %v", left, err)
+	}
+	if _, err := c.Get(first[0]); err != nil {
+		t.Fatalf("the memory changed not to match during the delete: %v", err)
+	}
+}
+
+// TestStepsDeleteFilterStopped: a MEM.DEL FILTER whose context is
+// cancelled while its filter is being evaluated fails with an error
+// wrapping the context's, and deletes nothing.
+func TestStepsDeleteFilterStopped(t *testing.T) {
+	c := stepsColl(t, 20000)
+	e, err := filter.Parse(costly(512) + " > 0 and .i % 1000 == 7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	paused, resume := pauseAtStep(t)
+	done := make(chan struct{})
+	var delErr error
+	go func() {
+		defer close(done)
+		_, _, delErr = c.DeleteFilterContext(ctx, e)
+	}()
+	select {
+	case <-paused:
+	case <-done:
+		t.Fatal("the delete evaluated its filter in one step")
+	}
+	cancel()
+	resume()
+	<-done
+	if !errors.Is(delErr, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", delErr)
+	}
+	if left, err := c.CountFilter(e); err != nil || left != 20 {
+		t.Fatalf("matching after the stopped delete: %d, %v; want 20", left, err)
+	}
+}
+
+// TestStepsDeleteFilterBatches: with steps of stepCheck memories, a
+// MEM.DEL FILTER matching half of the memories deletes them in many
+// batches, exactly them.
+func TestStepsDeleteFilterBatches(t *testing.T) {
+	c := stepsColl(t, 3000)
+	shortSteps(t)
+	e := mustParseFilter(t, `.i % 2 == 1`)
+	n, err := c.DeleteFilter(e)
+	if err != nil || n != 1500 {
+		t.Fatalf("deleted %d, %v; want 1500", n, err)
+	}
+	if left, err := c.CountFilter(e); err != nil || left != 0 {
+		t.Fatalf("left matching: %d, %v", left, err)
+	}
+	if all, err := c.Count(); err != nil || all != 1500 {
+		t.Fatalf("left: %d, %v; want 1500", all, err)
+	}
+}
