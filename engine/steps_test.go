@@ -593,3 +593,70 @@ func TestStepsDeleteFilterBatches(t *testing.T) {
 		t.Fatalf("left: %d, %v; want 1500", all, err)
 	}
 }
+
+// TestStepsPruneFilterLetsWritersIn: MEM.PRUNE … FILTER with an expensive
+// filter evaluates it in read-locked steps, so an add completes in the
+// middle; the memory changed meanwhile not to match is not pruned, every
+// memory matching throughout is; a cancelled context prunes nothing.
+func TestStepsPruneFilterLetsWritersIn(t *testing.T) {
+	c := stepsColl(t, 20000)
+	e := mustParseFilter(t, costly(512)+" > 0 and .i % 1000 == 7")
+	first := scanAll(t, c, ScanOptions{Count: 10, Filter: mustParseFilter(t, `.i == 7`)})
+	if len(first) != 1 {
+		t.Fatalf("memories with .i == 7: %v", first)
+	}
+	o := PruneOptions{QBelow: math.MaxFloat64, HasQBelow: true, Filter: e}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	paused, resume := pauseAtStep(t)
+	done := make(chan struct{})
+	var pruneErr error
+	go func() {
+		defer close(done)
+		_, _, pruneErr = c.PruneContext(ctx, o)
+	}()
+	select {
+	case <-paused:
+	case <-done:
+		t.Fatal("the prune evaluated its filter in one hold of the lock")
+	}
+	cancel()
+	resume()
+	<-done
+	if !errors.Is(pruneErr, context.Canceled) {
+		t.Fatalf("cancelled: got %v, want context.Canceled", pruneErr)
+	}
+	if left, err := c.CountFilter(e); err != nil || left != 20 {
+		t.Fatalf("matching after the stopped prune: %d, %v; want 20", left, err)
+	}
+
+	paused, resume = pauseAtStep(t)
+	done = make(chan struct{})
+	var n int
+	go func() {
+		defer close(done)
+		n, _, pruneErr = c.Prune(o)
+	}()
+	select {
+	case <-paused:
+	case <-done:
+		t.Fatal("the prune evaluated its filter in one hold of the lock: writers wait for all of it")
+	}
+	if _, err := c.Add(AddRequest{Vector: []float32{1, 0, 0, 0, 0, 0, 0, 0}, Attrs: []byte(`{"a":3,"i":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetAttrs(ByID(first[0]), []byte(`{"a":3,"i":8}`)); err != nil {
+		t.Fatal(err)
+	}
+	resume()
+	<-done
+	if pruneErr != nil || n != 19 {
+		t.Fatalf("pruned %d, %v; want 19", n, pruneErr)
+	}
+	if left, err := c.CountFilter(e); err != nil || left != 0 {
+		t.Fatalf("left matching: %d, %v", left, err)
+	}
+	if _, err := c.Get(first[0]); err != nil {
+		t.Fatalf("the memory changed not to match during the prune: %v", err)
+	}
+}
