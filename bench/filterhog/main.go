@@ -45,6 +45,7 @@ func main() {
 	hogs := flag.Int("hogs", 3, "connections looping on the filtered read")
 	read := flag.String("read", "count", "the hogs' read: count, scan, retrieve, exact (unfiltered, INDEX FLAT) or delfilter")
 	k1 := flag.Int("k1", 10, "K1 of --read exact")
+	flag.BoolVar(&noFill, "nofill", false, "use the collection as it is (filled by an earlier run, perhaps of another build)")
 	quiet := flag.Duration("quiet", 3*time.Second, "phase without hogs")
 	attack := flag.Duration("duration", 20*time.Second, "phase with hogs")
 	every := flag.Duration("every", 20*time.Millisecond, "pause between two adds, and between two PINGs")
@@ -62,6 +63,8 @@ func main() {
 const coll = "filterhog"
 
 var hogK1 = 10 // K1 of --read exact
+
+var noFill bool // --nofill
 
 func dial(addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1, ReadTimeout: 5 * time.Minute, WriteTimeout: time.Minute, DialTimeout: 10 * time.Second, MaxRetries: -1})
@@ -92,26 +95,13 @@ func run(addr string, n, dim, hogs int, read string, quiet, attack, every time.D
 	ctx := context.Background()
 	rdb := dial(addr)
 	defer rdb.Close()
-	rdb.Do(ctx, "MEM.DROP", coll) // absent is fine
-	create := []any{"MEM.CREATE", coll, "DIM", dim}
-	if read == "exact" {
-		create = append(create, "INDEX", "FLAT")
-	}
-	if err := rdb.Do(ctx, create...).Err(); err != nil {
-		return fmt.Errorf("create: %w", err)
+	t0 := time.Now()
+	if !noFill {
+		if err := fill(ctx, rdb, n, dim, read); err != nil {
+			return err
+		}
 	}
 	rng := rand.New(rand.NewSource(1))
-	t0 := time.Now()
-	for i := 0; i < n; {
-		args := []any{"MEM.MADD", coll}
-		for j := 0; j < 1000 && i < n; j, i = j+1, i+1 {
-			args = append(args, vecArgs(rng, dim)...)
-			args = append(args, "ATTRS", fmt.Sprintf(`{"a":3,"i":%d}`, i))
-		}
-		if err := rdb.Do(ctx, args...).Err(); err != nil {
-			return fmt.Errorf("fill: %w", err)
-		}
-	}
 	expr := costly(512) + " > 0 and .i % 1000 == 7"
 	if read == "delfilter" {
 		expr = costly(512) + " > 0 and .i == -5"
@@ -194,6 +184,30 @@ func run(addr string, n, dim, hogs int, read string, quiet, attack, every time.D
 				break
 			}
 			fmt.Fprintln(os.Stderr, "  error:", err)
+		}
+	}
+	return nil
+}
+
+// fill drops the collection and fills it with n memories of dimension dim.
+func fill(ctx context.Context, rdb *redis.Client, n, dim int, read string) error {
+	rdb.Do(ctx, "MEM.DROP", coll) // absent is fine
+	create := []any{"MEM.CREATE", coll, "DIM", dim}
+	if read == "exact" {
+		create = append(create, "INDEX", "FLAT")
+	}
+	if err := rdb.Do(ctx, create...).Err(); err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < n; {
+		args := []any{"MEM.MADD", coll}
+		for j := 0; j < 1000 && i < n; j, i = j+1, i+1 {
+			args = append(args, vecArgs(rng, dim)...)
+			args = append(args, "ATTRS", fmt.Sprintf(`{"a":3,"i":%d}`, i))
+		}
+		if err := rdb.Do(ctx, args...).Err(); err != nil {
+			return fmt.Errorf("fill: %w", err)
 		}
 	}
 	return nil
