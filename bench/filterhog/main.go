@@ -106,8 +106,11 @@ func run(addr string, n, dim, hogs int, read string, quiet, attack, every time.D
 	if read == "delfilter" {
 		expr = costly(512) + " > 0 and .i == -5"
 	}
-	fmt.Printf("filled %d memories (dim %d) in %v; filter %d bytes; hogs %d x MEM.%s\n",
-		n, dim, time.Since(t0).Round(time.Millisecond), len(expr), hogs, strings.ToUpper(read))
+	filled := fmt.Sprintf("filled %d memories (dim %d) in %v", n, dim, time.Since(t0).Round(time.Millisecond))
+	if noFill {
+		filled = "not filled (--nofill)"
+	}
+	fmt.Printf("%s; filter %d bytes; hogs %d x MEM.%s\n", filled, len(expr), hogs, strings.ToUpper(read))
 	st := time.Now()
 	if err := hogRead(ctx, rdb, read, expr, dim, rng); err != nil {
 		return err
