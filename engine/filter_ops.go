@@ -2,10 +2,12 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/memrl/memrl/engine/filter"
+	"github.com/memrl/memrl/wal"
 )
 
 // Commands by filter: counting, deleting and scanning the memories whose
@@ -76,34 +78,104 @@ func (c *Collection) CountFilter(e *filter.Expr) (int, error) {
 	return c.CountFilterContext(context.Background(), e)
 }
 
-// deleteChunk bounds the ids of one delete record written by DeleteFilter
-// (8 MiB of ids, well below wal.MaxRecordSize).
+// deleteChunk bounds the ids of one delete record written by Prune (8
+// MiB of ids, well below wal.MaxRecordSize).
 const deleteChunk = 1 << 20
 
-// DeleteFilterDeferred deletes every live memory whose attributes match e
-// and returns how many, and the ticket to wait for before acknowledging.
-// The deletes are logged as ordinary delete records, up to deleteChunk ids
-// each: a crash before the ticket is durable may keep some of them and not
-// others (as it may of a pipeline of MEM.DELs), never part of one.
+// deleteStep bounds the memories one batch of DeleteFilterContext
+// deletes under one hold of the write lock (with stepTimeNanos: the
+// filter is evaluated again on each), so that a delete of a million
+// memories lets other writers and readers in every millisecond or so.
+const deleteStep = 1024
+
+// DeleteFilterDeferred is DeleteFilterContext without a deadline.
 func (c *Collection) DeleteFilterDeferred(e *filter.Expr) (int, Ticket, error) {
-	if err := c.lockLive(); err != nil {
+	return c.DeleteFilterContext(context.Background(), e)
+}
+
+// DeleteFilterContext deletes every live memory whose attributes match e
+// and returns how many, and the ticket to wait for before acknowledging.
+//
+// It works in two stages, neither holding a lock for long. First it
+// evaluates e under the read lock, in bounded steps (eachMatchStepsLocked),
+// collecting the ids that match: an expensive filter matching nothing
+// never takes the write lock at all. When ctx is done during this stage
+// the error wraps ctx.Err() and nothing is deleted. Then it deletes those
+// ids in batches of at most deleteStep, each under one hold of the write
+// lock, evaluating e again on each memory (one deleted or no longer
+// matching meanwhile is skipped); once begun, this stage runs to its end,
+// whatever ctx.
+//
+// So a memory live and matching throughout the call is deleted; one
+// added, or changed to match, during the call may or may not be; one
+// changed not to match before its batch is not. Each batch is logged as
+// one ordinary delete record: a crash before the ticket is durable may
+// keep some batches and not others (as it may of a pipeline of
+// MEM.DELs), never part of one.
+func (c *Collection) DeleteFilterContext(ctx context.Context, e *filter.Expr) (int, Ticket, error) {
+	if err := checkCtx(c, ctx); err != nil {
 		return 0, 0, err
 	}
-	defer c.mu.Unlock()
-	var ids []uint64
-	c.eachMatchLocked(c.planLocked(e), c.db.nowNanos(), func(id uint64) bool {
-		ids = append(ids, id)
-		return true
-	})
-	var last Ticket
-	for start := 0; start < len(ids); start += deleteChunk {
-		lsn, err := c.deleteIDsLocked(ids[start:min(start+deleteChunk, len(ids))])
-		if err != nil {
-			return start, last, err
-		}
-		last = Ticket(lsn)
+	if err := c.rlockLive(); err != nil {
+		return 0, 0, err
 	}
-	return len(ids), last, nil
+	var ids []uint64
+	err := c.eachMatchStepsLocked(ctx, c.planLocked(e), func() { ids = ids[:0] }, func(id uint64) { ids = append(ids, id) })
+	if err != nil {
+		return 0, 0, err // the lock is released
+	}
+	c.mu.RUnlock()
+	n := 0
+	var last Ticket
+	for len(ids) > 0 {
+		done, lsn, err := c.deleteMatchingStep(e, ids)
+		if err != nil {
+			return n, last, err
+		}
+		n, ids = n+done.deleted, ids[done.examined:]
+		if lsn != 0 {
+			last = Ticket(lsn)
+		}
+	}
+	return n, last, nil
+}
+
+// deleteStepResult is what one deleteMatchingStep did.
+type deleteStepResult struct {
+	examined int // ids of the front of the list dealt with
+	deleted  int
+}
+
+// deleteMatchingStep deletes, under one hold of the write lock, those of
+// the first ids that are live and still match e, examining ids until
+// deleteStep are to be deleted or the step has lasted its time. The lsn
+// is 0 when it deleted none.
+func (c *Collection) deleteMatchingStep(e *filter.Expr, ids []uint64) (deleteStepResult, wal.LSN, error) {
+	if err := c.lockLive(); err != nil {
+		return deleteStepResult{}, 0, err
+	}
+	defer c.mu.Unlock()
+	start, limit := time.Now(), time.Duration(stepTimeNanos.Load())
+	now := c.db.nowNanos()
+	var del []uint64
+	i := 0
+	for ; i < len(ids) && len(del) < deleteStep; i++ {
+		if i > 0 && i%stepCheck == 0 && time.Since(start) >= limit {
+			break
+		}
+		id := ids[i]
+		if m, ok := c.mems[id]; ok && !m.expiredAt(now) && e.Match(m.attrs()) {
+			del = append(del, id)
+		}
+	}
+	if len(del) == 0 {
+		return deleteStepResult{examined: i}, 0, nil
+	}
+	lsn, err := c.deleteIDsLocked(del)
+	if err != nil {
+		return deleteStepResult{}, 0, err
+	}
+	return deleteStepResult{examined: i, deleted: len(del)}, lsn, nil
 }
 
 // DeleteFilter is DeleteFilterDeferred, waiting until the deletes are

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -79,10 +80,24 @@ func (o PruneOptions) validate() error {
 // many, and the ticket to wait for before acknowledging (0 when nothing
 // was deleted or o.DryRun). Expired memories are neither counted nor
 // kept by MaxCount: to a client they are gone already. The deletes are
-// logged like DeleteFilterDeferred's, up to deleteChunk ids a record.
+// logged as ordinary delete records, up to deleteChunk ids a record.
 // A bad o changes nothing.
 func (c *Collection) Prune(o PruneOptions) (int, Ticket, error) {
+	return c.PruneContext(context.Background(), o)
+}
+
+// PruneContext is Prune, whose filter (o.Filter) is first evaluated in
+// bounded steps under the read lock (pruneMatches): when ctx is done
+// meanwhile, the error wraps ctx.Err() and nothing is pruned.
+func (c *Collection) PruneContext(ctx context.Context, o PruneOptions) (int, Ticket, error) {
 	if err := o.validate(); err != nil {
+		return 0, 0, err
+	}
+	if err := checkCtx(c, ctx); err != nil {
+		return 0, 0, err
+	}
+	matches, err := c.pruneMatches(ctx, o)
+	if err != nil {
 		return 0, 0, err
 	}
 	if o.DryRun {
@@ -90,13 +105,13 @@ func (c *Collection) Prune(o PruneOptions) (int, Ticket, error) {
 			return 0, 0, err
 		}
 		defer c.mu.RUnlock()
-		return len(c.pruneSelectLocked(o)), 0, nil
+		return len(c.pruneSelectLocked(o, matches)), 0, nil
 	}
 	if err := c.lockLive(); err != nil {
 		return 0, 0, err
 	}
 	defer c.mu.Unlock()
-	ids := c.pruneSelectLocked(o)
+	ids := c.pruneSelectLocked(o, matches)
 	var last Ticket
 	for start := 0; start < len(ids); start += deleteChunk {
 		lsn, err := c.deleteIDsLocked(ids[start:min(start+deleteChunk, len(ids))])
@@ -115,10 +130,35 @@ type pruneCand struct {
 	created int64
 }
 
+// pruneMatches returns, when o has a filter, the ids of the live memories
+// matching it, found in bounded steps under the read lock
+// (eachMatchStepsLocked), so that an expensive filter is not evaluated
+// on the whole collection under the write lock that pruning takes; nil
+// without a filter. An error wraps ctx.Err() or says the collection is
+// gone.
+func (c *Collection) pruneMatches(ctx context.Context, o PruneOptions) ([]uint64, error) {
+	if o.Filter == nil {
+		return nil, nil
+	}
+	if err := c.rlockLive(); err != nil {
+		return nil, err
+	}
+	ids := []uint64{}
+	err := c.eachMatchStepsLocked(ctx, c.planLocked(o.Filter), func() { ids = ids[:0] }, func(id uint64) { ids = append(ids, id) })
+	if err != nil {
+		return nil, err // the lock is released
+	}
+	c.mu.RUnlock()
+	return ids, nil
+}
+
 // pruneSelectLocked returns the ids of the live memories o prunes, in
-// ascending order.
+// ascending order. With o.Filter, matches (when not nil) are pruneMatches'
+// ids: only those are considered, the filter evaluated again on each,
+// so that the write lock is held for a time in proportion to the
+// matches, not to the collection.
 // REQUIRES: c.mu held (for reading at least); o valid.
-func (c *Collection) pruneSelectLocked(o PruneOptions) []uint64 {
+func (c *Collection) pruneSelectLocked(o PruneOptions, matches []uint64) []uint64 {
 	now := c.db.nowNanos()
 	criteria := o.HasQBelow || o.HasOlder || o.HasIdle
 	var ids []uint64
@@ -133,9 +173,18 @@ func (c *Collection) pruneSelectLocked(o PruneOptions) []uint64 {
 		}
 		return true
 	}
-	if o.Filter != nil {
+	switch {
+	case o.Filter != nil && matches != nil:
+		// Evaluated again, on the matches only: one changed meanwhile
+		// not to match is not pruned.
+		for _, id := range matches {
+			if m, ok := c.mems[id]; ok && c.matchLocked(filterPlan{e: o.Filter}, m, now) {
+				visit(id)
+			}
+		}
+	case o.Filter != nil:
 		c.eachMatchLocked(c.planLocked(o.Filter), now, visit)
-	} else {
+	default:
 		for id, m := range c.mems {
 			if !m.expiredAt(now) {
 				visit(id)

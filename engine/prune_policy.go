@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"time"
@@ -181,10 +182,18 @@ func (c *Collection) runPrunePolicy() (ran bool, n int, t Ticket, err error) {
 	if err := c.rlockLive(); err != nil {
 		return false, 0, 0, err
 	}
-	due := c.prune.policy != nil && now >= c.prune.dueAt()
+	policy := c.prune.policy
+	due := policy != nil && now >= c.prune.dueAt()
 	c.mu.RUnlock()
 	if !due {
 		return false, 0, 0, nil
+	}
+	// The policy's filter, if any, evaluated in steps under the read
+	// lock (pruneMatches); a policy changed meanwhile is run on its own
+	// filter's matches, found under the write lock.
+	matches, err := c.pruneMatches(context.Background(), policy.Prune)
+	if err != nil {
+		return false, 0, 0, err
 	}
 	if err := c.lockLive(); err != nil {
 		return false, 0, 0, err
@@ -194,7 +203,10 @@ func (c *Collection) runPrunePolicy() (ran bool, n int, t Ticket, err error) {
 	if p == nil || now < c.prune.dueAt() {
 		return false, 0, 0, nil // changed while unlocked
 	}
-	ids := c.pruneSelectLocked(p.Prune)
+	if p != policy {
+		matches = nil
+	}
+	ids := c.pruneSelectLocked(p.Prune, matches)
 	for start := 0; start < len(ids); start += deleteChunk {
 		lsn, err := c.deleteIDsLocked(ids[start:min(start+deleteChunk, len(ids))])
 		if err != nil {

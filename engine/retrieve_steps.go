@@ -75,12 +75,15 @@ func (fc *filterClock) wrap(match func(row uint32) bool) func(row uint32) bool {
 // an error.
 func (c *Collection) phase1StepsLocked(ctx context.Context, q []float32, opt RetrieveOptions, now int64) ([]candidate, error) {
 	so := c.phase1OptionsLocked(opt, now)
+	_, flat := c.index.(exactScan)
+	if (flat || so.Path == PathExact) && (so.Allow == nil || !iterateAllowed(so.Allow.GetCardinality(), int(c.vecs.nrows))) {
+		// Every exact scan of every row, filtered or not, in steps: at
+		// 1M rows one lasts tens to hundreds of milliseconds. One that
+		// fits in a step takes the lock once, as exactSearch would.
+		return c.exactStepsLocked(ctx, q, opt, so, now)
+	}
 	var fc *filterClock
 	if opt.Filter != nil && so.Match != nil {
-		_, flat := c.index.(exactScan)
-		if (flat || so.Path == PathExact) && (so.Allow == nil || !iterateAllowed(so.Allow.GetCardinality(), int(c.vecs.nrows))) {
-			return c.exactStepsLocked(ctx, q, opt, so, now)
-		}
 		fc = &filterClock{limit: time.Duration(stepTimeNanos.Load())}
 		so.Match = fc.wrap(so.Match)
 	}
@@ -124,8 +127,8 @@ func (c *Collection) phase1StepsLocked(ctx context.Context, q []float32, opt Ret
 	}
 }
 
-// exactStepsLocked is the exact scan of phase 1 (exactSearch) with a
-// filter, in steps: rows [0, n) as they are at the start, a few batches a
+// exactStepsLocked is the exact scan of phase 1 (exactSearch), filtered
+// or not, in steps: rows [0, n) as they are at the start, a few batches a
 // step, the heap of the best kept across steps. What it sees of writes
 // between steps: rows added are not visited; a row deleted before its
 // batch is skipped, and one deleted after it had entered the heap makes
@@ -138,24 +141,37 @@ func (c *Collection) phase1StepsLocked(ctx context.Context, q []float32, opt Ret
 func (c *Collection) exactStepsLocked(ctx context.Context, q []float32, opt RetrieveOptions, so SearchOptions, now int64) ([]candidate, error) {
 	st := newStepper(ctx, c)
 	dim, metric := c.dim(), c.cfg.Metric
+	// How many values to score between two readings of the clock: a
+	// batch's worth when a filter may be evaluated on every row (an
+	// expensive one costs microseconds a row), stepCheckValues otherwise,
+	// so that a small dimension does not pay a clock reading per batch.
+	every := int(stepCheckValues.Load())
+	if so.filtered() {
+		every = 1
+	}
 	for attempt := 0; ; attempt++ {
 		gen := c.gen
 		n := len(c.vecs.rows()) / dim
 		h := make(minHeap, 0, so.K1)
 		restart := false
+		since := 0 // values scored since the clock was last read
 		for lo := 0; lo < n; lo += scanBatch {
-			if lo > 0 && st.due() {
-				if err := st.yieldLocked(); err != nil {
-					return nil, err
-				}
-				if c.gen != gen {
-					restart = true
-					break
+			if since >= every {
+				since = 0
+				if st.due() {
+					if err := st.yieldLocked(); err != nil {
+						return nil, err
+					}
+					if c.gen != gen {
+						restart = true
+						break
+					}
 				}
 			}
 			// rows() is read again after every step: an add may have
 			// grown (moved) the mapping; rows [0, n) are unchanged.
 			exactSearchRange(&h, c.vecs.rows(), dim, metric, c.dead, q, so, lo, min(lo+scanBatch, n))
+			since += scanBatch * dim
 		}
 		if restart {
 			so = c.phase1OptionsLocked(opt, now) // the plan's rows, renumbered

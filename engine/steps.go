@@ -25,8 +25,8 @@ import (
 // the read's context, and takes it again: a waiting writer goes in
 // between, so a writer waits for at most the step in progress of each
 // reader, whatever the length of the reads. A read that fits in one step
-// (every read of a small collection, every unfiltered retrieval) takes
-// the lock once, as before.
+// (every read of a small collection, every retrieval through the IVF
+// index without an expensive filter) takes the lock once, as before.
 //
 // What a stepped read sees of the writes that land between its steps is
 // stated by each: in short, a memory live and unchanged for the whole
@@ -45,11 +45,28 @@ const defaultStepTime = 2 * time.Millisecond
 // least as much. A power of two.
 const stepCheck = 64
 
+// defaultStepCheckValues is how many vector values an unfiltered exact
+// scan scores between two readings of the clock: some microseconds of
+// work, next to which a reading costs under 1%, whatever the dimension.
+const defaultStepCheckValues = 16 << 10
+
+// stepCheckValues is defaultStepCheckValues; tests lower it, with
+// stepTimeNanos, to make a scan of a small collection take many steps.
+var stepCheckValues atomic.Int64
+
 // stepTimeNanos is the step length in nanoseconds; tests shorten it to
 // make small collections take many steps (the results must not change).
 var stepTimeNanos atomic.Int64
 
-func init() { stepTimeNanos.Store(int64(defaultStepTime)) }
+func init() {
+	stepTimeNanos.Store(int64(defaultStepTime))
+	stepCheckValues.Store(defaultStepCheckValues)
+}
+
+// yieldHook, when set (by tests only), is called by every yieldLocked
+// between the release of the lock and its retaking: a test can hold a
+// stepped read there, in the middle, and write meanwhile.
+var yieldHook atomic.Pointer[func()]
 
 // errRenumbered is returned by a stepped iteration over rows when a
 // compaction renumbered the rows between two steps: the caller restarts
@@ -95,6 +112,9 @@ func (s *stepper) due() bool { return time.Since(s.start) >= s.limit }
 func (s *stepper) yieldLocked() error {
 	s.c.mu.RUnlock()
 	s.steps++
+	if h := yieldHook.Load(); h != nil {
+		(*h)() // tests: between two steps, with the lock released
+	}
 	// Give the processor away too: on a machine whose cores are all busy
 	// with long reads, the goroutines a write needs (the connection's,
 	// the log's) would otherwise wait for the reads' preemption, every

@@ -35,8 +35,14 @@ func costly(n int) string {
 // vectors random (seeded).
 func stepsColl(t *testing.T, n int) *Collection {
 	t.Helper()
+	return stepsCollCfg(t, n, NewConfig(8))
+}
+
+// stepsCollCfg is stepsColl with cfg (of dimension 8).
+func stepsCollCfg(t *testing.T, n int, cfg Config) *Collection {
+	t.Helper()
 	db, _ := openTemp(t, Options{Sync: wal.SyncNone})
-	c := mustColl(t, db, "c", NewConfig(8))
+	c := mustColl(t, db, "c", cfg)
 	rng := rand.New(rand.NewSource(7))
 	reqs := make([]AddRequest, 0, 1000)
 	for i := 0; i < n; i++ {
@@ -194,11 +200,13 @@ func TestStepsContextStops(t *testing.T) {
 	}
 }
 
-// shortSteps makes every stepped read take a step per stepCheck rows.
+// shortSteps makes every stepped read take a step per stepCheck rows (an
+// unfiltered exact scan, a step per batch of scanBatch rows).
 func shortSteps(t *testing.T) {
-	old := stepTimeNanos.Load()
+	old, oldValues := stepTimeNanos.Load(), stepCheckValues.Load()
 	stepTimeNanos.Store(1)
-	t.Cleanup(func() { stepTimeNanos.Store(old) })
+	stepCheckValues.Store(1)
+	t.Cleanup(func() { stepTimeNanos.Store(old); stepCheckValues.Store(oldValues) })
 }
 
 // TestStepsSameResults: with steps of stepCheck rows (thousands of steps),
@@ -249,7 +257,35 @@ func TestStepsSameResults(t *testing.T) {
 		`.user == "u2" and .n % 3 == 0`,  // indexed, inexact
 		`.user != "u0" or "t1" in .tags`, // mixed
 		`.n < 0`,                         // matches nothing
+		``,                               // no filter: the exact scan alone
 	} {
+		if src == "" {
+			for k := 0; k < 5; k++ {
+				q := []float32{rng.Float32(), rng.Float32(), rng.Float32(), rng.Float32()}
+				opt := NewRetrieveOptions()
+				opt.K1, opt.K2 = 1+rng.Intn(50), 10
+				stepped, err := c.Retrieve(q, opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				stepTimeNanos.Store(int64(time.Hour))
+				whole, err := c.Retrieve(q, opt)
+				stepTimeNanos.Store(1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The same batches scored by the same kernel: the same
+				// similarities to the last bit.
+				same := len(stepped) == len(whole)
+				for i := 0; same && i < len(whole); i++ {
+					same = stepped[i].ID == whole[i].ID && stepped[i].Sim == whole[i].Sim
+				}
+				if !same {
+					t.Fatalf("no filter, K1 %d: in steps %+v, in one %+v", opt.K1, stepped, whole)
+				}
+			}
+			continue
+		}
 		e, err := filter.Parse(src)
 		if err != nil {
 			t.Fatal(err)
@@ -385,5 +421,242 @@ func TestStepsUnderChurn(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// pauseAtStep makes the next stepped read stop between its first two
+// steps, with the collection's lock released: paused is closed then, and
+// the read goes on once resume is called (resume is called at the end of
+// the test anyway).
+func pauseAtStep(t *testing.T) (paused <-chan struct{}, resume func()) {
+	p, r := make(chan struct{}), make(chan struct{})
+	var once, resumed sync.Once
+	h := func() {
+		once.Do(func() {
+			close(p)
+			<-r
+		})
+	}
+	yieldHook.Store(&h)
+	resume = func() { resumed.Do(func() { close(r) }) }
+	t.Cleanup(func() { resume(); yieldHook.Store(nil) })
+	return p, resume
+}
+
+// TestStepsWriterPassesExactScan: an unfiltered retrieval that scans a
+// FLAT collection exactly does so in steps, and an add completes between
+// two of them, while the retrieval is in progress; the retrieval then
+// returns what it does without the add (the added memory, the query
+// itself, is past the rows the scan began with).
+func TestStepsWriterPassesExactScan(t *testing.T) {
+	cfg := NewConfig(8)
+	cfg.Index.Kind = IndexFlat
+	c := stepsCollCfg(t, 100000, cfg)
+	q := []float32{1, 0, 0, 0, 0, 0, 0, 0}
+	read := func() (string, error) {
+		opt := NewRetrieveOptions()
+		opt.K1, opt.K2 = 20, 20
+		res, err := c.Retrieve(q, opt)
+		ids := make([]uint64, len(res))
+		for i, r := range res {
+			ids[i] = r.ID
+		}
+		return fmt.Sprint(ids), err
+	}
+	want, err := read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shortSteps(t) // a step per batch: about 400 steps
+	paused, resume := pauseAtStep(t)
+	done := make(chan struct{})
+	var got string
+	var readErr error
+	go func() {
+		defer close(done)
+		got, readErr = read()
+	}()
+	select {
+	case <-paused:
+	case <-done:
+		t.Fatal("the scan ran in one step: a writer would wait for all of it")
+	}
+	if _, err := c.Add(AddRequest{Vector: q}); err != nil {
+		t.Fatal(err)
+	}
+	resume()
+	<-done
+	if readErr != nil {
+		t.Fatal(readErr)
+	}
+	if got != want {
+		t.Fatalf("with an add during the scan: %s, without: %s", got, want)
+	}
+}
+
+// TestStepsDeleteFilterLetsWritersIn: MEM.DEL FILTER with an expensive
+// filter evaluates it in read-locked steps, so an add and an attribute
+// change complete in the middle; the memory changed not to match is not
+// deleted, every memory matching throughout is.
+func TestStepsDeleteFilterLetsWritersIn(t *testing.T) {
+	c := stepsColl(t, 20000)
+	e, err := filter.Parse(costly(512) + " > 0 and .i % 1000 == 7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := scanAll(t, c, ScanOptions{Count: 10, Filter: mustParseFilter(t, `.i == 7`)})
+	if len(first) != 1 {
+		t.Fatalf("memories with .i == 7: %v", first)
+	}
+	paused, resume := pauseAtStep(t)
+	done := make(chan struct{})
+	var n int
+	var delErr error
+	go func() {
+		defer close(done)
+		n, _, delErr = c.DeleteFilterDeferred(e)
+	}()
+	select {
+	case <-paused:
+	case <-done:
+		t.Fatal("the delete evaluated its filter in one hold of the lock: writers wait for all of it")
+	}
+	if _, err := c.Add(AddRequest{Vector: []float32{1, 0, 0, 0, 0, 0, 0, 0}, Attrs: []byte(`{"a":3,"i":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	// Memory .i == 7 comes first in id order: it matched in the first step.
+	if err := c.SetAttrs(ByID(first[0]), []byte(`{"a":3,"i":8}`)); err != nil {
+		t.Fatal(err)
+	}
+	resume()
+	<-done
+	if delErr != nil || n != 19 {
+		t.Fatalf("deleted %d, %v; want 19", n, delErr)
+	}
+	if left, err := c.CountFilter(e); err != nil || left != 0 {
+		t.Fatalf("left matching: %d, %v", left, err)
+	}
+	if _, err := c.Get(first[0]); err != nil {
+		t.Fatalf("the memory changed not to match during the delete: %v", err)
+	}
+}
+
+// TestStepsDeleteFilterStopped: a MEM.DEL FILTER whose context is
+// cancelled while its filter is being evaluated fails with an error
+// wrapping the context's, and deletes nothing.
+func TestStepsDeleteFilterStopped(t *testing.T) {
+	c := stepsColl(t, 20000)
+	e, err := filter.Parse(costly(512) + " > 0 and .i % 1000 == 7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	paused, resume := pauseAtStep(t)
+	done := make(chan struct{})
+	var delErr error
+	go func() {
+		defer close(done)
+		_, _, delErr = c.DeleteFilterContext(ctx, e)
+	}()
+	select {
+	case <-paused:
+	case <-done:
+		t.Fatal("the delete evaluated its filter in one step")
+	}
+	cancel()
+	resume()
+	<-done
+	if !errors.Is(delErr, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", delErr)
+	}
+	if left, err := c.CountFilter(e); err != nil || left != 20 {
+		t.Fatalf("matching after the stopped delete: %d, %v; want 20", left, err)
+	}
+}
+
+// TestStepsDeleteFilterBatches: with steps of stepCheck memories, a
+// MEM.DEL FILTER matching half of the memories deletes them in many
+// batches, exactly them.
+func TestStepsDeleteFilterBatches(t *testing.T) {
+	c := stepsColl(t, 3000)
+	shortSteps(t)
+	e := mustParseFilter(t, `.i % 2 == 1`)
+	n, err := c.DeleteFilter(e)
+	if err != nil || n != 1500 {
+		t.Fatalf("deleted %d, %v; want 1500", n, err)
+	}
+	if left, err := c.CountFilter(e); err != nil || left != 0 {
+		t.Fatalf("left matching: %d, %v", left, err)
+	}
+	if all, err := c.Count(); err != nil || all != 1500 {
+		t.Fatalf("left: %d, %v; want 1500", all, err)
+	}
+}
+
+// TestStepsPruneFilterLetsWritersIn: MEM.PRUNE … FILTER with an expensive
+// filter evaluates it in read-locked steps, so an add completes in the
+// middle; the memory changed meanwhile not to match is not pruned, every
+// memory matching throughout is; a cancelled context prunes nothing.
+func TestStepsPruneFilterLetsWritersIn(t *testing.T) {
+	c := stepsColl(t, 20000)
+	e := mustParseFilter(t, costly(512)+" > 0 and .i % 1000 == 7")
+	first := scanAll(t, c, ScanOptions{Count: 10, Filter: mustParseFilter(t, `.i == 7`)})
+	if len(first) != 1 {
+		t.Fatalf("memories with .i == 7: %v", first)
+	}
+	o := PruneOptions{QBelow: math.MaxFloat64, HasQBelow: true, Filter: e}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	paused, resume := pauseAtStep(t)
+	done := make(chan struct{})
+	var pruneErr error
+	go func() {
+		defer close(done)
+		_, _, pruneErr = c.PruneContext(ctx, o)
+	}()
+	select {
+	case <-paused:
+	case <-done:
+		t.Fatal("the prune evaluated its filter in one hold of the lock")
+	}
+	cancel()
+	resume()
+	<-done
+	if !errors.Is(pruneErr, context.Canceled) {
+		t.Fatalf("cancelled: got %v, want context.Canceled", pruneErr)
+	}
+	if left, err := c.CountFilter(e); err != nil || left != 20 {
+		t.Fatalf("matching after the stopped prune: %d, %v; want 20", left, err)
+	}
+
+	paused, resume = pauseAtStep(t)
+	done = make(chan struct{})
+	var n int
+	go func() {
+		defer close(done)
+		n, _, pruneErr = c.Prune(o)
+	}()
+	select {
+	case <-paused:
+	case <-done:
+		t.Fatal("the prune evaluated its filter in one hold of the lock: writers wait for all of it")
+	}
+	if _, err := c.Add(AddRequest{Vector: []float32{1, 0, 0, 0, 0, 0, 0, 0}, Attrs: []byte(`{"a":3,"i":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetAttrs(ByID(first[0]), []byte(`{"a":3,"i":8}`)); err != nil {
+		t.Fatal(err)
+	}
+	resume()
+	<-done
+	if pruneErr != nil || n != 19 {
+		t.Fatalf("pruned %d, %v; want 19", n, pruneErr)
+	}
+	if left, err := c.CountFilter(e); err != nil || left != 0 {
+		t.Fatalf("left matching: %d, %v", left, err)
+	}
+	if _, err := c.Get(first[0]); err != nil {
+		t.Fatalf("the memory changed not to match during the prune: %v", err)
 	}
 }

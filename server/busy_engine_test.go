@@ -13,8 +13,9 @@ import (
 )
 
 // TestBusyTimeoutStopsEngineReads: the engine's long reads (a filtered
-// MEM.COUNT, MEM.SCAN and MEM.RETRIEVE) honour the command's busy-timeout
-// through c.Context() and answer -TIMEOUT; writes are never stopped, and
+// MEM.COUNT, MEM.SCAN and MEM.RETRIEVE, and MEM.DEL FILTER's evaluation
+// of its filter) honour the command's busy-timeout through c.Context()
+// and answer -TIMEOUT; writes are never stopped part way, and
 // the connection goes on serving. A busy-timeout of a nanosecond has
 // passed before any read's first step, so the outcome does not depend on
 // the machine's speed.
@@ -34,6 +35,7 @@ func TestBusyTimeoutStopsEngineReads(t *testing.T) {
 		{"MEM.COUNT", "m", "FILTER", ".n == 1"},
 		{"MEM.SCAN", "m", "0", "FILTER", ".n == 1"},
 		{"MEM.RETRIEVE", "m", "VALUES", 2, 0, 0, "K1", 5, "K2", 5, "FILTER", ".n == 1"},
+		{"MEM.DEL", "m", "FILTER", ".n == 1"}, // stopped while it reads: deletes nothing
 	} {
 		_, err := rdb.Do(context.Background(), cmd...).Result()
 		var re redis.Error

@@ -100,7 +100,7 @@ func (m memCommands) delFilter(c *Ctx, coll *engine.Collection, args [][]byte) e
 	if err != nil {
 		return err
 	}
-	n, ticket, err := coll.DeleteFilterDeferred(e)
+	n, ticket, err := coll.DeleteFilterContext(c.Context(), e)
 	if err != nil {
 		return err
 	}

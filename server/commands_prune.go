@@ -108,7 +108,7 @@ func (m memCommands) prune(c *Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	n, ticket, err := coll.Prune(o)
+	n, ticket, err := coll.PruneContext(c.Context(), o)
 	if err != nil {
 		return err
 	}

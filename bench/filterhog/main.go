@@ -13,6 +13,13 @@
 // --every on its own connection; the pinger sends PING every --every on
 // another. Every loop ends with its phase; only loopback addresses are
 // accepted.
+//
+// Two more hogs (issue 26, item 3, the unstepped paths): --read exact
+// loops on an unfiltered MEM.RETRIEVE (K1 --k1) of a collection created
+// with INDEX FLAT, an exact scan of every row; --read delfilter loops on
+// MEM.DEL … FILTER with the expensive filter ending in "and .i == -5",
+// which matches nothing (so every DEL evaluates it on every memory and
+// deletes none).
 package main
 
 import (
@@ -36,7 +43,9 @@ func main() {
 	n := flag.Int("n", 100000, "memories in the collection")
 	dim := flag.Int("dim", 16, "vector dimension")
 	hogs := flag.Int("hogs", 3, "connections looping on the filtered read")
-	read := flag.String("read", "count", "the hogs' read: count, scan or retrieve")
+	read := flag.String("read", "count", "the hogs' read: count, scan, retrieve, exact (unfiltered, INDEX FLAT) or delfilter")
+	k1 := flag.Int("k1", 10, "K1 of --read exact")
+	flag.BoolVar(&noFill, "nofill", false, "use the collection as it is (filled by an earlier run, perhaps of another build)")
 	quiet := flag.Duration("quiet", 3*time.Second, "phase without hogs")
 	attack := flag.Duration("duration", 20*time.Second, "phase with hogs")
 	every := flag.Duration("every", 20*time.Millisecond, "pause between two adds, and between two PINGs")
@@ -45,12 +54,17 @@ func main() {
 	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
 		log.Fatalf("filterhog: %q is not a loopback address", *addr)
 	}
+	hogK1 = *k1
 	if err := run(*addr, *n, *dim, *hogs, *read, *quiet, *attack, *every); err != nil {
 		log.Fatal(err)
 	}
 }
 
 const coll = "filterhog"
+
+var hogK1 = 10 // K1 of --read exact
+
+var noFill bool // --nofill
 
 func dial(addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1, ReadTimeout: 5 * time.Minute, WriteTimeout: time.Minute, DialTimeout: 10 * time.Second, MaxRetries: -1})
@@ -81,25 +95,22 @@ func run(addr string, n, dim, hogs int, read string, quiet, attack, every time.D
 	ctx := context.Background()
 	rdb := dial(addr)
 	defer rdb.Close()
-	rdb.Do(ctx, "MEM.DROP", coll) // absent is fine
-	if err := rdb.Do(ctx, "MEM.CREATE", coll, "DIM", dim).Err(); err != nil {
-		return fmt.Errorf("create: %w", err)
+	t0 := time.Now()
+	if !noFill {
+		if err := fill(ctx, rdb, n, dim, read); err != nil {
+			return err
+		}
 	}
 	rng := rand.New(rand.NewSource(1))
-	t0 := time.Now()
-	for i := 0; i < n; {
-		args := []any{"MEM.MADD", coll}
-		for j := 0; j < 1000 && i < n; j, i = j+1, i+1 {
-			args = append(args, vecArgs(rng, dim)...)
-			args = append(args, "ATTRS", fmt.Sprintf(`{"a":3,"i":%d}`, i))
-		}
-		if err := rdb.Do(ctx, args...).Err(); err != nil {
-			return fmt.Errorf("fill: %w", err)
-		}
-	}
 	expr := costly(512) + " > 0 and .i % 1000 == 7"
-	fmt.Printf("filled %d memories (dim %d) in %v; filter %d bytes; hogs %d x MEM.%s\n",
-		n, dim, time.Since(t0).Round(time.Millisecond), len(expr), hogs, strings.ToUpper(read))
+	if read == "delfilter" {
+		expr = costly(512) + " > 0 and .i == -5"
+	}
+	filled := fmt.Sprintf("filled %d memories (dim %d) in %v", n, dim, time.Since(t0).Round(time.Millisecond))
+	if noFill {
+		filled = "not filled (--nofill)"
+	}
+	fmt.Printf("%s; filter %d bytes; hogs %d x MEM.%s\n", filled, len(expr), hogs, strings.ToUpper(read))
 	st := time.Now()
 	if err := hogRead(ctx, rdb, read, expr, dim, rng); err != nil {
 		return err
@@ -181,6 +192,30 @@ func run(addr string, n, dim, hogs int, read string, quiet, attack, every time.D
 	return nil
 }
 
+// fill drops the collection and fills it with n memories of dimension dim.
+func fill(ctx context.Context, rdb *redis.Client, n, dim int, read string) error {
+	rdb.Do(ctx, "MEM.DROP", coll) // absent is fine
+	create := []any{"MEM.CREATE", coll, "DIM", dim}
+	if read == "exact" {
+		create = append(create, "INDEX", "FLAT")
+	}
+	if err := rdb.Do(ctx, create...).Err(); err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < n; {
+		args := []any{"MEM.MADD", coll}
+		for j := 0; j < 1000 && i < n; j, i = j+1, i+1 {
+			args = append(args, vecArgs(rng, dim)...)
+			args = append(args, "ATTRS", fmt.Sprintf(`{"a":3,"i":%d}`, i))
+		}
+		if err := rdb.Do(ctx, args...).Err(); err != nil {
+			return fmt.Errorf("fill: %w", err)
+		}
+	}
+	return nil
+}
+
 // hogRead is one filtered read of the collection.
 func hogRead(ctx context.Context, c *redis.Client, read, expr string, dim int, rng *rand.Rand) error {
 	switch read {
@@ -191,6 +226,11 @@ func hogRead(ctx context.Context, c *redis.Client, read, expr string, dim int, r
 	case "retrieve":
 		args := append([]any{"MEM.RETRIEVE", coll}, vecArgs(rng, dim)...)
 		return c.Do(ctx, append(args, "K1", 10, "FILTER", expr)...).Err()
+	case "exact":
+		args := append([]any{"MEM.RETRIEVE", coll}, vecArgs(rng, dim)...)
+		return c.Do(ctx, append(args, "K1", hogK1, "K2", 10)...).Err()
+	case "delfilter":
+		return c.Do(ctx, "MEM.DEL", coll, "FILTER", expr).Err()
 	}
 	return fmt.Errorf("unknown read %q", read)
 }
