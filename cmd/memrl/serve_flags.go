@@ -108,6 +108,9 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 	maxBulk := sizeFlag(fs, "proto-max-bulk-len", server.DefaultMaxBulkLen, "largest single argument")
 	fs.IntVar(&o.cfg.MaxQueuedCommands, "max-queued-commands", server.DefaultMaxQueuedCommands, "most commands one MULTI may queue; more make EXEC discard the transaction (<0: no cap)")
 	maxReply := sizeFlag(fs, "max-reply-bytes", server.DefaultMaxReplyBytes, "largest reply of payloads (MEM.RETRIEVE ... WITHPAYLOAD)")
+	authDelay := fs.Duration("auth-failure-delay", server.DefaultAuthFailureDelay, "hold back the answer to a connection's first failed AUTH this long, doubling with each further failure up to 2s (0: no delay)")
+	authMax := fs.Int("max-auth-failures", server.DefaultMaxAuthFailures, "close a connection after this many failed AUTHs (0: never)")
+	authRate := fs.Int("auth-failure-rate", server.DefaultAuthFailureRate, "most failed AUTHs the whole server answers a second; more wait their turn (0: unlimited)")
 	busyMS := fs.Int("busy-timeout", int(server.DefaultBusyTimeout/time.Millisecond), "milliseconds one command (an EXEC as a whole) may run; a long read past it answers -TIMEOUT (<=0: unlimited)")
 
 	o.obs = addObserveFlags(fs)
@@ -160,6 +163,18 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 		}
 	})
 	o.cfg.MaxReplyBytes = *maxReply
+	// In server.Config 0 means the default and < 0 none; on the command
+	// line 0 reads as "none", as --timeout's 0 means never.
+	o.cfg.AuthFailureDelay, o.cfg.MaxAuthFailures, o.cfg.AuthFailureRate = *authDelay, *authMax, *authRate
+	if *authDelay <= 0 {
+		o.cfg.AuthFailureDelay = -1
+	}
+	if *authMax <= 0 {
+		o.cfg.MaxAuthFailures = -1
+	}
+	if *authRate <= 0 {
+		o.cfg.AuthFailureRate = -1
+	}
 	o.cfg.BusyTimeout = time.Duration(*busyMS) * time.Millisecond
 	if *busyMS <= 0 {
 		o.cfg.BusyTimeout = -1 // unlimited (0 would mean the default)

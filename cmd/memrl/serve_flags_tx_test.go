@@ -39,3 +39,23 @@ func TestServeFlagBusyTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestServeFlagsAuthThrottle: the failed-AUTH brakes are flags; 0 turns
+// each off (server.Config's < 0), the defaults are server's.
+func TestServeFlagsAuthThrottle(t *testing.T) {
+	for _, tc := range []struct {
+		args        string
+		delay       time.Duration
+		max, perSec int
+	}{
+		{"", server.DefaultAuthFailureDelay, server.DefaultMaxAuthFailures, server.DefaultAuthFailureRate},
+		{"--auth-failure-delay 250ms --max-auth-failures 3 --auth-failure-rate 20", 250 * time.Millisecond, 3, 20},
+		{"--auth-failure-delay 0 --max-auth-failures 0 --auth-failure-rate 0", -1, -1, -1},
+	} {
+		o, err := parseServeFlags(strings.Fields(tc.args), envOf(nil))
+		if err != nil || o.cfg.AuthFailureDelay != tc.delay || o.cfg.MaxAuthFailures != tc.max || o.cfg.AuthFailureRate != tc.perSec {
+			t.Fatalf("%q: %v %v %v %v, want %v %v %v", tc.args, o.cfg.AuthFailureDelay, o.cfg.MaxAuthFailures,
+				o.cfg.AuthFailureRate, err, tc.delay, tc.max, tc.perSec)
+		}
+	}
+}
