@@ -60,6 +60,17 @@ func fileGen(name string) (uint64, bool) {
 	return 0, false
 }
 
+// isRemapTemp reports whether name is the temporary file
+// vfs.WriteFileAtomic writes before a row map ("remap.<gen>.map.tmp").
+func isRemapTemp(name string) bool {
+	mid, ok := strings.CutSuffix(name, remapExt+".tmp")
+	if !ok {
+		return false
+	}
+	_, ok = fileGen(mid + remapExt)
+	return ok && strings.HasPrefix(mid, remapBase+".")
+}
+
 // genPaths returns the files (not the index folder) of generation gen in dir.
 func genPaths(dir string, gen uint64) []string {
 	return []string{
@@ -101,6 +112,14 @@ func (c *Collection) removeStaleGensLocked() error {
 	}
 	stale := map[uint64]bool{}
 	for _, n := range names {
+		if isRemapTemp(n) {
+			// A row map's temporary copy, left by a crash while it was
+			// written (vfs.WriteFileAtomic): nothing reads it.
+			if err := c.db.fs.Remove(filepath.Join(c.dir, n)); err != nil {
+				return fmt.Errorf("engine: collection %q: removing %s: %w", c.name, n, err)
+			}
+			continue
+		}
 		if g, ok := fileGen(n); ok && g != c.gen {
 			stale[g] = true
 		}
