@@ -13,21 +13,7 @@ import (
 // BenchmarkExecPing, the figure to watch for the cost of what every command
 // pays on its way to its handler (the transaction lock, tx.go, included).
 func BenchmarkExecMemGet(b *testing.B) {
-	db, err := engine.Open("/db", engine.Options{FS: vfs.NewMemFS(), Sync: wal.SyncNone,
-		CheckpointInterval: -1, CheckpointBytes: -1, Logf: func(string, ...any) {}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Create("k", engine.NewConfig(2)); err != nil {
-		b.Fatal(err)
-	}
-	coll, _ := db.Collection("k")
-	if _, err := coll.Add(engine.AddRequest{Vector: []float32{1, 2}, ID: 1, HasID: true, Payload: []byte("payload")}); err != nil {
-		b.Fatal(err)
-	}
-	s := mustNew(b, Config{})
-	s.RegisterMem(db)
+	s := benchMemServer(b)
 	c := newConn(s, discardConn{})
 	args := [][]byte{[]byte("MEM.GET"), []byte("k"), []byte("1")}
 	b.ReportAllocs()
@@ -60,4 +46,26 @@ func BenchmarkExecPingParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// benchMemServer is a server over an in-memory database holding one
+// collection "k" with memory 1 (a small payload), for the MEM.GET
+// benchmarks; the database is closed when b ends.
+func benchMemServer(b *testing.B) *Server {
+	db, err := engine.Open("/db", engine.Options{FS: vfs.NewMemFS(), Sync: wal.SyncNone,
+		CheckpointInterval: -1, CheckpointBytes: -1, Logf: func(string, ...any) {}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	if err := db.Create("k", engine.NewConfig(2)); err != nil {
+		b.Fatal(err)
+	}
+	coll, _ := db.Collection("k")
+	if _, err := coll.Add(engine.AddRequest{Vector: []float32{1, 2}, ID: 1, HasID: true, Payload: []byte("payload")}); err != nil {
+		b.Fatal(err)
+	}
+	s := mustNew(b, Config{})
+	s.RegisterMem(db)
+	return s
 }
