@@ -24,7 +24,12 @@
 //     server's own summary), then the same measures after compaction;
 //   - MEM.ROLLBACK coll before-prune, timed, then the count (it must be n
 //     again: the pruned memories back, the writers' adds gone) and the same
-//     measures.
+//     measures;
+//   - with no snapshot left: MEM.PRUNE coll MAXCOUNT n/2 again and
+//     MEM.COMPACT coll WAIT with the writers running. This compaction frees
+//     the pruned rows, so the writers' latencies "during MEM.COMPACT WAIT"
+//     are taken over it: the first one, with the snapshot pinning every
+//     pruned row, frees nothing and returns at once.
 //
 // MEM.COMPACT and MEM.SNAPSHOT/ROLLBACK may not exist in the server run
 // (they were built at the same time as this program): a step the server

@@ -156,6 +156,7 @@ type writers struct {
 }
 
 // run runs the writers until stop is closed, and returns their latencies.
+// Each writer completes at least one command.
 func (w *writers) run(ctx context.Context, stop <-chan struct{}) (writerStats, error) {
 	var addLat, rewLat latencies
 	var addErr, rewErr error
@@ -166,14 +167,11 @@ func (w *writers) run(ctx context.Context, stop <-chan struct{}) (writerStats, e
 	go func() {
 		defer wg.Done()
 		i := int(seed % int64(w.nvecs))
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		// Each writer sends at least one command (the stop check comes
+		// after it), so a window shorter than one round trip still has
+		// a latency to report rather than none.
+		for ; ; i++ {
 			v := w.vecs(i % w.nvecs)
-			i++
 			t0 := time.Now()
 			id, err := w.c.Add(ctx, w.coll, v, nil)
 			if err != nil {
@@ -184,17 +182,15 @@ func (w *writers) run(ctx context.Context, stop <-chan struct{}) (writerStats, e
 			w.mu.Lock()
 			w.added[id] = v
 			w.mu.Unlock()
+			if stopped(stop) {
+				return
+			}
 		}
 	}()
 	go func() {
 		defer wg.Done()
 		rng := rand.New(rand.NewSource(seed))
 		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
 			id := w.targets[rng.Intn(len(w.targets))]
 			t0 := time.Now()
 			if _, err := w.c.Reward(ctx, w.coll, rng.Float64()*2-1, client.ID(id)); err != nil {
@@ -202,6 +198,9 @@ func (w *writers) run(ctx context.Context, stop <-chan struct{}) (writerStats, e
 				return
 			}
 			rewLat = append(rewLat, time.Since(t0))
+			if stopped(stop) {
+				return
+			}
 		}
 	}()
 	wg.Wait()
@@ -212,4 +211,14 @@ func (w *writers) run(ctx context.Context, stop <-chan struct{}) (writerStats, e
 		return st, addErr
 	}
 	return st, rewErr
+}
+
+// stopped reports whether stop is closed, without waiting.
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
 }

@@ -230,23 +230,9 @@ func run(cfg Config, work string, start func(dir string) (serverann.Server, erro
 	if rep.WritersIdle, err = w.run(ctx, stop); err != nil {
 		return nil, fmt.Errorf("writers: %w", err)
 	}
-	stop = make(chan struct{})
-	var during writerStats
-	var werr error
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		during, werr = w.run(ctx, stop)
-	}()
 	t0 = time.Now()
-	reply, cerr := do("MEM.COMPACT", cfg.Collection, "WAIT")
+	reply, during, cerr := compactWithWriters(ctx, w, do, cfg.Collection)
 	compactS := time.Since(t0).Seconds()
-	close(stop)
-	wg.Wait()
-	if werr != nil {
-		return nil, fmt.Errorf("writers: %w", werr)
-	}
 	switch {
 	case cerr == nil:
 		rep.WritersDuring = during
@@ -292,10 +278,15 @@ func run(cfg Config, work string, start func(dir string) (serverann.Server, erro
 		}
 		pruneS := time.Since(t0).Seconds()
 		t0 = time.Now()
-		reply, err := do("MEM.COMPACT", cfg.Collection, "WAIT")
+		reply, during, err := compactWithWriters(ctx, w, do, cfg.Collection)
 		if err != nil {
 			return nil, fmt.Errorf("MEM.COMPACT: %w", err)
 		}
+		// This compaction reclaims the pruned rows (no snapshot pins
+		// them), so it is the one whose writers' latencies mean
+		// something: the first, with the snapshot pinning every pruned
+		// row, frees nothing and returns at once.
+		rep.WritersDuring = during
 		if _, err := measure(fmt.Sprintf("no snapshot: MEM.PRUNE MAXCOUNT %d, then MEM.COMPACT WAIT", keep), time.Since(t0).Seconds(),
 			fmt.Sprintf("pruned %d in %s; %s", pruned, formatSeconds(pruneS), compactNote(flatMap(reply)))); err != nil {
 			return nil, err
@@ -452,4 +443,25 @@ func liveIDs(ctx context.Context, c *client.Client, coll string) ([]int64, error
 		ids = append(ids, m.ID)
 	}
 	return ids, nil
+}
+
+// compactWithWriters runs MEM.COMPACT coll WAIT while w's writers run,
+// and returns the compaction's reply and the writers' latencies over it.
+func compactWithWriters(ctx context.Context, w *writers, do func(args ...any) (any, error), coll string) (any, writerStats, error) {
+	stop := make(chan struct{})
+	var during writerStats
+	var werr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		during, werr = w.run(ctx, stop)
+	}()
+	reply, cerr := do("MEM.COMPACT", coll, "WAIT")
+	close(stop)
+	wg.Wait()
+	if werr != nil {
+		return nil, during, fmt.Errorf("writers: %w", werr)
+	}
+	return reply, during, cerr
 }
