@@ -6,8 +6,10 @@
 # redis-benchmark (redis-tools), and check TLS with redis-py (python3-redis,
 # under Debian's /usr/bin/python3); the Python client's tests and the agent
 # loop example (clients/python, examples/python) need python3-numpy and
-# python3-pytest too. They are installed here with apt-get when missing (as
-# root, or through sudo).
+# python3-pytest too, and run in a venv the client is installed into as the
+# README says (python3-venv; python3-wheel, which setuptools builds the
+# wheel with). They are installed here with apt-get when missing (as root,
+# or through sudo).
 #
 # Usage: bash scripts/test.sh [--race]
 #
@@ -26,19 +28,22 @@ case "${1:-}" in
 esac
 export PATH="/usr/local/go/bin:$PATH"
 
+debs="redis-tools python3-redis python3-numpy python3-pytest python3-venv python3-wheel"
+# ensurepip is what python3-venv adds to Debian's python (venv needs it to put pip in).
 if ! command -v redis-cli >/dev/null || ! command -v redis-benchmark >/dev/null ||
-   ! /usr/bin/python3 -c 'import redis, numpy, pytest' 2>/dev/null; then
+   ! /usr/bin/python3 -c 'import redis, numpy, pytest, ensurepip, wheel' 2>/dev/null; then
   sudo=""
   if [ "$(id -u)" != 0 ]; then
     if ! command -v sudo >/dev/null; then
-      echo "test.sh: redis-cli, redis-benchmark, redis-py, numpy or pytest are missing; install them with: apt-get install -y redis-tools python3-redis python3-numpy python3-pytest" >&2
+      echo "test.sh: some of $debs are missing; install them with: apt-get install -y $debs" >&2
       exit 1
     fi
     sudo="sudo"
   fi
-  echo "test.sh: installing redis-tools (redis-cli, redis-benchmark), python3-redis, python3-numpy and python3-pytest with apt-get"
+  echo "test.sh: installing $debs with apt-get"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-tools python3-redis python3-numpy python3-pytest >/dev/null
+  # shellcheck disable=SC2086 # one word a package
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $debs >/dev/null
 fi
 
 if [ "$race" = 1 ]; then
@@ -51,26 +56,31 @@ else
   go test -count=1 -timeout 20m ./...
 fi
 
-# The Python client (clients/python) against a real server: its pytest
-# fixture starts one binary, built here once, on a free loopback port.
+# The Python client (clients/python), installed as the README says: a venv
+# that sees Debian's redis-py, numpy and pytest, and pip with no index, so
+# nothing is fetched. Its tests and the agent loop run with that venv's
+# python, so what they import is the installed package (with
+# MEMRL_TEST_INSTALLED=1 conftest.py refuses the source folder and checks
+# the installed modules are this checkout's, file for file). pip builds in
+# the source folder: its build/ is removed before (a stale one could put a
+# removed module in the wheel) and after.
 pybin="$(mktemp -d)"
 srvpid=""
 cleanup() {
   if [ -n "$srvpid" ]; then kill "$srvpid" 2>/dev/null || true; wait "$srvpid" 2>/dev/null || true; fi
-  rm -rf "$pybin"
+  rm -rf "$pybin" clients/python/build clients/python/memrl.egg-info
 }
 trap cleanup EXIT
 go build -o "$pybin/memrl" ./cmd/memrl
-MEMRL_BIN="$pybin/memrl" /usr/bin/python3 -m pytest -q -p no:cacheprovider clients/python/tests
+rm -rf clients/python/build clients/python/memrl.egg-info
+/usr/bin/python3 -m venv --system-site-packages "$pybin/.venv"
+"$pybin/.venv/bin/pip" install --no-build-isolation --no-index ./clients/python
+MEMRL_TEST_INSTALLED=1 MEMRL_BIN="$pybin/memrl" "$pybin/.venv/bin/python" -m pytest -q -p no:cacheprovider clients/python/tests
 
 # The agent loop example (README) against a fresh server: a short run that
 # must show learning (--check: λ=0.5 ends above its first epoch and above λ=0).
 port="$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 "$pybin/memrl" serve --addr "127.0.0.1:$port" --dir "$pybin/data" --sync none >"$pybin/serve.log" 2>&1 &
 srvpid=$!
-for _ in $(seq 100); do
-  if redis-cli -p "$port" ping >/dev/null 2>&1; then break; fi
-  sleep 0.1
-done
-/usr/bin/python3 examples/python/agent_loop.py --port "$port" --short --compare --check ||
+"$pybin/.venv/bin/python" examples/python/agent_loop.py --port "$port" --wait 60 --short --compare --check ||
   { cat "$pybin/serve.log" >&2; exit 1; }

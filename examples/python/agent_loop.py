@@ -25,11 +25,16 @@ wrong action (as a plausible-looking but bad past plan would be). Ranking by
 similarity alone (λ=0) keeps following them; with λ>0 their Q falls after
 failures and the right memories, a little farther away, win.
 
-Usage (a server must be running; `go run ./cmd/memrl serve` serves 127.0.0.1:6390):
+Usage (a server must be running, or starting: it is waited for up to --wait
+seconds; `go run ./cmd/memrl serve` serves 127.0.0.1:6390), with the venv the
+README makes (the memrl package installed, Debian's redis-py and numpy seen):
 
-    python3 examples/python/agent_loop.py                 # λ=0.5, 8 epochs
-    python3 examples/python/agent_loop.py --compare       # λ=0 against λ=0.5
-    python3 examples/python/agent_loop.py --short --check # what CI runs
+    .venv/bin/python examples/python/agent_loop.py                 # λ=0.5, 8 epochs
+    .venv/bin/python examples/python/agent_loop.py --compare       # λ=0 against λ=0.5
+    .venv/bin/python examples/python/agent_loop.py --short --check # what CI runs
+
+It imports the installed memrl package, or else the one in this checkout
+(clients/python); either needs redis-py.
 
 It prints the success rate per epoch. With --check it exits 1 unless the last
 epoch beats the first (and, with --compare, λ=0.5's last epoch beats λ=0's).
@@ -43,11 +48,26 @@ import math
 import os
 import random
 import sys
+import time
 from dataclasses import dataclass
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
-
-import memrl  # noqa: E402
+try:
+    import memrl
+except ModuleNotFoundError as e:
+    if e.name != "memrl":
+        raise
+    # Not installed: the package in this checkout.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
+    try:
+        import memrl
+    except ModuleNotFoundError as e2:
+        if e2.name != "redis":
+            raise
+        sys.exit(f"agent_loop.py: memrl needs redis-py, which {sys.executable} lacks. On Debian 12:\n"
+                 "  sudo apt-get install -y python3-venv python3-wheel python3-redis python3-numpy\n"
+                 "  /usr/bin/python3 -m venv --system-site-packages .venv\n"
+                 "  .venv/bin/pip install --no-build-isolation --no-index ./clients/python\n"
+                 "  .venv/bin/python examples/python/agent_loop.py")
 
 
 @dataclass
@@ -148,6 +168,24 @@ def episode(m: memrl.Client, coll: str, args: argparse.Namespace, lam: float) ->
         m.drop(coll)
 
 
+def wait_for_server(m: memrl.Client, addr: str, seconds: float) -> bool:
+    """Whether the server answers PING within ``seconds`` (a `go run … serve &` just started
+    may still be compiling)."""
+    deadline = time.monotonic() + seconds
+    said = False
+    while True:
+        try:
+            return m.ping()
+        except memrl.ConnectionFailed as e:
+            if time.monotonic() >= deadline:
+                print(f"agent_loop.py: no memrl server at {addr} after {seconds:g} s: {e}", file=sys.stderr)
+                return False
+            if not said:
+                print(f"waiting for the memrl server at {addr} …", file=sys.stderr)
+                said = True
+            time.sleep(0.2)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--host", default="127.0.0.1")
@@ -173,11 +211,14 @@ def main() -> int:
     ap.add_argument("--compare", action="store_true", help="run λ=0 and then --lam, on the same tasks")
     ap.add_argument("--short", action="store_true", help="a quick run (5 epochs of 60 tasks, 8 families), as CI runs it")
     ap.add_argument("--check", action="store_true", help="exit 1 unless learning shows (see above)")
+    ap.add_argument("--wait", type=float, default=120, help="seconds to wait for the server to answer")
     args = ap.parse_args()
     if args.short:
         args.epochs, args.tasks, args.families = 5, 60, 8
 
     m = memrl.Client(args.host, args.port)
+    if not wait_for_server(m, f"{args.host}:{args.port}", args.wait):
+        return 1
     lams = [0.0, args.lam] if args.compare else [args.lam]
     results = {}
     for lam in lams:

@@ -9,11 +9,13 @@
 
 Vectors are numpy arrays (when numpy is installed) or lists, sent packed as
 FP32; results are dataclasses (:class:`Hit`, :class:`Memory`, …) with floats
-parsed; errors are :mod:`memrl.errors` classes. :mod:`memrl.vecdb` adapts a
+parsed; errors are :mod:`memrl.errors` classes. :class:`AsyncClient` has the
+same methods as coroutines (on ``redis.asyncio``). :mod:`memrl.vecdb` adapts a
 collection to MemOS's vector-database interface. The commands' full
 meaning is in the server's docs/PROTOCOL.md.
 """
 
+from .async_client import AsyncClient, AsyncPipeline
 from .client import Client, Pipeline
 from .errors import (
     AuthError,
@@ -51,6 +53,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Client",
     "Pipeline",
+    "AsyncClient",
+    "AsyncPipeline",
     "Hit",
     "Memory",
     "NewMemory",

@@ -40,6 +40,15 @@ def _memory_args(m: NewMemory | dict) -> list[Any]:
     return args
 
 
+def _refuse_decoding(kwargs: dict[str, Any], redis_client: Any) -> None:
+    """Raise ValueError if the connection would decode replies to str (``decode_responses``):
+    payloads are binary, so the clients decode each field themselves."""
+    if kwargs.get("decode_responses"):
+        raise ValueError("decode_responses=True would corrupt binary payloads; the memrl client decodes replies itself")
+    if redis_client is not None and redis_client.connection_pool.connection_kwargs.get("decode_responses"):
+        raise ValueError("the redis client given has decode_responses=True; the memrl client needs it off")
+
+
 def _identity(x: Any) -> Any:
     return x
 
@@ -484,13 +493,8 @@ class Client(_Commands):
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 6390, *, redis_client: Optional[redis.Redis] = None, **kwargs: Any):
-        if kwargs.get("decode_responses"):
-            raise ValueError("decode_responses=True would corrupt binary payloads; memrl.Client decodes replies itself")
-        if redis_client is None:
-            redis_client = redis.Redis(host=host, port=port, **kwargs)
-        elif redis_client.connection_pool.connection_kwargs.get("decode_responses"):
-            raise ValueError("the redis.Redis given has decode_responses=True; memrl.Client needs it off")
-        self.redis = redis_client
+        _refuse_decoding(kwargs, redis_client)
+        self.redis = redis_client if redis_client is not None else redis.Redis(host=host, port=port, **kwargs)
 
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> "Client":
@@ -541,9 +545,9 @@ class Client(_Commands):
         self.close()
 
 
-class Pipeline(_Commands):
-    """Queued commands (see :meth:`Client.pipeline`). Each method returns the pipeline;
-    :meth:`execute` returns the decoded results in order."""
+class _Queue(_Commands):
+    """What :class:`Pipeline` and the asyncio pipeline share: queueing a command is
+    synchronous in redis-py's pipelines (sync and asyncio alike), only sending is not."""
 
     def __init__(self, pipe: Any, vectors_as_numpy: bool, transaction: bool):
         self._pipe = pipe
@@ -551,10 +555,50 @@ class Pipeline(_Commands):
         self._parsers: list[Callable[[Any], Any]] = []
         self.vectors_as_numpy = vectors_as_numpy
 
-    def _call(self, args: list[Any], parse: Callable[[Any], Any]) -> "Pipeline":
+    def _call(self, args: list[Any], parse: Callable[[Any], Any]) -> Any:
         self._pipe.execute_command(*args)
         self._parsers.append(parse)
         return self
+
+    def _take_parsers(self) -> list[Callable[[Any], Any]]:
+        """The queued commands' decoders, leaving the queue empty for the next batch."""
+        parsers, self._parsers = self._parsers, []
+        return parsers
+
+    def _failed(self, e: Exception) -> BaseException:
+        """The exception to raise when redis-py's execute raised ``e`` (so no reply came back)."""
+        err = from_redis(e)
+        if self._transaction and isinstance(err, ResponseError) and not isinstance(err, TransactionError):
+            # redis-py raises the error of the command refused while queuing
+            # (EXEC then answered EXECABORT): the whole transaction ran nothing.
+            t = TransactionError(f"transaction discarded, nothing ran: {err}", "EXECABORT")
+            t.command_error = err
+            return t
+        return err
+
+    def __len__(self) -> int:
+        return len(self._parsers)
+
+
+def _decode_results(parsers: list[Callable[[Any], Any]], replies: list[Any], raise_on_error: bool) -> list[Any]:
+    """Each queued command's decoded reply, or its failure as a memrl exception (raised
+    first with ``raise_on_error``, after all were decoded)."""
+    out: list[Any] = []
+    for parse, r in zip(parsers, replies):
+        if isinstance(r, BaseException):
+            out.append(from_redis(r))
+        else:
+            out.append(parse(r))
+    if raise_on_error:
+        for r in out:
+            if isinstance(r, BaseException):
+                raise r
+    return out
+
+
+class Pipeline(_Queue):
+    """Queued commands (see :meth:`Client.pipeline`). Each method returns the pipeline;
+    :meth:`execute` returns the decoded results in order."""
 
     def execute(self, raise_on_error: bool = True) -> list[Any]:
         """Send the queued commands; return each one's decoded result.
@@ -564,37 +608,17 @@ class Pipeline(_Commands):
         place as an exception object. A transaction the server refused whole
         (EXECABORT) raises TransactionError: nothing in it ran.
         """
-        parsers, self._parsers = self._parsers, []
+        parsers = self._take_parsers()
         try:
             replies = self._pipe.execute(raise_on_error=False)
         except redis.RedisError as e:
-            err = from_redis(e)
-            if self._transaction and isinstance(err, ResponseError) and not isinstance(err, TransactionError):
-                # redis-py raises the error of the command refused while queuing
-                # (EXEC then answered EXECABORT): the whole transaction ran nothing.
-                t = TransactionError(f"transaction discarded, nothing ran: {err}", "EXECABORT")
-                t.command_error = err
-                raise t from e
-            raise err from e
-        out: list[Any] = []
-        for parse, r in zip(parsers, replies):
-            if isinstance(r, BaseException):
-                out.append(from_redis(r))
-            else:
-                out.append(parse(r))
-        if raise_on_error:
-            for r in out:
-                if isinstance(r, BaseException):
-                    raise r
-        return out
+            raise self._failed(e) from e
+        return _decode_results(parsers, replies, raise_on_error)
 
     def reset(self) -> None:
         """Drop the queued commands."""
         self._parsers = []
         self._pipe.reset()
-
-    def __len__(self) -> int:
-        return len(self._parsers)
 
     def __enter__(self) -> "Pipeline":
         return self

@@ -14,6 +14,7 @@ derive from redis-py's ``ResponseError`` (and the connection ones from its
 
 from __future__ import annotations
 
+import ast
 import re
 
 import redis.exceptions as _rx
@@ -242,10 +243,18 @@ _PIPELINE_NOTE = ") of pipeline caused error: "
 
 def _strip_pipeline_note(msg: str) -> str:
     """redis-py prefixes a pipelined command's error with ``Command # n (args) of pipeline
-    caused error: ``; the server's own line follows it."""
+    caused error: ``; the server's own line follows it. redis.asyncio 4.3 (Debian 12's) follows
+    it with the exception's args tuple (``('line',)``) instead: the line is taken out."""
     if msg.startswith("Command # "):
         _, sep, rest = msg.partition(_PIPELINE_NOTE)
         if sep:
+            if rest.startswith("(") and rest.endswith(",)"):
+                try:
+                    args = ast.literal_eval(rest)
+                except (ValueError, SyntaxError):
+                    return rest
+                if isinstance(args, tuple) and len(args) == 1 and isinstance(args[0], str):
+                    return args[0]
             return rest
     return msg
 

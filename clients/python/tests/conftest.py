@@ -4,6 +4,12 @@ The server is the binary at $MEMRL_BIN, or cmd/memrl built once with `go build`
 into a temp folder. It serves a free loopback port with a temp data folder
 (--sync none: these tests are about the client, not durability) and is
 stopped at the end. Each test gets its own collection name.
+
+The package tested is the source folder beside these tests, unless
+MEMRL_TEST_INSTALLED=1: then it is the one installed for the python running
+pytest (scripts/test.sh installs it into a venv as the README says and runs
+these tests with that venv's python), and importing the source folder is
+an error.
 """
 
 from __future__ import annotations
@@ -19,9 +25,38 @@ import uuid
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))  # import memrl from the folder
+SOURCE = os.path.dirname(HERE)
+TEST_INSTALLED = os.environ.get("MEMRL_TEST_INSTALLED") == "1"
+if not TEST_INSTALLED:
+    sys.path.insert(0, SOURCE)  # import memrl from the folder
 
 import memrl  # noqa: E402
+
+
+def _check_installed() -> None:
+    """The installed package must be this checkout's, file for file (not the source folder
+    itself, nor a stale install or a build that kept a removed module)."""
+    installed = os.path.dirname(os.path.abspath(memrl.__file__))
+    source = os.path.join(SOURCE, "memrl")
+    if installed == source:
+        raise RuntimeError(f"MEMRL_TEST_INSTALLED=1, but memrl was imported from the source folder: {installed}")
+
+    def modules(d: str) -> dict[str, bytes]:
+        out = {}
+        for name in sorted(os.listdir(d)):
+            if name.endswith(".py"):
+                with open(os.path.join(d, name), "rb") as f:
+                    out[name] = f.read()
+        return out
+
+    got, want = modules(installed), modules(source)
+    if got != want:
+        differ = sorted(n for n in set(got) | set(want) if got.get(n) != want.get(n))
+        raise RuntimeError(f"the memrl installed at {installed} is not this checkout's: {differ} differ")
+
+
+if TEST_INSTALLED:
+    _check_installed()
 
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 

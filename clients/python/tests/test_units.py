@@ -66,6 +66,20 @@ def test_classify_unknown_error_is_plain_response_error():
     assert classify("NOPROTO unsupported protocol version").kind == "NOPROTO"
 
 
+def test_pipelined_error_notes_are_stripped():
+    # redis-py prefixes a pipelined command's error; redis.asyncio 4.3 puts the args tuple's repr after it.
+    import redis.exceptions as rx
+    from memrl.errors import from_redis
+
+    for msg in ("Command # 2 (MEM.GET c 9) of pipeline caused error: no such memory: 9",
+                "Command # 2 (MEM.GET c 9) of pipeline caused error: ('no such memory: 9',)"):
+        e = from_redis(rx.ResponseError(msg))
+        assert type(e) is memrl.NoSuchMemory and str(e) == "ERR no such memory: 9"
+    # Something that only looks like a tuple is left as it is.
+    e = from_redis(rx.ResponseError("Command # 1 (X) of pipeline caused error: (oops,)"))
+    assert type(e) is memrl.ResponseError and e.message == "(oops,)"
+
+
 def test_filter_dicts():
     assert to_filter(None) is None and to_filter({}) is None
     assert to_filter({"user_id": "u7"}) == '.user_id == "u7"'
