@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -81,6 +82,10 @@ func dumpTo(w io.Writer, what, path string, verbose bool) error {
 		path += "/" + ivfpq.FileName
 	}
 	fi, err := ivfpq.Inspect(fs, path)
+	if errors.Is(err, ivfpq.ErrNotIndexFile) {
+		// Some other file: its header's fields would be noise.
+		return err
+	}
 	fmt.Fprintf(w, "index %s: %d bytes, version %d\n", path, fi.Size, fi.Version)
 	if fi.Params.Dim != 0 {
 		p := fi.Params
