@@ -211,7 +211,7 @@ func parseResults(v any, o *RetrieveOptions) ([]Result, error) {
 		}
 		j := 4
 		if o.WithPayload {
-			if r.Payload, err = parseBytes(row[j]); err != nil {
+			if r.Payload, err = parsePayload(row[j]); err != nil {
 				return nil, err
 			}
 			j++
@@ -307,7 +307,7 @@ func parseMemory(v any) (*Memory, error) {
 		{"last_reward", into(&mem.LastReward, m["last_reward"], parseFloat)},
 		{"created", into(&mem.Created, m["created"], parseMillis)},
 		{"updated", into(&mem.Updated, m["updated"], parseMillis)},
-		{"payload", into(&mem.Payload, m["payload"], parseBytes)},
+		{"payload", into(&mem.Payload, m["payload"], parsePayload)},
 		{"attrs", into(&mem.Attrs, m["attrs"], parseAttrs)},
 		{"key", into(&mem.Key, m["key"], parseOptString)},
 		{"expires", into(&mem.Expires, m["expires"], parseMillis)},

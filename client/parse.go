@@ -71,6 +71,17 @@ func parseBytes(v any) ([]byte, error) {
 	return nil, badReply("a bulk string expected", v)
 }
 
+// parsePayload reads a payload: nil for a memory without one (the server
+// sends an empty bulk string) or a null (deleted meanwhile), as Result and
+// Memory document; the protocol has no empty payload distinct from none.
+func parsePayload(v any) ([]byte, error) {
+	b, err := parseBytes(v)
+	if len(b) == 0 {
+		return nil, err
+	}
+	return b, err
+}
+
 func parseArray(v any) ([]any, error) {
 	if a, ok := v.([]any); ok {
 		return a, nil

@@ -39,7 +39,9 @@ func (e *BatchError) Unwrap() error { return e.Err }
 // AddBatch stores the memories of reqs, all or none, and returns their ids
 // in the order given once the change is durable (as the database's sync
 // policy defines durable). A memory that fails validation fails the whole
-// batch with a *BatchError naming it, and nothing is added.
+// batch with a *BatchError naming it, and nothing is added. A memory
+// with HasDedup is refused (ErrBadParam), whatever the batch's size:
+// deduplication is for Collection.Add only.
 //
 // The caller may reuse reqs' slices once AddBatch returns: nothing of them
 // is kept (vectors are copied, payloads written to the file and the log).
@@ -58,8 +60,12 @@ func (c *Collection) AddBatchDeferred(reqs []AddRequest) ([]uint64, Ticket, erro
 	if len(reqs) == 0 {
 		return nil, 0, fmt.Errorf("%w: a batch holds at least one memory", ErrBadParam)
 	}
+	// DEDUP is refused in every batch, one memory included, so that
+	// MEM.MADD behaves the same whatever its size: a batch of one that
+	// deduplicated would answer differently from the same memory in a
+	// batch of two.
 	for i := range reqs {
-		if reqs[i].HasDedup && len(reqs) > 1 {
+		if reqs[i].HasDedup {
 			return nil, 0, &BatchError{Index: i, Count: len(reqs),
 				Err: fmt.Errorf("%w: DEDUP is for single adds (MEM.ADD), not batches", ErrBadParam)}
 		}

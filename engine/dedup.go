@@ -18,9 +18,10 @@ import (
 // or the IVF-PQ index with its recall): a near-copy the index misses is
 // added.
 //
-// Only single adds dedup: a batch (MEM.MADD) with Dedup is refused
-// (ErrBadParam), since each memory would have to be checked against the
-// earlier ones of the batch too.
+// Only single adds (Add, MEM.ADD) dedup: a batch (AddBatch, MEM.MADD)
+// with Dedup is refused (ErrBadParam), even a batch of one, since each
+// memory would have to be checked against the earlier ones of the batch
+// too, and a batch's answer should not depend on its size.
 
 // DedupMerge says what a deduplicated add does to the existing memory's Q.
 type DedupMerge uint8

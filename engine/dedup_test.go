@@ -59,6 +59,9 @@ func TestAddDedup(t *testing.T) {
 	if _, err := c.AddBatch([]AddRequest{{Vector: []float32{5, 5}}, {Vector: []float32{5, 5}, Dedup: -1, HasDedup: true}}); !errors.Is(err, ErrBadParam) {
 		t.Fatalf("a batch with DEDUP: %v, want ErrBadParam", err)
 	}
+	if _, err := c.AddBatch([]AddRequest{{Vector: []float32{5, 5}, Dedup: -1, HasDedup: true}}); !errors.Is(err, ErrBadParam) {
+		t.Fatalf("a batch of one with DEDUP: %v, want ErrBadParam as for larger batches", err)
+	}
 	// The merged Q survives a restart.
 	if err := db.Close(); err != nil {
 		t.Fatal(err)

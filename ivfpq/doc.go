@@ -224,6 +224,8 @@
 //
 // ErrBadParams (invalid parameters or arguments), ErrCorrupt (a file that
 // fails a check; from Open, or from Search/Save/Verify for list data),
+// ErrNotIndexFile (from Open or Inspect: no index magic, some other file;
+// it matches ErrCorrupt too),
 // ErrVersion (unknown format version), ErrOutOfOrder (Add with row !=
 // Rows()), ErrClosed (use after Close), ErrTermRange (Save of L2 terms
 // that are not finite). Compare with errors.Is.

@@ -147,15 +147,37 @@ func (h *header) encode() []byte {
 	return b
 }
 
+// checkMagic returns a notIndexFile error unless b, the file's first
+// bytes, starts with the magic or is a prefix of it (a file cut inside the
+// magic is a damaged index, and the length checks say so).
+func checkMagic(b []byte) error {
+	n := min(len(b), len(fileMagic))
+	if string(b[:n]) != fileMagic[:n] {
+		return notIndexFile{start: string(b[:n])}
+	}
+	return nil
+}
+
+// notIndexFile is the error of a file without the magic. It matches
+// ErrNotIndexFile and ErrCorrupt (see ErrNotIndexFile), and its text says
+// only the former.
+type notIndexFile struct{ start string }
+
+func (e notIndexFile) Error() string {
+	return fmt.Sprintf("%v: it starts with %q, not %q", ErrNotIndexFile, e.start, fileMagic)
+}
+
+func (e notIndexFile) Unwrap() []error { return []error{ErrNotIndexFile, ErrCorrupt} }
+
 // decodeHeader parses and checks the header against the file size. It
 // checks everything that can be checked without reading past the header.
 func decodeHeader(b []byte, fileSize uint64) (header, error) {
 	var h header
+	if err := checkMagic(b); err != nil {
+		return h, err
+	}
 	if len(b) < headerSize {
 		return h, fmt.Errorf("%w: file is %d bytes, shorter than the %d-byte header", ErrCorrupt, len(b), headerSize)
-	}
-	if string(b[0:8]) != fileMagic {
-		return h, fmt.Errorf("%w: bad magic %q", ErrCorrupt, b[0:8])
 	}
 	le := binary.LittleEndian
 	if got, want := le.Uint64(b[headerSumOff:]), xxhash.Sum64(b[:headerSumOff]); got != want {

@@ -14,7 +14,9 @@ import (
 // (each against its checksum) but not the lists themselves: a list's
 // checksum is verified the first time a search or Save reads it, and Verify
 // checks all of them. A file that fails a check is refused with an error
-// wrapping ErrCorrupt (or ErrVersion); nothing is returned from it.
+// wrapping ErrCorrupt (or ErrVersion); one without the index's magic, with
+// one wrapping both ErrNotIndexFile and ErrCorrupt. Nothing is returned
+// from it.
 func Open(fs vfs.FS, dir string) (*Index, error) {
 	return open(fs, dir, false)
 }
@@ -48,6 +50,13 @@ func openFile(f vfs.File, resident bool) (*Index, error) {
 	}
 	size := st.Size()
 	if size < headerSize {
+		// Short: say whether it is an index at all.
+		b := make([]byte, min(size, int64(len(fileMagic))))
+		if _, err := f.ReadAt(b, 0); err == nil {
+			if err := checkMagic(b); err != nil {
+				return nil, err
+			}
+		}
 		return nil, fmt.Errorf("%w: file is %d bytes, shorter than the %d-byte header", ErrCorrupt, size, headerSize)
 	}
 	if size != int64(int(size)) {

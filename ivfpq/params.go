@@ -54,6 +54,12 @@ var (
 	// ErrCorrupt reports an index file that fails its structural checks or its
 	// checksum. The file is refused; nothing is loaded from it.
 	ErrCorrupt = errors.New("ivfpq: corrupt index file")
+	// ErrNotIndexFile reports a file that does not start with the index
+	// file's magic: some other file, not a damaged index. Such an error
+	// also matches ErrCorrupt, so a caller that rebuilds a damaged index
+	// rebuilds over it too; a tool reading a path a person gave says "not
+	// an index file" instead of "corrupt".
+	ErrNotIndexFile = errors.New("ivfpq: not an index file")
 	// ErrVersion reports an index file written by an unknown format version.
 	ErrVersion = errors.New("ivfpq: unsupported index file version")
 	// ErrOutOfOrder reports an Add whose row is not Rows().

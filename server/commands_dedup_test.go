@@ -21,6 +21,9 @@ func TestMemAddDedup(t *testing.T) {
 	wantErr(t, rdb, "MERGE needs DEDUP", "MEM.ADD", "c", "VALUES", 2, 1, 0, "MERGE", "MAX")
 	wantErr(t, rdb, "MERGE must be KEEP, MAX or AVG", "MEM.ADD", "c", "VALUES", 2, 1, 0, "DEDUP", 0.9, "MERGE", "MIN")
 	wantErr(t, rdb, "DEDUP is for single adds", "MEM.MADD", "c", "VALUES", 2, 1, 0, "VALUES", 2, 1, 0, "DEDUP", 0.9)
+	// A batch of one is a batch too: refused, not deduplicated.
+	wantErr(t, rdb, "DEDUP is for single adds", "MEM.MADD", "c", "VALUES", 2, 1, 0.001, "DEDUP", 0.99)
+	wantErr(t, rdb, "DEDUP is for single adds", "MEM.MADD", "c", "VALUES", 2, 1, 0.001, "DEDUP", 0.99, "MERGE", "MAX")
 	wantErr(t, rdb, "DEDUP", "MEM.ADD", "c", "VALUES", 2, 1, 0, "DEDUP", "nan")
 	if n := mustDo(t, rdb, "MEM.COUNT", "c"); n != int64(2) {
 		t.Fatalf("MEM.COUNT = %v, want 2", n)

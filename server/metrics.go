@@ -1,13 +1,17 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -171,9 +175,28 @@ func loopbackHostOnly(h http.Handler) http.Handler {
 	})
 }
 
-// slogPrinter passes promhttp's error messages to the server's logger.
+// slogPrinter passes promhttp's error messages to the server's logger:
+// at DEBUG when the scraper hung up before the reply was written (nothing
+// is wrong with the server, and a scraper that times out would otherwise
+// log an ERROR at every scrape), at ERROR otherwise (metrics that cannot
+// be gathered or encoded).
 type slogPrinter struct{ s *Server }
 
 func (p slogPrinter) Println(v ...any) {
-	p.s.log.Error("server: metrics: " + strings.TrimSpace(fmt.Sprintln(v...)))
+	msg := "server: metrics: " + strings.TrimSpace(fmt.Sprintln(v...))
+	for _, x := range v {
+		if err, ok := x.(error); ok && isHangUp(err) {
+			p.s.log.Debug(msg + " (the scraper hung up)")
+			return
+		}
+	}
+	p.s.log.Error(msg)
+}
+
+// isHangUp reports whether err, from writing a reply, means the peer
+// closed or reset the connection.
+func isHangUp(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, io.ErrClosedPipe) || errors.Is(err, context.Canceled)
 }

@@ -136,6 +136,16 @@ func (f ForgetSummary) Forgetting() float64 { return f.Before - f.After }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// num3 formats a rate or a difference of rates to 3 places, a difference
+// that rounds to zero as 0.000 rather than -0.000.
+func num3(x float64) string {
+	s := fmt.Sprintf("%.3f", x)
+	if s == "-0.000" {
+		return "0.000"
+	}
+	return s
+}
+
 func num2(x float64) string {
 	if math.IsNaN(x) {
 		return "–"
@@ -198,7 +208,7 @@ func WriteMarkdown(w io.Writer, sums []Summary, forget []ForgetSummary, p Params
 	if len(forget) > 0 {
 		fmt.Fprintf(w, "\nForgetting (train A, evaluate A, train B, evaluate A):\n\n| ranking | A before | A after | forgetting | B last epoch |\n|---|---|---|---|---|\n")
 		for _, f := range forget {
-			fmt.Fprintf(w, "| %s | %.3f | %.3f | %.3f | %.3f |\n", f.Label, f.Before, f.After, f.Forgetting(), f.BRate)
+			fmt.Fprintf(w, "| %s | %.3f | %.3f | %s | %.3f |\n", f.Label, f.Before, f.After, num3(f.Forgetting()), f.BRate)
 		}
 	}
 }

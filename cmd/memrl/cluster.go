@@ -16,15 +16,11 @@ import (
 	"github.com/memrl/memrl/internal/cliflag"
 )
 
-// memrl cluster start|stop: a local cluster of `memrl serve` processes on
+// memrl cluster start|stop|add|remove: a local cluster of `memrl serve` processes on
 // loopback, to try cluster mode (docs/CLUSTER.md).
 
-const clusterUsage = `usage:
-  memrl cluster start --dir DIR [--shards S] [--replicas R] [--port P] [-- serve flags...]
-  memrl cluster stop --dir DIR [--timeout 15s]
-  memrl cluster add --dir DIR --shard S [--port P] [-- serve flags...]
-  memrl cluster remove --dir DIR --node ID [--timeout 15s]
-
+// clusterHelp follows the usage lines in clusterUsage.
+const clusterHelp = `
 start runs S×R memrl serve processes in the background on 127.0.0.1, client
 ports P, P+1, … (raft ports 10000 above), node i in shard i/R, data in
 DIR/<node-id>, logs in DIR/<node-id>.log; it writes DIR/nodes.tsv (node id,
@@ -47,27 +43,41 @@ Try it:  memrl cluster start --dir /tmp/c --shards 2 && redis-cli -c -p 7000
 Flags:
 `
 
-func init() { commands["cluster"] = clusterCmd }
+// clusterCommands are memrl cluster's actions. They are set in init:
+// their functions print clusterUsage, which reads this table (a literal
+// would be an initialisation cycle).
+var clusterCommands []subcommand
+
+func init() {
+	clusterCommands = []subcommand{
+		{"start", "--dir DIR [--shards S] [--replicas R] [--port P] [-- serve flags...]", "", clusterStart},
+		{"stop", "--dir DIR [--timeout 15s]", "", clusterStop},
+		{"add", "--dir DIR --shard S [--port P] [-- serve flags...]", "", clusterAdd},
+		{"remove", "--dir DIR --node ID [--timeout 15s]", "", clusterRemove},
+	}
+	commands["cluster"] = clusterCmd
+}
+
+// clusterUsage is memrl cluster --help's text, and every action's.
+func clusterUsage() string {
+	return "usage:\n" + columns(usageRows("memrl cluster", clusterCommands)) + clusterHelp
+}
 
 func clusterCmd(args []string) error {
+	want := strings.ReplaceAll(names(clusterCommands), "|", ", ")
 	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, clusterUsage)
-		return cliflag.Usagef("which action: start, stop, add or remove?")
+		fmt.Fprint(os.Stderr, clusterUsage())
+		return cliflag.Usagef("which action: %s?", want)
 	}
 	switch args[0] {
-	case "start":
-		return clusterStart(args[1:])
-	case "stop":
-		return clusterStop(args[1:])
-	case "add":
-		return clusterAdd(args[1:])
-	case "remove":
-		return clusterRemove(args[1:])
 	case "-h", "-help", "--help", "help":
-		fmt.Print(clusterUsage)
+		fmt.Print(clusterUsage())
 		return cliflag.ErrHelp
 	}
-	return cliflag.Usagef("unknown action %q: want start, stop, add or remove", args[0])
+	if a, ok := lookup(clusterCommands, args[0]); ok {
+		return a.run(args[1:])
+	}
+	return cliflag.Usagef("unknown action %q: want %s", args[0], want)
 }
 
 // startOptions are memrl cluster start's flags.
@@ -95,7 +105,7 @@ func clusterStart(args []string) error {
 	fs.IntVar(&o.replicas, "replicas", 1, "nodes per shard (a raft group when more than 1)")
 	fs.IntVar(&o.port, "port", 7000, "client port of the first node; node i listens on port+i")
 	fs.DurationVar(&o.wait, "wait", 60*time.Second, "how long to wait for every shard to accept a write")
-	fs.Usage = func() { fmt.Fprint(fs.Output(), clusterUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(fs.Output(), clusterUsage()); fs.PrintDefaults() }
 	if err := cliflag.Parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -259,7 +269,7 @@ func clusterStop(args []string) error {
 	fs := flag.NewFlagSet("cluster stop", flag.ContinueOnError)
 	dir := fs.String("dir", "", "the cluster's folder")
 	timeout := fs.Duration("timeout", 15*time.Second, "how long each node may take to exit after SIGTERM before it gets SIGKILL")
-	fs.Usage = func() { fmt.Fprint(fs.Output(), clusterUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(fs.Output(), clusterUsage()); fs.PrintDefaults() }
 	if err := cliflag.Parse(fs, args, 0); err != nil {
 		return err
 	}

@@ -35,11 +35,6 @@ import (
 // Order matters for no lost writes: a node is a voter before any router
 // sends it a client, and stops being one before it stops.
 
-const clusterMembersUsage = `usage:
-  memrl cluster add --dir DIR --shard S [--port P] [-- serve flags...]
-  memrl cluster remove --dir DIR --node ID [--timeout 15s]
-`
-
 func clusterAdd(args []string) error {
 	var serveArgs []string
 	for i, a := range args {
@@ -53,7 +48,7 @@ func clusterAdd(args []string) error {
 	shard := fs.Int("shard", -1, "the shard the new node joins")
 	port := fs.Int("port", 0, "its client port (default: one above the highest port in nodes.tsv)")
 	wait := fs.Duration("wait", 60*time.Second, "how long to wait for the node to join and catch up")
-	fs.Usage = func() { fmt.Fprint(fs.Output(), clusterMembersUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(fs.Output(), clusterUsage()); fs.PrintDefaults() }
 	if err := cliflag.Parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -148,7 +143,7 @@ func clusterRemove(args []string) error {
 	dir := fs.String("dir", "", "the running cluster's folder")
 	id := fs.String("node", "", "the node to remove")
 	timeout := fs.Duration("timeout", 15*time.Second, "how long the node may take to exit after SIGTERM before it gets SIGKILL")
-	fs.Usage = func() { fmt.Fprint(fs.Output(), clusterMembersUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(fs.Output(), clusterUsage()); fs.PrintDefaults() }
 	if err := cliflag.Parse(fs, args, 0); err != nil {
 		return err
 	}

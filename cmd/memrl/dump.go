@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,38 +20,44 @@ import (
 // ivfpq.Inspect); this file only picks one and prints. Nothing is
 // written: a live server's files can be read.
 
-const dumpUsage = `usage:
-  memrl dump wal DIR|FILE                a log segment's records, or every segment's (DIR: the database or its wal folder), one line each
-  memrl dump checkpoint [-v] FILE        a checkpoint's header, collections, counts and sections (-v: every memory)
-  memrl dump index FILE                  an IVF-PQ index file's header and list sizes (collections/<uid>/ivfpq/ivfpq.idx)
-  memrl dump vectors FILE                a collection's vectors.sum header and row counts (FILE: vectors.sum or vectors.f32)
-A damaged file prints what decodes, then the damage and its offset, and exits 1.
-`
+// dumpKinds are the files memrl dump reads (dumpTo runs them).
+var dumpKinds = []subcommand{
+	{"wal", "DIR|FILE", "a log segment's records, or every segment's (DIR: the database or its wal folder), one line each", nil},
+	{"checkpoint", "[-v] FILE", "a checkpoint's header, collections, counts and sections (-v: every memory)", nil},
+	{"index", "FILE", "an IVF-PQ index file's header and list sizes (collections/<uid>/ivfpq/ivfpq.idx)", nil},
+	{"vectors", "FILE", "a collection's vectors.sum header and row counts (FILE: vectors.sum or vectors.f32)", nil},
+}
+
+// dumpUsage is memrl dump --help's text.
+func dumpUsage() string {
+	return "usage:\n" + columns(usageRows("memrl dump", dumpKinds)) +
+		"A damaged file prints what decodes, then the damage and its offset, and exits 1.\n"
+}
 
 func dump(args []string) error {
 	if len(args) == 0 {
-		return cliflag.Usagef("what to dump?\n%s", dumpUsage)
+		return cliflag.Usagef("what to dump?\n%s", dumpUsage())
 	}
 	what := args[0]
 	switch what {
 	case "-h", "-help", "--help":
-		fmt.Print(dumpUsage)
+		fmt.Print(dumpUsage())
 		return nil
-	case "wal", "checkpoint", "index", "vectors":
-	default:
-		return cliflag.Usagef("unknown dump %q\n%s", what, dumpUsage)
+	}
+	if _, ok := lookup(dumpKinds, what); !ok {
+		return cliflag.Usagef("unknown dump %q\n%s", what, dumpUsage())
 	}
 	fset := flag.NewFlagSet("dump "+what, flag.ContinueOnError)
 	verbose := false
 	if what == "checkpoint" {
 		fset.BoolVar(&verbose, "v", false, "every memory and tombstone, with its sections")
 	}
-	fset.Usage = func() { fmt.Fprint(fset.Output(), dumpUsage) }
+	fset.Usage = func() { fmt.Fprint(fset.Output(), dumpUsage()) }
 	if err := cliflag.Parse(fset, args[1:], 1); err != nil {
 		return err
 	}
 	if fset.NArg() != 1 {
-		return cliflag.Usagef("dump %s needs a path\n%s", what, dumpUsage)
+		return cliflag.Usagef("dump %s needs a path\n%s", what, dumpUsage())
 	}
 	w := bufio.NewWriter(os.Stdout)
 	err := dumpTo(w, what, fset.Arg(0), verbose)
@@ -75,6 +82,10 @@ func dumpTo(w io.Writer, what, path string, verbose bool) error {
 		path += "/" + ivfpq.FileName
 	}
 	fi, err := ivfpq.Inspect(fs, path)
+	if errors.Is(err, ivfpq.ErrNotIndexFile) {
+		// Some other file: its header's fields would be noise.
+		return err
+	}
 	fmt.Fprintf(w, "index %s: %d bytes, version %d\n", path, fi.Size, fi.Version)
 	if fi.Params.Dim != 0 {
 		p := fi.Params

@@ -1,9 +1,9 @@
 // Command memrl runs the memrl server and its tools.
 //
 //	memrl serve [flags]           run the server (see `memrl serve --help`)
-//	memrl cluster start|stop      a local cluster of memrl serve processes
-//	memrl bench ann|rewards|durability|hostile|madd [flags]
-//	memrl dump wal|checkpoint|index|vectors PATH   a file's records or header, readable
+//	memrl cluster ACTION [flags]  a local cluster of memrl serve processes (start, stop, add, remove)
+//	memrl bench NAME [flags]      a benchmark (`memrl bench --help` lists them)
+//	memrl dump KIND PATH          a file's records or header, readable (wal, checkpoint, index, vectors)
 //	memrl info                    build and CPU facts (SIMD kernels in use)
 //	memrl version                 version, Go version and SIMD level
 //	memrl help [command]          usage
@@ -21,21 +21,20 @@ import (
 	"github.com/memrl/memrl/internal/cliflag"
 )
 
-const usage = `memrl: episodic memory with learned utilities, served over RESP2.
-
-usage:
-  memrl serve [flags]              run the server (memrl serve --help for its flags)
-  memrl cluster start|stop [flags] a local cluster of serve processes (memrl cluster --help)
-  memrl bench ann [flags]          recall against latency of the phase-1 index
-  memrl bench rewards [flags]      acknowledged rewards per second over the protocol
-  memrl bench durability [flags]   fsync latency, in-process rewards, recovery, checkpoint stalls
-  memrl bench hostile [flags]      an honest client's answers and latency while hostile clients attack
-  memrl bench madd [flags]         memories added per second over the protocol: MEM.MADD against pipelined MEM.ADD
-  memrl dump wal|checkpoint|index|vectors PATH   a file's records or header, readable (memrl dump --help)
-  memrl info                       build and CPU facts (SIMD kernels in use)
-  memrl version                    version, Go version and SIMD level
-  memrl help [command]             this text, or a command's flags
-`
+// usage is memrl help's text. The sub-commands of cluster, bench and dump
+// come from their tables (subcommands.go), so the list cannot drift from
+// what runs; TestHelpListsEverySubcommand checks the rest.
+func usage() string {
+	rows := [][2]string{{"memrl serve [flags]", "run the server (memrl serve --help for its flags)"},
+		{"memrl cluster " + names(clusterCommands) + " [flags]", "a local cluster of serve processes (memrl cluster --help)"}}
+	rows = append(rows, usageRows("memrl bench", benchCommands)...)
+	rows = append(rows,
+		[2]string{"memrl dump " + names(dumpKinds) + " PATH", "a file's records or header, readable (memrl dump --help)"},
+		[2]string{"memrl info", "build and CPU facts (SIMD kernels in use)"},
+		[2]string{"memrl version", "version, Go version and SIMD level"},
+		[2]string{"memrl help [command]", "this text, or a command's flags"})
+	return "memrl: episodic memory with learned utilities, served over RESP2.\n\nusage:\n" + columns(rows)
+}
 
 // commands maps each command to the function that runs it with the
 // arguments after its name.
@@ -57,7 +56,7 @@ func main() { os.Exit(run(os.Args[1:])) }
 // or --help, 2 for a command line that cannot be run, 1 for a failure.
 func run(args []string) int {
 	if len(args) == 0 {
-		fmt.Print(usage)
+		fmt.Print(usage())
 		return 0
 	}
 	name := args[0]
@@ -66,7 +65,7 @@ func run(args []string) int {
 	}
 	cmd, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "memrl: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(os.Stderr, "memrl: unknown command %q\n\n%s", args[0], usage())
 		return 2
 	}
 	err := cmd(args[1:])
@@ -86,18 +85,18 @@ func run(args []string) int {
 func help(args []string) error {
 	switch {
 	case len(args) == 0:
-		fmt.Print(usage)
+		fmt.Print(usage())
 		return nil
 	case len(args) > 2:
 		return cliflag.Usagef("help takes at most a command and a sub-command, got %q", args)
 	}
 	if args[0] == "help" {
-		fmt.Print(usage)
+		fmt.Print(usage())
 		return nil
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		return cliflag.Usagef("no such command %q\n\n%s", args[0], usage)
+		return cliflag.Usagef("no such command %q\n\n%s", args[0], usage())
 	}
 	return cmd(append(args[1:], "--help"))
 }

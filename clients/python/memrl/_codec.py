@@ -181,8 +181,13 @@ def parse_snapshots(reply: Any) -> list[Snapshot]:
 
 
 def parse_info(reply: Any) -> CollectionInfo:
+    """MEM.INFO's field/value array. Fields without an attribute stay in ``extra``; of
+    those, ``prune_policy`` (the policy as MEM.CONFIG takes it, "" for none) is text
+    and comes back as ``str``; the rest are numbers or arrays of numbers."""
     f = pairs(reply)
     s = lambda k: f.pop(k).decode("utf-8")  # noqa: E731
+    if isinstance(f.get("prune_policy"), (bytes, bytearray)):
+        f["prune_policy"] = bytes(f["prune_policy"]).decode("utf-8")
     return CollectionInfo(
         name=s("name"),
         dim=int(f.pop("dim")),

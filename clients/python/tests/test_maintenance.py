@@ -61,7 +61,8 @@ def test_prune_policy(client, coll):
     assert p == {"q_below": 0.5, "min_visits": 2, "older": 3600, "max_count": 100, "filter": p["filter"], "every": 30}
     assert "user" in p["filter"]
     info = client.info(coll)
-    assert info.extra["prune_policy"].startswith(b"QBELOW 0.5 MINVISITS 2 OLDER 3600 MAXCOUNT 100 FILTER ")
+    assert isinstance(info.extra["prune_policy"], str)  # text, decoded (it came back as bytes)
+    assert info.extra["prune_policy"].startswith("QBELOW 0.5 MINVISITS 2 OLDER 3600 MAXCOUNT 100 FILTER ")
     assert info.extra["last_prune"] == [0, 0]  # never ran yet
     client.set_prune_policy(coll, idle=60)
     assert client.prune_policy(coll) == {"idle": 60, "every": 60}  # EVERY defaults to 60 s
@@ -71,6 +72,7 @@ def test_prune_policy(client, coll):
     assert client.prune_policy(coll) == {"idle": 60, "every": 60}  # refused: unchanged
     client.prune_policy_off(coll)
     assert client.prune_policy(coll) is None
+    assert client.info(coll).extra["prune_policy"] == ""  # none: an empty str
     client.prune_policy_off(coll)  # none: still OK
 
 
