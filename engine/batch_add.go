@@ -59,6 +59,10 @@ func (c *Collection) AddBatchDeferred(reqs []AddRequest) ([]uint64, Ticket, erro
 		return nil, 0, fmt.Errorf("%w: a batch holds at least one memory", ErrBadParam)
 	}
 	for i := range reqs {
+		if reqs[i].Replace && len(reqs) > 1 {
+			return nil, 0, &BatchError{Index: i, Count: len(reqs),
+				Err: fmt.Errorf("%w: REPLACE is for single adds (MEM.ADD), not batches", ErrBadParam)}
+		}
 		if reqs[i].HasDedup && len(reqs) > 1 {
 			return nil, 0, &BatchError{Index: i, Count: len(reqs),
 				Err: fmt.Errorf("%w: DEDUP is for single adds (MEM.ADD), not batches", ErrBadParam)}
@@ -88,6 +92,14 @@ func (c *Collection) addDeferred(reqs []AddRequest) (ids []uint64, t Ticket, bad
 	now := c.db.nowNanos()
 	if len(reqs) == 1 && reqs[0].HasDedup {
 		if id, t, found, err := c.dedupLocked(&reqs[0], recs[0], now); err != nil || found {
+			if err != nil {
+				return nil, 0, -1, err
+			}
+			return []uint64{id}, t, -1, nil
+		}
+	}
+	if len(reqs) == 1 && reqs[0].Replace {
+		if id, t, found, err := c.upsertLocked(recs[0], reqs[0].Key, now); err != nil || found {
 			if err != nil {
 				return nil, 0, -1, err
 			}
@@ -165,6 +177,11 @@ func (c *Collection) checkAdd(req *AddRequest) (addRec, error) {
 	}
 	if req.HasDedup && !finite(req.Dedup) {
 		return addRec{}, fmt.Errorf("%w: DEDUP", ErrBadNumber)
+	}
+	if req.Replace {
+		if err := checkUpsert(req); err != nil {
+			return addRec{}, err
+		}
 	}
 	attrs, err := checkAddExt(req) // keys.go
 	if err != nil {
