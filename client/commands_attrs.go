@@ -53,6 +53,18 @@ func (c *Client) SetPayload(ctx context.Context, coll string, ref Ref, payload [
 	return err
 }
 
+func setVectorSpec(coll string, ref Ref, vec []float32) spec[struct{}] {
+	return spec[struct{}]{args: append(ref.appendArgs([]any{"MEM.SETVECTOR", coll}), "FP32", EncodeFP32(vec)), parse: parseOK}
+}
+
+// SetVector replaces the vector of the memory ref names (MEM.SETVECTOR),
+// keeping its id, key, attributes, payload, expiry, Q, visits and history.
+// Errors: ErrNoMemory, ErrDimension, ErrNoCollection.
+func (c *Client) SetVector(ctx context.Context, coll string, ref Ref, vec []float32) error {
+	_, err := run(ctx, c.rdb, setVectorSpec(coll, ref, vec))
+	return err
+}
+
 func expireSpec(coll string, ref Ref, ttl time.Duration) spec[struct{}] {
 	s, err := seconds(ttl)
 	return spec[struct{}]{

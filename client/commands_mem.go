@@ -31,6 +31,11 @@ type AddOptions struct {
 	// Merge says what a deduplicated add does to the existing memory's
 	// Q: "KEEP" (or "", the default), "MAX" or "AVG" (MERGE).
 	Merge string
+	// Replace makes the add an upsert by Key (REPLACE): the memory holding
+	// Key gets this vector, attributes and payload in place, keeping its
+	// id, Q, visits and history (and the reply is its id); without one the
+	// memory is added. Needs Key, and no ID, TTL or Dedup; single adds only.
+	Replace bool
 }
 
 // appendAddArgs appends a memory as MEM.ADD takes it after the collection
@@ -71,6 +76,9 @@ func appendAddArgs(args []any, vec []float32, o *AddOptions) ([]any, error) {
 		if o.Merge != "" {
 			args = append(args, "MERGE", o.Merge)
 		}
+	}
+	if o.Replace {
+		args = append(args, "REPLACE")
 	}
 	return args, nil
 }

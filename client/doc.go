@@ -27,7 +27,7 @@
 //	MEM.DEL [FILTER]                   Del, DelFilter
 //	MEM.SCAN, MEM.COUNT [FILTER]       Scan (and the iterator ScanAll), Count, CountFilter
 //	MEM.SETATTR, MEM.GETATTR           SetAttr, GetAttr
-//	MEM.SETPAYLOAD                     SetPayload
+//	MEM.SETPAYLOAD, MEM.SETVECTOR      SetPayload, SetVector
 //	MEM.EXPIRE, MEM.PERSIST, MEM.TTL   Expire, Persist, TTL
 //	MEM.INDEX coll ADD|DROP|LIST       IndexAdd, IndexDrop, IndexList
 //	MEM.PRUNE                          Prune

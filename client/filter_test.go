@@ -62,7 +62,7 @@ func TestFilters(t *testing.T) {
 	if f, err := c.IndexList(ctx, name); err != nil || !slices.Equal(f, []string{"step"}) {
 		t.Fatalf("IndexList after IndexDrop = %v, %v", f, err)
 	}
-	wantIs(t, "IndexAdd of a bad name", c.IndexAdd(ctx, name, "a.b"), client.ErrBadParam)
+	wantIs(t, "IndexAdd of a bad name", c.IndexAdd(ctx, name, "a..b"), client.ErrBadParam)
 	_, err = c.IndexList(ctx, "nope")
 	wantIs(t, "IndexList nope", err, client.ErrNoCollection)
 	wantIs(t, "Create INDEXED a bad name", c.Create(ctx, "badidx", 2, &client.CreateOptions{Indexed: []string{"ok", "no way"}}), client.ErrBadParam)

@@ -250,6 +250,11 @@ func (p *Pipeline) SetPayload(ctx context.Context, coll string, ref Ref, payload
 	return queue(ctx, p, setPayloadSpec(coll, ref, payload))
 }
 
+// SetVector queues Client.SetVector.
+func (p *Pipeline) SetVector(ctx context.Context, coll string, ref Ref, vec []float32) *Cmd[struct{}] {
+	return queue(ctx, p, setVectorSpec(coll, ref, vec))
+}
+
 // Expire queues Client.Expire.
 func (p *Pipeline) Expire(ctx context.Context, coll string, ref Ref, ttl time.Duration) *Cmd[struct{}] {
 	return queue(ctx, p, expireSpec(coll, ref, ttl))

@@ -40,8 +40,8 @@ func (e *BatchError) Unwrap() error { return e.Err }
 // in the order given once the change is durable (as the database's sync
 // policy defines durable). A memory that fails validation fails the whole
 // batch with a *BatchError naming it, and nothing is added. A memory
-// with HasDedup is refused (ErrBadParam), whatever the batch's size:
-// deduplication is for Collection.Add only.
+// with HasDedup or Replace is refused (ErrBadParam), whatever the batch's
+// size: deduplication and replacement are for Collection.Add only.
 //
 // The caller may reuse reqs' slices once AddBatch returns: nothing of them
 // is kept (vectors are copied, payloads written to the file and the log).
@@ -60,11 +60,15 @@ func (c *Collection) AddBatchDeferred(reqs []AddRequest) ([]uint64, Ticket, erro
 	if len(reqs) == 0 {
 		return nil, 0, fmt.Errorf("%w: a batch holds at least one memory", ErrBadParam)
 	}
-	// DEDUP is refused in every batch, one memory included, so that
-	// MEM.MADD behaves the same whatever its size: a batch of one that
-	// deduplicated would answer differently from the same memory in a
-	// batch of two.
+	// DEDUP and REPLACE are refused in every batch, one memory included,
+	// so that MEM.MADD behaves the same whatever its size: a batch of one
+	// that deduplicated or replaced would answer differently from the
+	// same memory in a batch of two.
 	for i := range reqs {
+		if reqs[i].Replace {
+			return nil, 0, &BatchError{Index: i, Count: len(reqs),
+				Err: fmt.Errorf("%w: REPLACE is for single adds (MEM.ADD), not batches", ErrBadParam)}
+		}
 		if reqs[i].HasDedup {
 			return nil, 0, &BatchError{Index: i, Count: len(reqs),
 				Err: fmt.Errorf("%w: DEDUP is for single adds (MEM.ADD), not batches", ErrBadParam)}
@@ -94,6 +98,14 @@ func (c *Collection) addDeferred(reqs []AddRequest) (ids []uint64, t Ticket, bad
 	now := c.db.nowNanos()
 	if len(reqs) == 1 && reqs[0].HasDedup {
 		if id, t, found, err := c.dedupLocked(&reqs[0], recs[0], now); err != nil || found {
+			if err != nil {
+				return nil, 0, -1, err
+			}
+			return []uint64{id}, t, -1, nil
+		}
+	}
+	if len(reqs) == 1 && reqs[0].Replace {
+		if id, t, found, err := c.upsertLocked(recs[0], reqs[0].Key, now); err != nil || found {
 			if err != nil {
 				return nil, 0, -1, err
 			}
@@ -171,6 +183,11 @@ func (c *Collection) checkAdd(req *AddRequest) (addRec, error) {
 	}
 	if req.HasDedup && !finite(req.Dedup) {
 		return addRec{}, fmt.Errorf("%w: DEDUP", ErrBadNumber)
+	}
+	if req.Replace {
+		if err := checkUpsert(req); err != nil {
+			return addRec{}, err
+		}
 	}
 	attrs, err := checkAddExt(req) // keys.go
 	if err != nil {

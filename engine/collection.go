@@ -274,6 +274,12 @@ type AddRequest struct {
 	Dedup      float64
 	HasDedup   bool
 	DedupMerge DedupMerge
+	// Replace makes the add an upsert by Key (replace.go): when a live
+	// memory holds Key, its vector, attributes and payload are replaced
+	// in place, keeping its id, Q, visits and history (Q, if given, is
+	// then not used); otherwise the memory is added. It needs a Key, and
+	// no ID, DEDUP or TTL. Single adds only.
+	Replace bool
 }
 
 // Add stores a memory and returns its id once the change is durable (as the

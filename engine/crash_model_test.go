@@ -77,6 +77,7 @@ const (
 	opSetAttrs   // attrs (empty removes them)
 	opSetPayload // payload
 	opExpire     // ttl seconds; 0 removes the expiry (Persist)
+	opReplace    // vec, and attrs and payload as repl says (replace.go)
 	// There is no explicit retrain operation: collections are IVF-PQ
 	// (4-bit PQ) with a training threshold of 20 memories, so the background build
 	// (and a retrain each time a collection grows fourfold) runs in the
@@ -95,11 +96,12 @@ type op struct {
 	attrs   string  // of an add or opSetAttrs
 	key     string  // of an add
 	ttl     int     // seconds: of an add (0: none) or opExpire (0: persist)
+	repl    byte    // opReplace: replaceAttrs and/or replacePayload
 }
 
 func (o op) String() string {
 	return fmt.Sprintf("%v coll=%s id=%d ids=%v q=%v attrs=%s key=%q ttl=%d",
-		[...]string{"create", "drop", "add", "reward", "delete", "checkpoint", "setattrs", "setpayload", "expire"}[o.kind],
+		[...]string{"create", "drop", "add", "reward", "delete", "checkpoint", "setattrs", "setpayload", "expire", "replace"}[o.kind],
 		o.coll, o.id, o.ids, o.q, o.attrs, o.key, o.ttl)
 }
 
@@ -119,9 +121,17 @@ func (m model) apply(o op) {
 			mm.expires = crashNow().Add(time.Duration(o.ttl) * time.Second)
 		}
 		m[o.coll].mems[o.id] = mm
-	case opSetAttrs, opSetPayload, opExpire:
+	case opSetAttrs, opSetPayload, opExpire, opReplace:
 		mm := m[o.coll].mems[o.id]
 		switch o.kind {
+		case opReplace: // Q, visits, history, key and expiry stay
+			mm.vec = o.vec
+			if o.repl&replaceAttrs != 0 {
+				mm.attrs = o.attrs
+			}
+			if o.repl&replacePayload != 0 {
+				mm.payload = o.payload
+			}
 		case opSetAttrs:
 			mm.attrs = o.attrs
 		case opSetPayload:
@@ -174,6 +184,9 @@ func execOp(db *DB, o op) error {
 		err = c.SetAttrs(ByID(o.id), []byte(o.attrs))
 	case opSetPayload:
 		err = c.SetPayload(ByID(o.id), o.payload)
+	case opReplace:
+		_, err = c.Replace(ByID(o.id), ReplaceRequest{Vector: o.vec, Attrs: []byte(o.attrs), SetAttrs: o.repl&replaceAttrs != 0,
+			Payload: o.payload, SetPayload: o.repl&replacePayload != 0})
 	case opExpire:
 		var t Ticket
 		if o.ttl > 0 {
@@ -268,9 +281,20 @@ func (g *gen) next(m model) op {
 			o.attrs = fmt.Sprintf(`{"status":"s%d"}`, g.rng.Intn(100))
 		}
 		return o
-	case r < 84:
+	case r < 81:
 		id := ids[g.rng.Intn(len(ids))]
 		return op{kind: opSetPayload, coll: name, id: id, payload: []byte(fmt.Sprintf("new payload of %d: %d", id, g.rng.Intn(1000)))}
+	case r < 84:
+		id := ids[g.rng.Intn(len(ids))]
+		o := op{kind: opReplace, coll: name, id: id, vec: []float32{float32(id), g.rng.Float32(), g.rng.Float32(), 2},
+			repl: byte(g.rng.Intn(4))}
+		if o.repl&replaceAttrs != 0 && g.rng.Intn(3) > 0 {
+			o.attrs = fmt.Sprintf(`{"status":"r%d"}`, g.rng.Intn(100))
+		}
+		if o.repl&replacePayload != 0 {
+			o.payload = []byte(fmt.Sprintf("replaced payload of %d: %d", id, g.rng.Intn(1000)))
+		}
+		return o
 	case r < 90:
 		o := op{kind: opExpire, coll: name, id: ids[g.rng.Intn(len(ids))]}
 		if g.rng.Intn(3) > 0 {

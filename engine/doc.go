@@ -352,7 +352,7 @@
 // writing, taken after DB.ckptMu and before DB.mu, and never waits for
 // snapMu while it does. Rewards take Collection.mu for reading
 // and one stripe at a time, so rewards on different memories run in
-// parallel; adds, deletes and in-place updates (attributes, payload,
+// parallel; adds, deletes and in-place updates (attributes, payload, vector,
 // expiry) take Collection.mu for writing, and so do the expiry sweeper
 // (a goroutine of the DB, like the checkpointer) when it deletes and the
 // pruner (prune_policy.go) while it applies a due policy. A scan

@@ -97,7 +97,9 @@ func checkFieldList(fields []string) error {
 
 // checkIndexed validates a list of fields to index and returns it sorted,
 // without duplicates. Names are those a filter selects with .name
-// (letters, digits, '_', '-', at most 128 bytes); ErrBadParam otherwise.
+// (letters, digits, '_', '-', at most 128 bytes), or paths into nested
+// objects with such names joined by dots (meta.source); ErrBadParam
+// otherwise.
 func checkIndexed(fields []string) ([]string, error) {
 	out := slices.Clone(fields)
 	slices.Sort(out)
@@ -107,7 +109,7 @@ func checkIndexed(fields []string) ([]string, error) {
 	}
 	for _, f := range out {
 		if !filter.ValidFieldName(f) {
-			return nil, fmt.Errorf("%w: %q cannot be indexed: a field name is 1 to 128 letters, digits, '_' or '-'", ErrBadParam, f)
+			return nil, fmt.Errorf("%w: %q cannot be indexed: a field name is 1 to 128 letters, digits, '_' or '-' (and '.' between the names of a path into nested objects)", ErrBadParam, f)
 		}
 	}
 	return out, nil

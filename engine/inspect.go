@@ -70,7 +70,7 @@ var recordNames = map[byte]string{
 	recSnapshot: "snapshot", recDelSnapshot: "delsnapshot", recRollback: "rollback",
 	recRollbackBatch: "rollback-batch", recPrunePolicy: "prune-policy",
 	recGroupMember: "group-member", recGroupCommit: "group-commit", recGroupAbort: "group-abort",
-	recRemap: "remap",
+	recRemap: "remap", recReplace: "replace",
 }
 
 // describeRecord returns a record's type and fields on one line. dims
@@ -193,6 +193,23 @@ func describeRecord(rec []byte, dims map[uint64]int) string {
 		var r remapRec
 		if r, err = decodeRemap(rec); err == nil {
 			s = fmt.Sprintf("uid=%d gen=%d rows=%d paysize=%d mapsum=%#x", r.uid, r.gen, r.nrows, r.paySize, r.mapSum)
+		}
+	case recReplace:
+		dim := -1
+		if uid, e := addRecUID(rec); e == nil {
+			if d, ok := dims[uid]; ok {
+				dim = d
+			}
+		}
+		var r replaceRec
+		if r, err = decodeReplace(rec, dim); err == nil {
+			s = fmt.Sprintf("uid=%d id=%d row=%d dim=%d", r.uid, r.id, r.row, len(r.vec))
+			if r.flags&replaceAttrs != 0 {
+				s += " attrs=" + clip(r.attrs)
+			}
+			if r.flags&replacePayload != 0 {
+				s += fmt.Sprintf(" payoff=%d paylen=%d", r.payOff, len(r.payload))
+			}
 		}
 	case recPrunePolicy:
 		var r policyRec

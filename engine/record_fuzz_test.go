@@ -43,7 +43,10 @@ func recordSeeds() map[string]corpus.Seed {
 		"group-member-delete": {encodeGroupMember(1<<60, encodeDelete(deleteRec{uid: 3, ids: []uint64{43}})), uint16(0)},
 		"group-commit":        {encodeGroupCommit(1<<60, 2, 0x1234_5678_9abc_def0), uint16(0)},
 		"group-abort":         {encodeGroupAbort(1 << 60), uint16(0)},
-		"remap":               {encodeRemap(remapRec{uid: 3, gen: 2, nrows: 1000, paySize: 1 << 20, mapSum: 0x1234_5678_9abc_def0}), uint16(0)},
+		"replace": {encodeReplace(replaceRec{uid: 3, id: 42, row: 9, flags: replaceAttrs | replacePayload,
+			attrs: []byte(`{"tags":["a"]}`), payOff: 4096, payload: []byte("p"), vec: []float32{1, -0.5, 0, 2}}), uint16(4)},
+		"replace-vector": {encodeReplace(replaceRec{uid: 3, id: 42, row: 10, vec: []float32{0, 1, 0, 0}}), uint16(4)},
+		"remap":          {encodeRemap(remapRec{uid: 3, gen: 2, nrows: 1000, paySize: 1 << 20, mapSum: 0x1234_5678_9abc_def0}), uint16(0)},
 	}
 }
 
@@ -134,6 +137,12 @@ func decodeRecord(rec []byte, dim int) ([]byte, error) {
 	case recRemap:
 		r, err := decodeRemap(rec)
 		return encodeRemap(r), err
+	case recReplace:
+		if _, err := addRecUID(rec); err != nil {
+			return nil, err
+		}
+		r, err := decodeReplace(rec, dim)
+		return encodeReplace(r), err
 	}
 	return nil, errBadRecord
 }

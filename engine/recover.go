@@ -284,6 +284,8 @@ func (db *DB) replayRecord(lsn uint64, rec []byte) error {
 		if c, ok := db.byUID[r.uid]; ok {
 			return c.replayRemapLocked(r)
 		}
+	case recReplace: // replace.go
+		return db.replayReplace(rec)
 	case recSnapshot, recDelSnapshot, recRollbackBatch, recRollback:
 		return db.replaySnapshotRecord(rec) // snapshot_replay.go
 	default:

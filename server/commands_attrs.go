@@ -21,6 +21,7 @@ func (s *Server) registerAttrs(m memCommands) {
 	s.Register("MEM.SETATTR", 3, m.setAttr)
 	s.Register("MEM.GETATTR", 2, m.getAttr, ReadOnly)
 	s.Register("MEM.SETPAYLOAD", 3, m.setPayload)
+	s.Register("MEM.SETVECTOR", 3, m.setVector) // commands_replace.go
 	s.Register("MEM.EXPIRE", 3, m.expire)
 	s.Register("MEM.PERSIST", 2, m.persist)
 	s.Register("MEM.TTL", 2, m.ttl, ReadOnly)
@@ -271,6 +272,11 @@ func (a *argList) parseAddExt(k string, req *engine.AddRequest) (bool, error) {
 		}
 		req.TTL = ttl
 		return true, err
+	case "REPLACE":
+		// An upsert by KEY (engine/replace.go): the memory holding the
+		// key gets the new vector, attributes and payload in place.
+		req.Replace = true
+		return true, nil
 	}
 	return false, nil
 }

@@ -27,6 +27,7 @@ var growsData = map[string]bool{
 	"mem.reward":     true, // history
 	"mem.setattr":    true,
 	"mem.setpayload": true,
+	"mem.setvector":  true, // a new vector row
 	"mem.index":      true, // an attribute index
 	"mem.rollback":   true, // revives memories
 }

@@ -177,7 +177,7 @@ func TestCommandKeyPositions(t *testing.T) {
 		t.Fatal(err)
 	}
 	keyed := []string{"mem.create", "mem.drop", "mem.add", "mem.retrieve", "mem.reward", "mem.get", "mem.del",
-		"mem.info", "mem.verify", "mem.setattr", "mem.getattr", "mem.setpayload", "mem.expire", "mem.persist",
+		"mem.info", "mem.verify", "mem.setattr", "mem.getattr", "mem.setpayload", "mem.setvector", "mem.expire", "mem.persist",
 		"mem.ttl", "mem.madd", "mem.mget", "mem.scan", "mem.count", "mem.index", "mem.prune", "mem.history",
 		"mem.config", "mem.snapshot", "mem.snapshots", "mem.rollback", "mem.delsnapshot", "mem.compact"}
 	var mems []string

@@ -30,6 +30,7 @@ const (
 	opGt
 	opGe
 	opIn
+	opHas
 	opAnd
 	opOr
 )
@@ -38,7 +39,7 @@ const (
 var opText = [...]string{
 	opAdd: "+", opSub: "-", opMul: "*", opDiv: "/", opMod: "%", opPow: "**",
 	opEq: "==", opNe: "!=", opLt: "<", opLe: "<=", opGt: ">", opGe: ">=",
-	opIn: "in", opAnd: "and", opOr: "or",
+	opIn: "in", opHas: "has", opAnd: "and", opOr: "or",
 }
 
 // node is a node of an expression's syntax tree. Trees are immutable once

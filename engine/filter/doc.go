@@ -17,7 +17,7 @@
 //
 //	expr       = and { ( "or" | "||" ) and } .
 //	and        = comparison { ( "and" | "&&" ) comparison } .
-//	comparison = sum [ ( "==" | "!=" | "<" | "<=" | ">" | ">=" | "in" ) sum ] .
+//	comparison = sum [ ( "==" | "!=" | "<" | "<=" | ">" | ">=" | "in" | "has" ) sum ] .
 //	sum        = product { ( "+" | "-" ) product } .
 //	product    = power { ( "*" | "/" | "%" ) power } .
 //	power      = unary [ "**" power ] .
@@ -25,21 +25,25 @@
 //	primary    = number | string | "true" | "false" | array | selector | "(" expr ")" .
 //	array      = "[" [ element { "," element } ] "]" .
 //	element    = [ "-" ] number | string | "true" | "false" .
-//	selector   = "." selchar { selchar } .
+//	selector   = "." name { "." name } .
+//	name       = selchar { selchar } .
 //	selchar    = "A"…"Z" | "a"…"z" | "0"…"9" | "_" | "-" .
 //	number     = digits [ "." digits ] [ ( "e" | "E" ) [ "+" | "-" ] digits ] .
 //	string     = '"' { char | escape } '"' | "'" { char | escape } "'" .
 //	escape     = "\" ( '"' | "'" | "\" | "/" | "b" | "f" | "n" | "r" | "t" | "u" hex hex hex hex ) .
 //
 // Space, tabs and newlines separate tokens. The keywords are and, or, not,
-// in, true, false; any other bare word is an error (fields are written with
-// a dot). A selector names a top-level attribute (`.year`, not
-// `.movie.year`), as in Redis; its characters are Redis's too, so `.a-1` is
-// the field "a-1", not a subtraction. A number must not run into a letter
+// in, has, true, false; any other bare word is an error (fields are written
+// with a dot). A selector names a top-level attribute (`.year`), as in
+// Redis, or a path into nested objects (`.movie.year`: the member year of
+// the object that is the attribute movie; unlike Redis, which has only
+// top-level selectors); a top-level key that itself holds a dot cannot be
+// selected. Its characters are Redis's, so `.a-1` is the field "a-1", not
+// a subtraction. A number must not run into a letter
 // (`12abc` is an error). \uXXXX escapes follow JSON (surrogate pairs
 // combine; a lone surrogate becomes U+FFFD).
 //
-// Precedence, lowest first: or; and; comparisons and in; + -; * / %; **;
+// Precedence, lowest first: or; and; comparisons, in and has; + -; * / %; **;
 // the unary operators. Binary operators associate to the left except **,
 // which associates to the right (2 ** 3 ** 2 is 512). As in Redis, not
 // binds tighter than every binary operator: `not .a == 1` is
@@ -66,8 +70,16 @@
 //   - `x in a` tests membership when a is an array (x a number or a
 //     string, compared with ==) and, as in Redis, whether x is a substring
 //     of a when a is a string (x must then be a string);
-//   - an array literal appears only to the right of in; its elements are
-//     numbers, strings, true or false, and need not share a type;
+//   - `.f has v` is Qdrant's match: true when field f equals v or is an
+//     array with an element equal to v; with an array literal v (any of
+//     its elements), when f or an element of f equals one of them. Its left
+//     operand must be a field, its right a constant string or number or an
+//     array literal (not empty); f may then be an array or of v's type (of
+//     its elements' types): `.tags has "travel"` matches "travel" and
+//     ["travel", "food"], never "travelling";
+//   - an array literal appears only to the right of in and has; its
+//     elements are numbers, strings, true or false, and need not share a
+//     type;
 //   - each field gets, from every place it is used, the types it may have:
 //     a number where arithmetic, ordering or a condition uses it; the type
 //     of the literal it is compared with; a number or a string left of in
@@ -109,14 +121,14 @@
 // # The bitmap index
 //
 // Index holds roaring bitmaps for a set of declared fields (MEM.CREATE …
-// INDEXED, MEM.INDEX): per field, the rows by the type of their value; by
+// INDEXED, MEM.INDEX; a field may be a path such as meta.source): per field, the rows by the type of their value; by
 // string value (equality, in); by number, in buckets (buckets.go: sign,
 // exponent and the top 16 mantissa bits, so integers below 131,072 have a
 // bucket each and Unix timestamps fall in buckets of about 4.5 hours); and
 // the same for the elements of array values (so `"plan" in .tags` is one
 // bitmap). Index.Plan turns an expression into a superset of its matching
 // rows, and says when the superset is exact: and, or and not over
-// comparisons and in between an indexed field and a constant map to bitmap
+// comparisons, in and has between an indexed field and a constant map to bitmap
 // and, or and and-not; a range takes whole the buckets whose least and
 // greatest values lie inside it, and marks the plan inexact when a bucket
 // straddles its end; anything the index cannot answer (an unindexed field,
@@ -136,7 +148,10 @@
 //
 // # Differences from Redis
 //
-// Stricter, never looser: ill-typed expressions are errors rather than
+// Two additions, for front ends written for Qdrant: has (Qdrant's match
+// on a field that may hold an array) and selectors of nested paths
+// (Qdrant's dotted keys). Otherwise stricter, never looser: ill-typed
+// expressions are errors rather than
 // silently false or converted; comparisons do not chain; null is not a
 // literal (a null attribute counts as missing); string escapes are decoded
 // (Redis compares them raw); attributes must be valid UTF-8 with unique

@@ -54,6 +54,11 @@ func (e *Expr) Match(attrs []byte) bool {
 		if !ok {
 			return false
 		}
+		// Paths into nested objects are looked up on their own; a
+		// top-level key that happens to hold dots is not one.
+		for _, i := range e.nested {
+			vals[i] = decodeValue(lookupPath(attrs, e.paths[i]))
+		}
 		for i, v := range vals {
 			if v.t&e.req[i] == 0 {
 				return false
@@ -113,6 +118,8 @@ func evalBool(n *node, vals []value) bool {
 		return !equal(evalVal(n.l, vals), evalVal(n.r, vals))
 	case opIn:
 		return contains(evalVal(n.r, vals), evalVal(n.l, vals))
+	case opHas:
+		return has(evalVal(n.l, vals), evalVal(n.r, vals))
 	case opLt:
 		return evalNum(n.l, vals) < evalNum(n.r, vals)
 	case opLe:
@@ -215,6 +222,48 @@ func contains(c, x value) bool {
 	return false
 }
 
+// lookupPath returns the raw JSON value at path in the object attrs (each
+// segment a member of the object before it; the last of repeated keys
+// counts), or nil when a segment is missing or its parent is not an
+// object.
+func lookupPath(attrs []byte, path []string) []byte {
+	b := attrs
+	for _, seg := range path {
+		var found []byte
+		if !forEachMember(b, func(key []byte, esc bool, val []byte) bool {
+			if k, ok := memberName(key, esc); ok && k == seg {
+				found = val
+			}
+			return true
+		}) || found == nil {
+			return nil
+		}
+		b = found
+	}
+	return b
+}
+
+// has implements `x has v`: x (a field's value) equals v, or is one of
+// v's elements when v is an array literal; or x is an array with such an
+// element.
+func has(x, v value) bool {
+	match := func(y value) bool {
+		if v.t == tArr {
+			return contains(v, y)
+		}
+		return equal(y, v)
+	}
+	if x.t != tArr {
+		return match(x)
+	}
+	found := false
+	forEachElement(aliasBytes(x.str), func(elem []byte) bool {
+		found = match(decodeValue(elem))
+		return !found
+	})
+	return found
+}
+
 // fold replaces every subtree without fields by its value (so that
 // `.t > 1700000000 - 86400` compares .t with one number, which the index
 // can use). Array literals stay as they are.
@@ -233,7 +282,7 @@ func fold(n *node) *node {
 	}
 	out := &node{op: opNum, pos: n.pos, height: 1, num: evalNum(n, nil)}
 	switch n.op {
-	case opNot, opAnd, opOr, opEq, opNe, opIn, opLt, opLe, opGt, opGe:
+	case opNot, opAnd, opOr, opEq, opNe, opIn, opHas, opLt, opLe, opGt, opGe:
 		out.isBool = true
 	}
 	return out

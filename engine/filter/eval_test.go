@@ -238,3 +238,72 @@ func TestScanString(t *testing.T) {
 		}
 	}
 }
+
+// TestMatchHasAndPaths: `has` is Qdrant's match (a field equal to the
+// value, or an array holding it; any of an array literal's elements),
+// and dotted selectors reach into nested objects.
+func TestMatchHasAndPaths(t *testing.T) {
+	const doc = `{"user":"u1","tags":["travel","food"],"n":3,"ns":[1,2],"ok":true,` +
+		`"meta":{"source":"web","lang":["en","fr"],"deep":{"x":1}},"a.b":"flat","s":"travelling"}`
+	tests := []struct {
+		expr string
+		want bool
+	}{
+		{`.tags has "travel"`, true},
+		{`.tags has "trav"`, false}, // elements equal, never substrings
+		{`.user has "u1"`, true},    // a scalar field: equality
+		{`.user has "u2"`, false},
+		{`.s has "travel"`, false}, // a string is not searched for substrings
+		{`.n has 3 and .ns has 2 and .ns has 1`, true},
+		{`.n has "3"`, false}, // a number never equals a string
+		{`.ok has true`, true},
+		{`.tags has ["x", "food"]`, true},
+		{`.user has ["u2", "u1"]`, true},
+		{`.tags has ["x", "y"]`, false},
+		{`.ns has [5, "travel"]`, false},
+		{`.meta.source == "web"`, true},
+		{`.meta.source has "web" and .meta.lang has "fr"`, true},
+		{`.meta.deep.x == 1 and .meta.deep.x + 1 == 2`, true},
+		{`.meta.missing == 1`, false},
+		{`.user.x == 1`, false},   // the parent is not an object
+		{`.a.b == "flat"`, false}, // a path, not a top-level key with a dot
+		{`not (.meta.source has "x")`, true},
+		{`.nothing has "x" or .user == "u1"`, false}, // a missing field: false throughout
+	}
+	for _, tt := range tests {
+		e, err := Parse(tt.expr)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tt.expr, err)
+			continue
+		}
+		if got := e.Match([]byte(doc)); got != tt.want {
+			t.Errorf("%s: Match = %v, want %v", tt.expr, got, tt.want)
+		}
+		if ref := refMatch(e, []byte(doc)); ref != tt.want {
+			t.Errorf("%s: reference = %v, want %v", tt.expr, ref, tt.want)
+		}
+	}
+	// With the fields indexed, Plan is exact and agrees.
+	ix := NewIndex()
+	for _, f := range []string{"tags", "user", "meta.source", "meta.lang"} {
+		if err := ix.AddField(f, func(yield func(uint32, []byte)) { yield(3, []byte(doc)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for expr, want := range map[string]bool{
+		`.tags has "travel"`: true,
+		`.tags has "x"`:      false,
+		`.user has ["u1"]`:   true,
+		`.meta.source has "web" and .meta.lang has "en"`: true,
+		`.meta.source == "api"`:                          false,
+	} {
+		e, err := Parse(expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, exact, ok := ix.Plan(e)
+		if !ok || !exact || rows.Contains(3) != want {
+			t.Errorf("%s: Plan rows %v exact %v ok %v, want row 3 %v", expr, rows.ToArray(), exact, ok, want)
+		}
+	}
+}

@@ -21,6 +21,8 @@ func FuzzFilterParse(f *testing.F) {
 		{`.a == )`, `{`},
 		{`1 < .a < 3`, `[]`},
 		{`.t > 1700000000 - 86400`, "{\"t\":1700000000}\x00"},
+		{`.tags has "travel" and .meta.source has ["web", 1]`, `{"tags":["food","travel"],"meta":{"source":"web","n":[1]}}`},
+		{`.a.b.c has 2 or .a.b == 1`, `{"a":{"b":{"c":[1,2]}},"a.b":1}`},
 	}
 	for _, s := range seeds {
 		f.Add(s.expr, []byte(s.attrs))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 )
@@ -41,6 +42,9 @@ type fieldIndex struct {
 	nums                   numIndex // rows whose value is a number, by bucket
 	elemStrs               postings // rows whose array holds this string
 	elemNums               numIndex // rows whose array holds a number, by bucket
+	// path is the field's name split at its dots when it is a path into
+	// nested objects ("meta.source"), nil for a top-level field.
+	path []string
 }
 
 // Errors of Index.AddField.
@@ -49,7 +53,7 @@ var (
 	ErrFieldIndexed = errors.New("filter: field already indexed")
 	// ErrBadField: an indexed field's name is one a selector can write:
 	// 1 to 128 characters of [A-Za-z0-9_-].
-	ErrBadField = errors.New("filter: invalid field name: use 1-128 characters of A-Z a-z 0-9 _ -")
+	ErrBadField = errors.New("filter: invalid field name: use 1-128 characters of A-Z a-z 0-9 _ - (and . between the names of a path into nested objects)")
 )
 
 // NewIndex returns an index of no fields.
@@ -65,7 +69,15 @@ func ValidFieldName(name string) bool {
 	if len(name) == 0 || len(name) > 128 {
 		return false
 	}
+	// Segments of selector bytes joined by single dots: a top-level
+	// field, or a path into nested objects.
 	for i := 0; i < len(name); i++ {
+		if name[i] == '.' {
+			if i == 0 || i == len(name)-1 || name[i-1] == '.' {
+				return false
+			}
+			continue
+		}
 		if !isSelectorByte(name[i]) {
 			return false
 		}
@@ -95,7 +107,16 @@ func (ix *Index) AddField(name string, each func(yield func(row uint32, attrs []
 		return fmt.Errorf("%w: %s", ErrFieldIndexed, name)
 	}
 	fi := newFieldIndex()
+	if strings.Contains(name, ".") {
+		fi.path = strings.Split(name, ".")
+	}
 	each(func(row uint32, attrs []byte) {
+		if fi.path != nil {
+			if val := lookupPath(attrs, fi.path); val != nil {
+				fi.add(row, val)
+			}
+			return
+		}
 		forEachMember(attrs, func(key []byte, esc bool, val []byte) bool {
 			if k, ok := memberName(key, esc); ok && k == name {
 				fi.add(row, val)
@@ -147,12 +168,19 @@ func (ix *Index) each(attrs []byte, fn func(fi *fieldIndex, val []byte)) {
 	}
 	forEachMember(attrs, func(key []byte, esc bool, val []byte) bool {
 		if k, ok := memberName(key, esc); ok {
-			if fi := ix.fields[k]; fi != nil {
+			if fi := ix.fields[k]; fi != nil && fi.path == nil {
 				fn(fi, val)
 			}
 		}
 		return true
 	})
+	for _, fi := range ix.fields {
+		if fi.path != nil {
+			if val := lookupPath(attrs, fi.path); val != nil {
+				fn(fi, val)
+			}
+		}
+	}
 }
 
 // add indexes a row's value and returns the change of its size.

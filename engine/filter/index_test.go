@@ -153,7 +153,7 @@ func TestIndexAddFieldErrors(t *testing.T) {
 	if err := ix.AddField("user", none); !errors.Is(err, ErrFieldIndexed) {
 		t.Errorf("second AddField(user): %v", err)
 	}
-	for _, bad := range []string{"", "a.b", "a b", string(make([]byte, 129))} {
+	for _, bad := range []string{"", ".a", "a.", "a..b", "a b", string(make([]byte, 129))} {
 		if err := ix.AddField(bad, none); !errors.Is(err, ErrBadField) {
 			t.Errorf("AddField(%q): %v", bad, err)
 		}

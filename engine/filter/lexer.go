@@ -70,7 +70,7 @@ type lexer struct {
 var operators = []string{"**", "==", "!=", "<=", ">=", "&&", "||",
 	"+", "-", "*", "/", "%", "<", ">", "!", "(", ")", "[", "]", ","}
 
-var keywords = map[string]bool{"and": true, "or": true, "not": true, "in": true, "true": true, "false": true}
+var keywords = map[string]bool{"and": true, "or": true, "not": true, "in": true, "has": true, "true": true, "false": true}
 
 func isSelectorByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
@@ -103,11 +103,20 @@ func (l *lexer) next() (token, error) {
 		return l.str()
 	case c == '.':
 		end := start + 1
-		for end < len(l.src) && isSelectorByte(l.src[end]) {
+		// A path into nested objects: .meta.source, each segment a
+		// field name of selector bytes.
+		for {
+			seg := end
+			for end < len(l.src) && isSelectorByte(l.src[end]) {
+				end++
+			}
+			if end == seg {
+				return token{}, errAt(seg-1, ErrSyntax, `"." must be followed by a field name`)
+			}
+			if end >= len(l.src) || l.src[end] != '.' {
+				break
+			}
 			end++
-		}
-		if end == start+1 {
-			return token{}, errAt(start, ErrSyntax, `"." must be followed by a field name`)
 		}
 		l.pos = end
 		return token{kind: tokSel, pos: start, text: l.src[start+1 : end]}, nil

@@ -13,10 +13,17 @@ type Expr struct {
 	req    []typeSet // req[i]: the types fields[i] must have for a memory to match
 	str    string    // the canonical text (String)
 	index  map[string]int
+	// paths[i] is fields[i] split at its dots when it is a path into
+	// nested objects (.meta.source), nil for a top-level field; nested
+	// lists the indexes of such fields.
+	paths  [][]string
+	nested []int
 }
 
-// Fields returns the names of the top-level attributes e references, in
-// order of first use. The caller must not modify the slice.
+// Fields returns the names of the attributes e references, in order of
+// first use: top-level names, or paths into nested objects with their
+// segments joined by dots ("meta.source"). The caller must not modify the
+// slice.
 func (e *Expr) Fields() []string { return e.fields }
 
 // String returns e's canonical text: fully parenthesized, constants folded.
@@ -132,7 +139,7 @@ var (
 	productOps = map[string]opcode{"*": opMul, "/": opDiv, "%": opMod}
 )
 
-var cmpOps = map[string]opcode{"==": opEq, "!=": opNe, "<": opLt, "<=": opLe, ">": opGt, ">=": opGe, "in": opIn}
+var cmpOps = map[string]opcode{"==": opEq, "!=": opNe, "<": opLt, "<=": opLe, ">": opGt, ">=": opGe, "in": opIn, "has": opHas}
 
 // parseCmp: sum [ cmpop sum ]. Comparisons do not chain: `1 < .a < 3`
 // is an error rather than JavaScript's (1 < .a) < 3.
@@ -270,6 +277,12 @@ func (p *parser) parsePrimary() (*node, error) {
 			p.e.index[t.text] = i
 			p.e.fields = append(p.e.fields, t.text)
 			p.e.req = append(p.e.req, tAny)
+			var path []string
+			if strings.Contains(t.text, ".") {
+				path = strings.Split(t.text, ".")
+				p.e.nested = append(p.e.nested, i)
+			}
+			p.e.paths = append(p.e.paths, path)
 		}
 		n = &node{op: opField, field: i}
 	case p.isOp("["):

@@ -119,6 +119,10 @@ func (p *planner) bounds(n *node) (lo, hi *roaring.Bitmap) {
 		if lo, hi, ok := p.in(n); ok {
 			return lo, hi
 		}
+	case opHas:
+		if lo, hi, ok := p.has(n); ok {
+			return lo, hi
+		}
 	}
 	return roaring.New(), p.g
 }
@@ -256,6 +260,44 @@ func (p *planner) in(n *node) (lo, hi *roaring.Bitmap, ok bool) {
 		return lo, hi, true
 	}
 	return nil, nil, false
+}
+
+// has handles `.field has v`: the rows whose value equals v (each of v's
+// elements, for an array) or whose array holds it.
+func (p *planner) has(n *node) (lo, hi *roaring.Bitmap, ok bool) {
+	fi := p.field(n.l)
+	if fi == nil {
+		return nil, nil, false
+	}
+	var los, his []*roaring.Bitmap
+	add := func(isStr bool, s string, num float64) {
+		if isStr {
+			a, b := fi.strs.get(s), fi.elemStrs.get(s)
+			los, his = append(los, a, b), append(his, a, b)
+			return
+		}
+		alo, ahi := fi.nums.cmp(opEq, num)
+		blo, bhi := fi.elemNums.cmp(opEq, num)
+		los, his = append(los, alo, blo), append(his, ahi, bhi)
+	}
+	switch n.r.op {
+	case opStr:
+		add(true, n.r.str, 0)
+	case opNum:
+		add(false, "", n.r.num)
+	case opArr:
+		for _, e := range n.r.arr {
+			add(e.isStr, e.str, e.num)
+		}
+	default:
+		return nil, nil, false
+	}
+	lo, hi = roaring.FastOr(los...), roaring.FastOr(his...)
+	if slicesEqual(los, his) {
+		hi = lo
+	}
+	lo, hi = p.within(lo, hi)
+	return lo, hi, true
 }
 
 func slicesEqual(a, b []*roaring.Bitmap) bool {

@@ -14,6 +14,10 @@ import (
 
 var propFields = []string{"a", "b", "c", "d"}
 
+// exprFields are the fields random expressions and indexes use: the
+// top-level ones and a path into the nested object "e".
+var exprFields = []string{"a", "b", "c", "d", "e.f"}
+
 // randomValue returns a random JSON value of every kind the language meets.
 func randomValue(r *rand.Rand) string {
 	strs := []string{`"x"`, `"y"`, `"xy"`, `""`, `"\u00e9"`, `"x\"y"`}
@@ -57,6 +61,13 @@ func randomAttrs(r *rand.Rand) []byte {
 			members = append(members, fmt.Sprintf("%q:%s", f, randomValue(r)))
 		}
 	}
+	switch r.IntN(4) {
+	case 0:
+	case 1:
+		members = append(members, fmt.Sprintf(`"e":%s`, randomValue(r)))
+	default:
+		members = append(members, fmt.Sprintf(`"e":{"g":1,"f":%s}`, randomValue(r)))
+	}
 	r.Shuffle(len(members), func(i, j int) { members[i], members[j] = members[j], members[i] })
 	out, err := ValidateAttrs([]byte("{" + strings.Join(members, ",") + "}"))
 	if err != nil {
@@ -67,7 +78,7 @@ func randomAttrs(r *rand.Rand) []byte {
 
 // randomExpr returns a random expression text (not always well typed).
 func randomExpr(r *rand.Rand, depth int) string {
-	field := func() string { return "." + propFields[r.IntN(len(propFields))] }
+	field := func() string { return "." + exprFields[r.IntN(len(exprFields))] }
 	lit := func() string {
 		return []string{"0", "1", "2", "-1", "0.5", "100000", "1700000000", `"x"`, `"y"`, `""`, `"é"`, "true", "false"}[r.IntN(13)]
 	}
@@ -85,6 +96,11 @@ func randomExpr(r *rand.Rand, depth int) string {
 			return field() + " " + []string{"==", "!="}[r.IntN(2)] + " " + field()
 		case 5:
 			return field() + " + 1 > " + lit()
+		case 6:
+			if r.IntN(2) == 0 {
+				return field() + " has " + lit()
+			}
+			return field() + " has " + []string{`["x", 1]`, `[0, 2, "y"]`, `["xy", "é"]`, `[true]`}[r.IntN(4)]
 		default:
 			ops := []string{"==", "!=", "<", "<=", ">", ">="}
 			if r.IntN(2) == 0 {
@@ -115,7 +131,15 @@ func refMatch(e *Expr, attrs []byte) bool {
 	}
 	vals := make([]any, len(e.fields))
 	for i, f := range e.fields {
-		v := m[f]
+		var v any = m
+		for _, seg := range strings.Split(f, ".") {
+			obj, ok := v.(map[string]any)
+			if !ok {
+				v = nil
+				break
+			}
+			v = obj[seg]
+		}
 		var t typeSet
 		switch x := v.(type) {
 		case float64:
@@ -180,6 +204,21 @@ func refMatch(e *Expr, attrs []byte) bool {
 				}
 			}
 			return 0.0
+		case opHas:
+			x, c := ev(n.l), ev(n.r)
+			one := func(y any) bool {
+				if b, ok := y.(bool); ok {
+					y = b2f(b)
+				}
+				if cs, ok := c.([]any); ok {
+					return slices.ContainsFunc(cs, func(el any) bool { return refEqual(y, el) })
+				}
+				return refEqual(y, c)
+			}
+			if xs, ok := x.([]any); ok {
+				return b2f(slices.ContainsFunc(xs, one))
+			}
+			return b2f(one(x))
 		}
 		a, b := ev(n.l).(float64), ev(n.r).(float64)
 		switch n.op {
@@ -240,7 +279,7 @@ func TestPlanProperty(t *testing.T) {
 			attrs[i] = randomAttrs(r)
 		}
 		ix := NewIndex()
-		for _, f := range propFields {
+		for _, f := range exprFields {
 			if r.IntN(3) > 0 {
 				err := ix.AddField(f, func(yield func(uint32, []byte)) {
 					for i, a := range attrs {

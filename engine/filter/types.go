@@ -71,6 +71,8 @@ func (e *Expr) typeOf(n *node) error {
 		return e.checkEquality(n)
 	case opIn:
 		return e.checkIn(n)
+	case opHas:
+		return e.checkHas(n)
 	case opAnd, opOr:
 		if err := e.demand(n.l, tNum, "the operands of "+opText[n.op]); err != nil {
 			return err
@@ -158,6 +160,56 @@ func (e *Expr) checkIn(n *node) error {
 		return e.demand(l, tStr, "the left operand of in with a string on the right")
 	}
 	return errAt(r.pos, ErrType, "the right operand of in must be an array or a string, not a number")
+}
+
+// checkHas: `.f has v` (Qdrant's match) is true when field f equals v or
+// is an array with an element equal to v; with an array literal v, when f
+// (or an element of f) equals any of v's elements. The left operand must
+// be a field, the right a string, a number or an array literal; the field
+// may then be of v's type (the types of v's elements) or an array.
+func (e *Expr) checkHas(n *node) error {
+	l, r := n.l, n.r
+	if l.op != opField {
+		return errAt(l.pos, ErrType, "the left operand of has must be a field")
+	}
+	if r.op == opField {
+		return errAt(r.pos, ErrType, "the right operand of has must be a string, a number or an array, not a field")
+	}
+	var want typeSet
+	if r.op == opArr {
+		if len(r.arr) == 0 {
+			return errAt(r.pos, ErrType, "the right operand of has must not be an empty array")
+		}
+		for _, el := range r.arr {
+			if el.isStr {
+				want |= tStr
+			} else {
+				want |= tNum
+			}
+		}
+	} else {
+		if err := e.typeOfConst(r); err != nil {
+			return err
+		}
+		want = staticType(r)
+	}
+	return e.demand(l, want|tArr, "the left operand of has")
+}
+
+// typeOfConst requires n, the right operand of has, to use no field.
+func (e *Expr) typeOfConst(n *node) error {
+	if n.op == opField {
+		return errAt(n.pos, ErrType, "the right operand of has must not use a field")
+	}
+	if n.l != nil {
+		if err := e.typeOfConst(n.l); err != nil {
+			return err
+		}
+	}
+	if n.r != nil {
+		return e.typeOfConst(n.r)
+	}
+	return nil
 }
 
 // demand requires n to have a type in want. A field's requirement is

@@ -177,6 +177,7 @@ class _Commands:
         ttl: Optional[int] = None,
         dedup: Optional[float] = None,
         merge: Optional[str] = None,
+        replace: bool = False,
     ) -> Any:
         """MEM.ADD: store one memory; returns its id.
 
@@ -185,7 +186,10 @@ class _Commands:
         live. Raises MemoryExists if ``id`` or ``key`` is live. With
         ``dedup`` (a similarity, as DELTA), a live memory at least that
         similar is returned instead of adding a near-copy, its Q merged as
-        ``merge`` says ("KEEP", the default, "MAX" or "AVG").
+        ``merge`` says ("KEEP", the default, "MAX" or "AVG"). With
+        ``replace`` (``REPLACE``, needs ``key``) it is an upsert: the memory
+        holding ``key`` gets this vector, attrs and payload in place and
+        keeps its id, Q, visits and history; the reply is its id.
         """
         m = NewMemory(vector=vector, id=id, q=q, payload=payload, attrs=attrs, key=key, ttl=ttl)
         args = ["MEM.ADD", coll] + _memory_args(m)
@@ -195,6 +199,8 @@ class _Commands:
                 args += [b"MERGE", merge]
         elif merge is not None:
             raise ValueError("merge needs dedup")
+        if replace:
+            args.append(b"REPLACE")
         return self._call(args, int)
 
     def madd(self, coll: str, memories: Iterable[NewMemory | dict]) -> Any:
@@ -452,6 +458,10 @@ class _Commands:
     def set_attrs(self, coll: str, ref: int | str | bytes, attrs: Optional[dict[str, Any]]) -> Any:
         """MEM.SETATTR: replace the memory's attributes (None removes them)."""
         return self._call(["MEM.SETATTR", coll] + c.ref_args(ref) + [c.encode_attrs(attrs)], c.ok)
+
+    def set_vector(self, coll: str, ref: int | str | bytes, vector: Any) -> Any:
+        """MEM.SETVECTOR: replace the memory's vector, keeping its id, attributes, payload, Q, visits and history."""
+        return self._call(["MEM.SETVECTOR", coll] + c.ref_args(ref) + [b"FP32", c.pack_vector(vector)], c.ok)
 
     def get_attrs(self, coll: str, ref: int | str | bytes) -> Any:
         """MEM.GETATTR: the attributes as a dict, or None when the memory has none."""

@@ -82,11 +82,14 @@ def test_pipelined_error_notes_are_stripped():
 
 def test_filter_dicts():
     assert to_filter(None) is None and to_filter({}) is None
-    assert to_filter({"user_id": "u7"}) == '.user_id == "u7"'
-    assert to_filter({"a": 1, "b": 2.5, "ok": True}) == ".a == 1 and .b == 2.5 and .ok == 1"
-    assert to_filter({"k": ["x", 3]}) == '.k in ["x", 3]'
+    # Qdrant's MatchValue / MatchAny: equal, or a list holding the value ("has").
+    assert to_filter({"user_id": "u7"}) == '.user_id has "u7"'
+    assert to_filter({"a": 1, "b": 2.5, "ok": True}) == ".a has 1 and .b has 2.5 and .ok has 1"
+    assert to_filter({"k": ["x", 3]}) == '.k has ["x", 3]'
+    assert to_filter({"meta.source": "web"}) == '.meta.source has "web"'
     assert to_filter({"n": {"gte": 3, "$lt": 9}}) == ".n >= 3 and .n < 9"
-    assert to_filter({"n": {"ne": "z", "nin": [1, 2]}}) == '.n != "z" and not (.n in [1, 2])'
+    assert to_filter({"n": {"ne": "z", "nin": [1, 2]}}) == 'not (.n has "z") and not (.n has [1, 2])'
+    assert to_filter({"n": {"eq": 2, "in": ["a"]}}) == '.n has 2 and .n has ["a"]'
     assert to_filter({"tags": {"contains": "plan"}}) == '"plan" in .tags'
     assert to_filter('.a == 1 or .b == "x"') == '.a == 1 or .b == "x"'
 
@@ -96,13 +99,13 @@ def test_filter_strings_are_quoted_safely():
     # and non-ASCII are JSON-escaped.
     evil = 'u7" or .admin == 1 or "'
     f = to_filter({"user": evil})
-    assert f == '.user == "u7\\" or .admin == 1 or \\""'
-    assert to_filter({"s": "a\\b\n\u00e9'"}) == '.s == "a\\\\b\\n\\u00e9\'"'
+    assert f == '.user has "u7\\" or .admin == 1 or \\""'
+    assert to_filter({"s": "a\\b\n\u00e9'"}) == '.s has "a\\\\b\\n\\u00e9\'"'
 
 
 @pytest.mark.parametrize(
     "bad",
-    [{"a.b": 1}, {"a b": 1}, {"": 1}, {"x": None}, {"x": math.nan}, {"x": {"between": 1}}, {"x": {"in": []}}, {"x": {"in": 3}}, {"x": object()}],
+    [{"a..b": 1}, {".a": 1}, {"a.": 1}, {"a b": 1}, {"": 1}, {"x": None}, {"x": math.nan}, {"x": {"between": 1}}, {"x": {"in": []}}, {"x": {"in": 3}}, {"x": object()}],
 )
 def test_filter_refuses_what_it_cannot_express(bad):
     with pytest.raises(ValueError):

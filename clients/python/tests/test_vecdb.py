@@ -64,13 +64,13 @@ def test_add_without_id_gets_uuid(db):
     assert uuid.UUID(it.id).version == 4 and it.payload == {"a": 1}
 
 
-def test_add_is_all_or_nothing(db):
+def test_add_checks_every_item_before_writing(db):
     db.add(_items()[:1])
-    with pytest.raises(memrl.MemoryExists):
-        db.add([VecDBItem(id=U[3], vector=[1, 0, 0]), VecDBItem(id=U[0], vector=[0, 1, 0])])
+    for bad in ([1, 0], [1, float("nan"), 0], None):  # wrong dimension, NaN, no vector
+        with pytest.raises(ValueError):
+            db.add([VecDBItem(id=U[3], vector=[1, 0, 0]), VecDBItem(id=U[0], vector=bad)])
     assert db.count() == 1 and db.get_by_id(U[3]) is None
-    with pytest.raises(ValueError):
-        db.add([VecDBItem(id=U[3])])  # no vector
+    assert db.get_by_id(U[0]).vector == pytest.approx([1, 0, 0])
 
 
 def test_search(db):
@@ -78,10 +78,10 @@ def test_search(db):
     res = db.search([1, 0, 0], 2)
     assert [r.id for r in res] == [U[0], U[1]]
     assert res[0].score == pytest.approx(1.0) and res[0].payload["memory"] == "book first"
-    assert res[0].vector is None
+    assert res[0].vector == pytest.approx([1, 0, 0]) and res[1].vector == pytest.approx([0.9 / 0.82**0.5, 0.1 / 0.82**0.5, 0], rel=1e-5)
 
 
-def test_update_payload_merges_and_vector_replaces_keeping_q(db):
+def test_update_payload_merges_and_vector_replaces_keeping_learning_state(db):
     db.add(_items())
     db.reward([U[0]], 1.0)
     q = db.get_by_id(U[0]).q
@@ -89,10 +89,11 @@ def test_update_payload_merges_and_vector_replaces_keeping_q(db):
     it = db.get_by_id(U[0])
     assert it.payload == {"user_id": "u7", "memory": "book early", "step": 1, "extra": True}
     assert it.q == q and it.visits == 1  # in place
+    # With a vector, as Qdrant's backend (an upsert of the point): vector and payload replaced.
     db.update(U[0], VecDBItem(id=U[0], vector=[0, 0, 1], payload={"step": 9}))
     it = db.get_by_id(U[0])
-    assert it.vector == pytest.approx([0, 0, 1]) and it.q == q
-    assert it.payload == {"user_id": "u7", "memory": "book early", "step": 9, "extra": True}
+    assert it.vector == pytest.approx([0, 0, 1]) and it.q == q and it.visits == 1
+    assert it.payload == {"step": 9}
     assert db.count() == 3
     with pytest.raises(memrl.NoSuchMemory):
         db.update(U[4], {"payload": {"a": 1}})
