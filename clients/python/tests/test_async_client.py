@@ -85,6 +85,10 @@ async def _scenario(call: Call, coll: str) -> None:
     await call("set_attrs", coll, "b", None)
     await call("get_attrs", coll, "b")
     await call("set_payload", coll, "b", b"\x00\xff")
+    await call("set_vector", coll, "b", [0.8, 0.2, 0])
+    await call("set_vector", coll, "b", [1, 0])  # wrong dimension
+    await call("add", coll, [0.7, 0.3, 0], key="b", replace=True, payload="replaced")
+    await call("get", coll, "b", with_vector=True)
     await call("ttl", coll, "b", view=lambda t: 95 <= t <= 100)
     await call("persist", coll, "b")
     await call("persist", coll, "b")
