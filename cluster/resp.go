@@ -50,8 +50,26 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 // Do connects to addr, sends one command, and returns its reply: a string
 // (simple or bulk), int64, nil (a null), []any (an array) or a
 // RedisError (an error reply, also returned as the error). The whole
-// exchange is bounded by timeout and ctx.
+// exchange is bounded by timeout and ctx. It sends no AUTH: Auth.Do does.
 func Do(ctx context.Context, addr string, timeout time.Duration, args ...string) (any, error) {
+	return Auth{}.Do(ctx, addr, timeout, args...)
+}
+
+// Auth is what a node (or memrl cluster) sends to another node's client
+// port before its command, as Redis's masterauth and masteruser: AUTH
+// [User] Password. The zero Auth sends no AUTH.
+type Auth struct {
+	// User is the user's name; empty means the default user (AUTH with
+	// the password alone).
+	User string
+	// Password is the user's password; empty means send no AUTH.
+	Password string
+}
+
+// Do is the package's Do, with AUTH first when a.Password is set: AUTH and
+// the command go in one write, and a refused AUTH is the error
+// ("AUTH to <addr>: WRONGPASS ...", wrapping the RedisError).
+func (a Auth) Do(ctx context.Context, addr string, timeout time.Duration, args ...string) (any, error) {
 	d := net.Dialer{Timeout: timeout}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -63,10 +81,29 @@ func Do(ctx context.Context, addr string, timeout time.Duration, args ...string)
 		deadline = dl
 	}
 	nc.SetDeadline(deadline)
-	if _, err := nc.Write(encodeCommand(args)); err != nil {
+	var req []byte
+	if a.Password != "" {
+		auth := []string{"AUTH", a.Password}
+		if a.User != "" {
+			auth = []string{"AUTH", a.User, a.Password}
+		}
+		req = encodeCommand(auth)
+	}
+	req = append(req, encodeCommand(args)...)
+	if _, err := nc.Write(req); err != nil {
 		return nil, err
 	}
-	v, err := readReply(bufio.NewReader(&budgetReader{r: nc, left: maxReplyLen}), 0)
+	r := bufio.NewReader(&budgetReader{r: nc, left: maxReplyLen})
+	if a.Password != "" {
+		v, err := readReply(r, 0)
+		if err != nil {
+			return nil, err
+		}
+		if re, ok := v.(RedisError); ok {
+			return nil, fmt.Errorf("AUTH to %s: %w", addr, re)
+		}
+	}
+	v, err := readReply(r, 0)
 	if err != nil {
 		return nil, err
 	}
