@@ -103,6 +103,10 @@ func clusterStart(args []string) error {
 	if o.dir == "" {
 		return cliflag.Usagef("--dir is required")
 	}
+	var err error
+	if nodeAuth, err = toolAuth(serveArgs, os.LookupEnv); err != nil { // cluster_security.go
+		return cliflag.Usagef("%v", err)
+	}
 	n := o.shards * o.replicas
 	switch {
 	case o.shards < 1 || o.shards > cluster.NumSlots:
@@ -126,6 +130,10 @@ func clusterStart(args []string) error {
 // failure it stops the nodes it started.
 func startCluster(o startOptions, out *os.File) error {
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+		return err
+	}
+	var err error
+	if o.serveArgs, err = withClusterSecret(o.dir, o.serveArgs, os.LookupEnv, true); err != nil {
 		return err
 	}
 	nodesPath := filepath.Join(o.dir, cluster.NodesFile)
@@ -241,7 +249,7 @@ func probeShard(ctx context.Context, nodes []cluster.Node, slots *cluster.SlotMa
 // redirected sends a command to addr, following up to 5 MOVED redirects.
 func redirected(ctx context.Context, addr string, args ...string) error {
 	for range 5 {
-		_, err := cluster.Do(ctx, addr, 2*time.Second, args...)
+		_, err := nodeAuth.Do(ctx, addr, 2*time.Second, args...)
 		var re cluster.RedisError
 		if errors.As(err, &re) && strings.HasPrefix(string(re), "MOVED ") {
 			f := strings.Fields(string(re))

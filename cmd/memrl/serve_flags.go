@@ -150,7 +150,7 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 	if err := o.cluster.check(o, addrSet); err != nil {
 		return nil, err
 	}
-	if err := o.replica.check(o.cluster); err != nil {
+	if err := o.replica.check(o.cluster, o, env); err != nil {
 		return nil, err
 	}
 	o.cfg.MaxMemory = *maxMemory
