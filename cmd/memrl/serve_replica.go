@@ -61,7 +61,7 @@ func addReplicaFlags(fs *flag.FlagSet) *replicaFlags {
 	fs.StringVar(&f.tlsKey, "cluster-tls-key", "", "cluster mode: the private key (PEM) of --cluster-tls-cert")
 	fs.StringVar(&f.tlsCA, "cluster-tls-ca", "", "cluster mode: the cluster's CA certificates (PEM): raft peers must present a certificate it signed")
 	fs.StringVar(&f.masterUser, "masteruser", "", "cluster mode: the user this node authenticates as to other nodes (ROLE polls, MEM.LIST CLUSTER); default: the default user")
-	fs.StringVar(&f.masterAuth, "masterauth", "", "cluster mode: the password this node sends other nodes (default: $"+masterAuthEnv+", else the default user's password, --requirepass)")
+	fs.StringVar(&f.masterAuth, "masterauth", "", "cluster mode: the password this node sends other nodes (shown by ps: prefer $"+masterAuthEnv+"; default: the default user's password, --requirepass)")
 	return f
 }
 
