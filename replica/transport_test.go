@@ -399,6 +399,19 @@ func TestRaftOverMutualTLS(t *testing.T) {
 	if _, err := ClusterTLSConfig(filepath.Join(dir, "cluster-node.crt"), filepath.Join(dir, "cluster-node.key"), filepath.Join(dir, "missing.pem")); err == nil {
 		t.Fatal("a missing CA file was accepted")
 	}
+	// A node dialing an impostor (a certificate of another CA) refuses
+	// it: the dialer checks the acceptor's chain too.
+	impostor, err := ListenSecure("127.0.0.1:0", Security{TLS: stranger}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := (&secureStream{sec: Security{TLS: good}}).Dial(impostor.LocalAddr(), 5*time.Second); err == nil {
+		c.Close()
+		t.Fatal("dialed an acceptor whose certificate another CA signed")
+	} else if !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("dial to an impostor: %v", err)
+	}
+	impostor.Close()
 	for _, sec := range []Security{{TLS: good}, {TLS: good, Secret: testSecret}} {
 		nodes := startQuietGroup(t, 3, func() (*raft.NetworkTransport, error) { return ListenSecure("127.0.0.1:0", sec, nil) })
 		leader := waitLeader(t, nodes)
@@ -444,7 +457,7 @@ func TestRaftOverMutualTLS(t *testing.T) {
 // writeTestPKI writes a CA (name-ca.pem) and a node certificate signed by
 // it (name-node.crt, name-node.key) for both server and client use, and
 // returns the CA file's path.
-func writeTestPKI(t *testing.T, dir, name string) string {
+func writeTestPKI(t testing.TB, dir, name string) string {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
