@@ -497,3 +497,46 @@ func writeTestPKI(t testing.TB, dir, name string) string {
 	write(name+"-node.key", "PRIVATE KEY", keyDER)
 	return filepath.Join(dir, name+"-ca.pem")
 }
+
+// TestStalledPeer: a connection that never completes its handshake
+// delays no other (the handshakes run on their own goroutines) and is
+// closed after handshakeTimeout; Close does not wait for it.
+func TestStalledPeer(t *testing.T) {
+	tr, err := ListenSecure("127.0.0.1:0", Security{Secret: testSecret}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stalled, err := net.Dial("tcp", string(tr.LocalAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	start := time.Now()
+	c, err := (&secureStream{sec: Security{Secret: testSecret}}).Dial(tr.LocalAddr(), 10*time.Second)
+	if err != nil {
+		t.Fatalf("dial beside a stalled peer: %v", err)
+	}
+	c.Close()
+	if d := time.Since(start); d >= handshakeTimeout {
+		t.Fatalf("the handshake waited %v behind a stalled peer", d)
+	}
+	stalled.SetReadDeadline(time.Now().Add(3 * handshakeTimeout))
+	if n, err := stalled.Read(make([]byte, 1)); n != 0 || err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the stalled connection was not closed by its handshake deadline: %d %v", n, err)
+	}
+	if d := time.Since(start); d < handshakeTimeout-time.Second {
+		t.Fatalf("the stalled connection was closed after %v, before its deadline", d)
+	}
+	// Another stalled one, then Close: it returns without waiting.
+	again, err := net.Dial("tcp", string(tr.LocalAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	time.Sleep(50 * time.Millisecond) // most likely accepted by then; Close is quick either way
+	start = time.Now()
+	tr.Close()
+	if d := time.Since(start); d >= handshakeTimeout {
+		t.Fatalf("Close waited %v for a handshake", d)
+	}
+}
