@@ -169,6 +169,9 @@ func openReplica(f *replicaFlags, c *clusterFlags, o *serveOptions, eopts engine
 	if f.secretOnCommandLine {
 		logger.Warn("--cluster-secret puts the secret where ps shows it; prefer $" + clusterSecretEnv + " or --cluster-secret-file")
 	}
+	if sec := f.security(); sec.Secret == nil && sec.TLS == nil && !loopbackAddr(cluster.RaftAddr(self.Addr)) {
+		logger.Warn("the raft port is beyond loopback without a cluster secret or TLS (--protected-mode no): anyone who reaches it can write to the shard", "raft_addr", cluster.RaftAddr(self.Addr))
+	}
 	auth := f.clientAuth(o.cfg.Users)
 	if auth.Password == "" && len(o.cfg.Users) > 0 {
 		logger.Warn("users are set but no default user's password nor --masterauth: other nodes will answer this node's ROLE polls and MEM.LIST CLUSTER with NOAUTH")
