@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -68,7 +69,8 @@ type Auth struct {
 
 // Do is the package's Do, with AUTH first when a.Password is set: AUTH and
 // the command go in one write, and a refused AUTH is the error
-// ("AUTH to <addr>: WRONGPASS ...", wrapping the RedisError).
+// ("AUTH to <addr>: WRONGPASS ...", wrapping the RedisError), unless the
+// node has no password at all.
 func (a Auth) Do(ctx context.Context, addr string, timeout time.Duration, args ...string) (any, error) {
 	d := net.Dialer{Timeout: timeout}
 	nc, err := d.DialContext(ctx, "tcp", addr)
@@ -99,7 +101,10 @@ func (a Auth) Do(ctx context.Context, addr string, timeout time.Duration, args .
 		if err != nil {
 			return nil, err
 		}
-		if re, ok := v.(RedisError); ok {
+		// A node without a password refuses AUTH and runs the command
+		// anyway: tolerated, so that passwords can be given to a
+		// running cluster one node at a time.
+		if re, ok := v.(RedisError); ok && !strings.Contains(string(re), "without any password configured") {
 			return nil, fmt.Errorf("AUTH to %s: %w", addr, re)
 		}
 	}

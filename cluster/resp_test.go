@@ -11,7 +11,8 @@ import (
 )
 
 // Auth.Do sends AUTH [user] password before the command, in one write,
-// and a refused AUTH is the error; the zero Auth sends none.
+// and a refused AUTH is the error (but for a node without passwords); the
+// zero Auth sends none.
 func TestAuthDo(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -39,6 +40,8 @@ func TestAuthDo(t *testing.T) {
 					}
 					got <- args
 					switch {
+					case args[0] == "AUTH" && args[len(args)-1] == "nopass-node":
+						c.Write([]byte("-ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?\r\n"))
 					case args[0] == "AUTH" && args[len(args)-1] != "right":
 						c.Write([]byte("-WRONGPASS invalid username-password pair\r\n"))
 					case args[0] == "AUTH":
@@ -59,6 +62,8 @@ func TestAuthDo(t *testing.T) {
 		{Auth{}, []string{"ROLE"}},
 		{Auth{Password: "right"}, []string{"AUTH right", "ROLE"}},
 		{Auth{User: "ops", Password: "right"}, []string{"AUTH ops right", "ROLE"}},
+		// A node without passwords: the command runs anyway.
+		{Auth{Password: "nopass-node"}, []string{"AUTH nopass-node", "ROLE"}},
 	} {
 		v, err := tc.auth.Do(ctx, addr, 2*time.Second, "ROLE")
 		if err != nil || v.([]any)[0] != "master" {
