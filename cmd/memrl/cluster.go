@@ -33,9 +33,9 @@ Flags after -- are passed to every memrl serve; with a password there
 (--requirepass-file, $MEMRL_PASSWORD, --masterauth) start and add send it to
 the nodes (remove reads $MEMRL_MASTERAUTH or $MEMRL_PASSWORD). Unless those
 flags or $MEMRL_CLUSTER_SECRET give a cluster secret or TLS, start makes
-DIR/cluster.secret and passes it to every node's raft port. A DIR whose nodes are all
-stopped is started again with the nodes it names (--shards, --replicas and
---port are then ignored).
+DIR/cluster.secret and passes it to every node for its raft port. A DIR
+whose nodes are all stopped is started again with the nodes it names
+(--shards, --replicas and --port are then ignored).
 
 stop sends SIGTERM to every node of DIR/nodes.tsv, waits up to --timeout for
 it to checkpoint and exit, then sends SIGKILL.
