@@ -416,3 +416,58 @@ func TestStalledPeer(t *testing.T) {
 		t.Fatalf("Close waited %v for a handshake", d)
 	}
 }
+
+// TestHandshakeDamage: one flipped bit anywhere in the hello, the reply
+// or the proof (a peer on the path rewriting it) fails the handshake at
+// one end or both; never do both ends pass.
+func TestHandshakeDamage(t *testing.T) {
+	// dir 0: dialer to acceptor (hello then proof), 1: acceptor to dialer.
+	for _, tc := range []struct{ dir, n int }{{0, helloLen + macLen}, {1, replyLen}} {
+		for at := range tc.n {
+			d, mitmD := net.Pipe()
+			mitmA, a := net.Pipe()
+			for _, c := range []net.Conn{d, mitmD, mitmA, a} {
+				c.SetDeadline(time.Now().Add(5 * time.Second))
+			}
+			relay := func(from, to net.Conn, flip int) {
+				buf := make([]byte, 1)
+				for i := 0; ; i++ {
+					if _, err := from.Read(buf); err != nil {
+						to.Close()
+						return
+					}
+					if i == flip {
+						buf[0] ^= 0x10
+					}
+					if _, err := to.Write(buf); err != nil {
+						from.Close()
+						return
+					}
+				}
+			}
+			flipDA, flipAD := -1, -1
+			if tc.dir == 0 {
+				flipDA = at
+			} else {
+				flipAD = at
+			}
+			go relay(mitmD, mitmA, flipDA)
+			go relay(mitmA, mitmD, flipAD)
+			done := make(chan error, 1)
+			go func() {
+				err := acceptHandshake(a, testSecret)
+				a.Close()
+				done <- err
+			}()
+			de := dialHandshake(d, testSecret)
+			d.Close()
+			ae := <-done
+			if de == nil && ae == nil {
+				t.Fatalf("direction %d, byte %d flipped: both ends passed", tc.dir, at)
+			}
+			if ae == nil {
+				t.Fatalf("direction %d, byte %d flipped: the acceptor passed (dialer: %v)", tc.dir, at, de)
+			}
+		}
+	}
+}
