@@ -65,10 +65,41 @@ type secureStream struct {
 	once    sync.Once
 	wg      sync.WaitGroup // the accept loop and the handshakes
 
-	mu sync.Mutex // guards inflight
+	mu sync.Mutex // guards inflight, lastWarn and quiet
 	// inflight are the accepted connections in their handshake, closed
 	// by Close so that it need not wait for their deadlines.
 	inflight map[net.Conn]struct{}
+	// lastWarn is when a refused connection was last logged; quiet
+	// counts those refused since without a line (warnRefused).
+	lastWarn time.Time
+	quiet    int
+}
+
+// warnEvery bounds the log lines of refused connections: whoever can
+// reach the port must not be able to fill the disk with them.
+const warnEvery = time.Second
+
+// warnRefused logs a refused connection, at most once per warnEvery, with
+// the number of those not logged since.
+func (s *secureStream) warnRefused(msg string, remote net.Addr, err error) {
+	s.mu.Lock()
+	now := time.Now()
+	if now.Sub(s.lastWarn) < warnEvery {
+		s.quiet++
+		s.mu.Unlock()
+		return
+	}
+	quiet := s.quiet
+	s.lastWarn, s.quiet = now, 0
+	s.mu.Unlock()
+	args := []any{"remote", remote.String()}
+	if err != nil {
+		args = append(args, "error", err)
+	}
+	if quiet > 0 {
+		args = append(args, "not_logged_since", quiet)
+	}
+	s.log.Warn(msg, args...)
 }
 
 // NewTransport returns a raft transport listening on addr whose
@@ -140,7 +171,7 @@ func (s *secureStream) acceptLoop() {
 		select {
 		case s.pending <- struct{}{}:
 		default:
-			s.log.Warn("raft transport: too many connections in their handshake; closing one", "remote", c.RemoteAddr().String())
+			s.warnRefused("raft transport: too many connections in their handshake; closing one", c.RemoteAddr(), nil)
 			c.Close()
 			continue
 		}
@@ -155,7 +186,7 @@ func (s *secureStream) acceptLoop() {
 			s.untrack(c)
 			<-s.pending
 			if err != nil {
-				s.log.Warn("raft transport: refused a connection", "remote", c.RemoteAddr().String(), "error", err)
+				s.warnRefused("raft transport: refused a connection", c.RemoteAddr(), err)
 				c.Close()
 				return
 			}

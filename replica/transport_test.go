@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -470,4 +472,51 @@ func TestHandshakeDamage(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRefusalsLogRateLimited: a burst of refused connections writes a
+// line or two, not one each.
+func TestRefusalsLogRateLimited(t *testing.T) {
+	var out lockedBuffer
+	tr, err := ListenSecure("127.0.0.1:0", Security{Secret: testSecret}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	start := time.Now()
+	for range 30 {
+		c, err := net.Dial("tcp", string(tr.LocalAddr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		c.Write([]byte("GET / HTTP/1.1\r\n\r\n"))
+		// The refusal is logged before the connection is closed.
+		if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("a refused connection was not closed: %v", err)
+		}
+		c.Close()
+	}
+	lines := strings.Count(out.String(), "refused a connection")
+	if most := 1 + int(time.Since(start)/warnEvery); lines < 1 || lines > most {
+		t.Fatalf("%d lines for 30 refusals:\n%s", lines, out.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
