@@ -3,6 +3,7 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -65,6 +66,10 @@ type Auth struct {
 	User string
 	// Password is the user's password; empty means send no AUTH.
 	Password string
+	// TLS, if set, is the client configuration for nodes whose client
+	// ports speak only TLS; an empty ServerName is the address's host,
+	// so a node's certificate must name it (an IP SAN for an IP).
+	TLS *tls.Config
 }
 
 // Do is the package's Do, with AUTH first when a.Password is set: AUTH and
@@ -83,6 +88,20 @@ func (a Auth) Do(ctx context.Context, addr string, timeout time.Duration, args .
 		deadline = dl
 	}
 	nc.SetDeadline(deadline)
+	var c net.Conn = nc
+	if a.TLS != nil {
+		cfg := a.TLS
+		if cfg.ServerName == "" {
+			host, _, _ := net.SplitHostPort(addr)
+			cfg = cfg.Clone()
+			cfg.ServerName = host
+		}
+		tc := tls.Client(nc, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return nil, fmt.Errorf("TLS with %s: %w", addr, err)
+		}
+		c = tc
+	}
 	var req []byte
 	if a.Password != "" {
 		auth := []string{"AUTH", a.Password}
@@ -92,10 +111,10 @@ func (a Auth) Do(ctx context.Context, addr string, timeout time.Duration, args .
 		req = encodeCommand(auth)
 	}
 	req = append(req, encodeCommand(args)...)
-	if _, err := nc.Write(req); err != nil {
+	if _, err := c.Write(req); err != nil {
 		return nil, err
 	}
-	r := bufio.NewReader(&budgetReader{r: nc, left: maxReplyLen})
+	r := bufio.NewReader(&budgetReader{r: c, left: maxReplyLen})
 	if a.Password != "" {
 		v, err := readReply(r, 0)
 		if err != nil {

@@ -23,7 +23,7 @@ const clusterUsage = `usage:
   memrl cluster start --dir DIR [--shards S] [--replicas R] [--port P] [-- serve flags...]
   memrl cluster stop --dir DIR [--timeout 15s]
   memrl cluster add --dir DIR --shard S [--port P] [-- serve flags...]
-  memrl cluster remove --dir DIR --node ID [--timeout 15s]
+  memrl cluster remove --dir DIR --node ID [--timeout 15s] [-- serve flags...]
 
 start runs S×R memrl serve processes in the background on 127.0.0.1, client
 ports P, P+1, … (raft ports 10000 above), node i in shard i/R, data in
@@ -31,7 +31,8 @@ DIR/<node-id>, logs in DIR/<node-id>.log; it writes DIR/nodes.tsv (node id,
 client address, shard, pid) and returns once every shard accepts a write.
 Flags after -- are passed to every memrl serve; with a password there
 (--requirepass-file, $MEMRL_PASSWORD, --masterauth) start and add send it to
-the nodes (remove reads $MEMRL_MASTERAUTH or $MEMRL_PASSWORD). Unless those
+the nodes, over TLS if they speak it (remove takes the same flags after -- to
+learn them). Unless those
 flags or $MEMRL_CLUSTER_SECRET give a cluster secret or TLS, start makes
 DIR/cluster.secret and passes it to every node for its raft port. A DIR
 whose nodes are all stopped is started again with the nodes it names

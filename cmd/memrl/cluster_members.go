@@ -37,7 +37,7 @@ import (
 
 const clusterMembersUsage = `usage:
   memrl cluster add --dir DIR --shard S [--port P] [-- serve flags...]
-  memrl cluster remove --dir DIR --node ID [--timeout 15s]
+  memrl cluster remove --dir DIR --node ID [--timeout 15s] [-- serve flags...]
 `
 
 func clusterAdd(args []string) error {
@@ -151,6 +151,13 @@ func clusterAdd(args []string) error {
 }
 
 func clusterRemove(args []string) error {
+	var serveArgs []string // only to learn the nodes' password and TLS
+	for i, a := range args {
+		if a == "--" {
+			args, serveArgs = args[:i], args[i+1:]
+			break
+		}
+	}
 	fs := flag.NewFlagSet("cluster remove", flag.ContinueOnError)
 	dir := fs.String("dir", "", "the running cluster's folder")
 	id := fs.String("node", "", "the node to remove")
@@ -163,7 +170,7 @@ func clusterRemove(args []string) error {
 		return cliflag.Usagef("--dir and --node are required")
 	}
 	var err error
-	if nodeAuth, err = toolAuth(nil, os.LookupEnv); err != nil { // $MEMRL_MASTERAUTH or $MEMRL_PASSWORD
+	if nodeAuth, err = toolAuth(serveArgs, os.LookupEnv); err != nil { // cluster_security.go
 		return cliflag.Usagef("%v", err)
 	}
 	nodesPath := filepath.Join(*dir, cluster.NodesFile)

@@ -31,13 +31,16 @@ var nodeAuth cluster.Auth
 // toolAuth is the AUTH the nodes started with serveArgs expect, as each
 // node would send it to the others (replicaFlags.clientAuth):
 // --masterauth, $MEMRL_MASTERAUTH, or the default user's password
-// (--requirepass, --requirepass-file, $MEMRL_PASSWORD).
+// (--requirepass, --requirepass-file, $MEMRL_PASSWORD); over TLS when
+// they speak only TLS (nodeClientTLS).
 func toolAuth(serveArgs []string, env func(string) (string, bool)) (cluster.Auth, error) {
 	o, err := parseServeFlags(serveArgs, env)
 	if err != nil {
 		return cluster.Auth{}, fmt.Errorf("the serve flags after --: %w", err)
 	}
-	return o.replica.clientAuth(o.cfg.Users), nil
+	a := o.replica.clientAuth(o.cfg.Users)
+	a.TLS = nodeClientTLS(o.cfg.TLS)
+	return a, nil
 }
 
 // withClusterSecret returns serveArgs with --cluster-secret-file

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"flag"
 	"log/slog"
 
@@ -123,6 +124,19 @@ func (f *replicaFlags) check(c *clusterFlags, o *serveOptions, env func(string) 
 	return nil
 }
 
+// nodeClientTLS is the TLS this node, or memrl cluster, dials the nodes'
+// client ports with when they speak only TLS (srv, from --tls-cert and
+// --tls-key): it trusts --tls-ca (else the system's roots), presents the
+// node's own certificate (which --tls-ca requires of clients), as Redis's
+// replication over TLS does, and checks the node's address against its
+// certificate (an IP SAN for an IP). Nil without TLS.
+func nodeClientTLS(srv *tls.Config) *tls.Config {
+	if srv == nil {
+		return nil
+	}
+	return &tls.Config{RootCAs: srv.ClientCAs, Certificates: srv.Certificates, MinVersion: tls.VersionTLS12}
+}
+
 // security is the raft transport's Security from the flags.
 func (f *replicaFlags) security() replica.Security {
 	s := replica.Security{TLS: f.tls, AllowUnauthenticated: f.allowOpenRaft}
@@ -173,6 +187,7 @@ func openReplica(f *replicaFlags, c *clusterFlags, o *serveOptions, eopts engine
 		logger.Warn("the raft port is beyond loopback without a cluster secret or TLS (--protected-mode no): anyone who reaches it can write to the shard", "raft_addr", cluster.RaftAddr(self.Addr))
 	}
 	auth := f.clientAuth(o.cfg.Users)
+	auth.TLS = nodeClientTLS(o.cfg.TLS)
 	if auth.Password == "" && len(o.cfg.Users) > 0 {
 		logger.Warn("users are set but no default user's password nor --masterauth: other nodes will answer this node's ROLE polls and MEM.LIST CLUSTER with NOAUTH")
 	}
