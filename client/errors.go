@@ -52,7 +52,7 @@ var (
 	ErrNoCollection = errors.New("no such collection")
 	// ErrCollectionExists: a collection name is unique (MEM.CREATE).
 	ErrCollectionExists = errors.New("collection already exists")
-	// ErrBadName: collection names are 1-128 characters of A-Z a-z 0-9 _ . : -.
+	// ErrBadName: collection names are 1-128 characters of A-Z a-z 0-9 _ . : - { }.
 	ErrBadName = errors.New("invalid collection name")
 	// ErrTooManyCollections: a database holds at most --max-collections.
 	ErrTooManyCollections = errors.New("too many collections")

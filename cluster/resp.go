@@ -3,11 +3,13 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -50,8 +52,31 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 // Do connects to addr, sends one command, and returns its reply: a string
 // (simple or bulk), int64, nil (a null), []any (an array) or a
 // RedisError (an error reply, also returned as the error). The whole
-// exchange is bounded by timeout and ctx.
+// exchange is bounded by timeout and ctx. It sends no AUTH: Auth.Do does.
 func Do(ctx context.Context, addr string, timeout time.Duration, args ...string) (any, error) {
+	return Auth{}.Do(ctx, addr, timeout, args...)
+}
+
+// Auth is what a node (or memrl cluster) sends to another node's client
+// port before its command, as Redis's masterauth and masteruser: AUTH
+// [User] Password. The zero Auth sends no AUTH.
+type Auth struct {
+	// User is the user's name; empty means the default user (AUTH with
+	// the password alone).
+	User string
+	// Password is the user's password; empty means send no AUTH.
+	Password string
+	// TLS, if set, is the client configuration for nodes whose client
+	// ports speak only TLS; an empty ServerName is the address's host,
+	// so a node's certificate must name it (an IP SAN for an IP).
+	TLS *tls.Config
+}
+
+// Do is the package's Do, with AUTH first when a.Password is set: AUTH and
+// the command go in one write, and a refused AUTH is the error
+// ("AUTH to <addr>: WRONGPASS ...", wrapping the RedisError), unless the
+// node has no password at all.
+func (a Auth) Do(ctx context.Context, addr string, timeout time.Duration, args ...string) (any, error) {
 	d := net.Dialer{Timeout: timeout}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -63,10 +88,46 @@ func Do(ctx context.Context, addr string, timeout time.Duration, args ...string)
 		deadline = dl
 	}
 	nc.SetDeadline(deadline)
-	if _, err := nc.Write(encodeCommand(args)); err != nil {
+	var c net.Conn = nc
+	if a.TLS != nil {
+		cfg := a.TLS
+		if cfg.ServerName == "" {
+			host, _, _ := net.SplitHostPort(addr)
+			cfg = cfg.Clone()
+			cfg.ServerName = host
+		}
+		tc := tls.Client(nc, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return nil, fmt.Errorf("TLS with %s: %w", addr, err)
+		}
+		c = tc
+	}
+	var req []byte
+	if a.Password != "" {
+		auth := []string{"AUTH", a.Password}
+		if a.User != "" {
+			auth = []string{"AUTH", a.User, a.Password}
+		}
+		req = encodeCommand(auth)
+	}
+	req = append(req, encodeCommand(args)...)
+	if _, err := c.Write(req); err != nil {
 		return nil, err
 	}
-	v, err := readReply(bufio.NewReader(&budgetReader{r: nc, left: maxReplyLen}), 0)
+	r := bufio.NewReader(&budgetReader{r: c, left: maxReplyLen})
+	if a.Password != "" {
+		v, err := readReply(r, 0)
+		if err != nil {
+			return nil, err
+		}
+		// A node without a password refuses AUTH and runs the command
+		// anyway: tolerated, so that passwords can be given to a
+		// running cluster one node at a time.
+		if re, ok := v.(RedisError); ok && !strings.Contains(string(re), "without any password configured") {
+			return nil, fmt.Errorf("AUTH to %s: %w", addr, re)
+		}
+	}
+	v, err := readReply(r, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -75,6 +75,10 @@ type Config struct {
 	PollInterval time.Duration
 	// PollTimeout bounds one ROLE exchange; default 200ms.
 	PollTimeout time.Duration
+	// Auth is what this node sends to other nodes' client ports (the ROLE
+	// polls, MEM.LIST CLUSTER's questions): with passwords set, a node
+	// that sends none gets NOAUTH and never learns other shards' leaders.
+	Auth Auth
 }
 
 // State is what a node knows of its cluster: the topology and the leader of
@@ -114,6 +118,10 @@ func NewState(cfg Config) (*State, error) {
 	s.leaders.Store(&empty)
 	return s, nil
 }
+
+// Auth returns what this node sends to other nodes' client ports
+// (Config.Auth).
+func (s *State) Auth() Auth { return s.cfg.Auth }
 
 // Topology returns the current topology (do not modify it).
 func (s *State) Topology() *Topology { return s.topo.Load() }
@@ -219,7 +227,7 @@ func (s *State) PollOnce(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if isMaster(ctx, n.Addr, s.cfg.PollTimeout) {
+			if isMaster(ctx, s.cfg.Auth, n.Addr, s.cfg.PollTimeout) {
 				mu.Lock()
 				// Two masters in one shard (an old leader that has not yet
 				// noticed): keep the first in file order, for stability;
@@ -246,8 +254,8 @@ func (s *State) SetLeaderForTest(shard int, id string) {
 }
 
 // isMaster asks addr ROLE and reports whether it said master.
-func isMaster(ctx context.Context, addr string, timeout time.Duration) bool {
-	v, err := Do(ctx, addr, timeout, "ROLE")
+func isMaster(ctx context.Context, auth Auth, addr string, timeout time.Duration) bool {
+	v, err := auth.Do(ctx, addr, timeout, "ROLE")
 	if err != nil {
 		return false
 	}

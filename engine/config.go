@@ -177,6 +177,9 @@ func boundedValue(f float64, what string) error {
 // validName enforces ErrBadName. Names become part of nothing on disk (a
 // collection's folder is named by its uid), but they travel in the line
 // protocol, so they are kept to printable characters without spaces.
+// Braces are allowed for Redis Cluster hash tags: "{agent7}.plans" and
+// "{agent7}.notes" hash to one slot (cluster.HashTag), so that one
+// shard holds both and a transaction may use both.
 func validName(s string) error {
 	if len(s) == 0 || len(s) > 128 {
 		return ErrBadName
@@ -184,7 +187,7 @@ func validName(s string) error {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-			c == '_' || c == '.' || c == ':' || c == '-'
+			c == '_' || c == '.' || c == ':' || c == '-' || c == '{' || c == '}'
 		if !ok {
 			return ErrBadName
 		}

@@ -14,8 +14,9 @@ var (
 	ErrCollectionExists = errors.New("collection already exists")
 	// ErrNoCollection: operations name an existing collection.
 	ErrNoCollection = errors.New("no such collection")
-	// ErrBadName: collection names are 1 to 128 bytes of [A-Za-z0-9_.:-].
-	ErrBadName = errors.New("invalid collection name: use 1-128 characters of A-Z a-z 0-9 _ . : -")
+	// ErrBadName: collection names are 1 to 128 bytes of [A-Za-z0-9_.:{}-]
+	// (braces for cluster hash tags).
+	ErrBadName = errors.New("invalid collection name: use 1-128 characters of A-Z a-z 0-9 _ . : - { }")
 	// ErrDimension: every vector of a collection has the collection's dimension.
 	ErrDimension = errors.New("vector dimension does not match the collection")
 	// ErrBadVector: vector components are finite (no NaN or Inf), of

@@ -113,7 +113,7 @@ func (n *Node) cmdAdd(c *server.Ctx, args [][]byte) error {
 	// EXEC entry's application, which takes the transaction lock
 	// exclusively: neither holds it.
 	c.WithoutTxLock(func() {
-		if probeErr = probeJoiner(c.Context(), string(args[0]), string(args[1])); probeErr != nil {
+		if probeErr = probeJoiner(c.Context(), n.cfg.ClientAuth, string(args[0]), string(args[1])); probeErr != nil {
 			return
 		}
 		err = n.raft.AddVoter(raft.ServerID(args[0]), raft.ServerAddress(addr), 0, 10*time.Second).Error()
@@ -136,8 +136,8 @@ const joinProbeTimeout = 2 * time.Second
 // counts towards the quorum from the moment its configuration entry is
 // appended: a voter that is not running (a mistyped address or id) costs
 // the group a vote for good, and takes a one-node group down at once.
-func probeJoiner(ctx context.Context, id, clientAddr string) error {
-	v, err := cluster.Do(ctx, clientAddr, joinProbeTimeout, "RAFT.STATUS")
+func probeJoiner(ctx context.Context, auth cluster.Auth, id, clientAddr string) error {
+	v, err := auth.Do(ctx, clientAddr, joinProbeTimeout, "RAFT.STATUS")
 	if err != nil {
 		return fmt.Errorf("the node at %s does not answer RAFT.STATUS (%v)", clientAddr, err)
 	}

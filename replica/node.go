@@ -17,6 +17,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
 
+	"github.com/memrl/memrl/cluster"
 	"github.com/memrl/memrl/engine"
 	"github.com/memrl/memrl/server"
 )
@@ -44,6 +45,13 @@ type Config struct {
 	// (tests: a transport already listening, or one that injects
 	// faults). A given transport is the caller's to close.
 	Transport raft.Transport
+	// Security authenticates the TCP transport's peers (transport.go):
+	// the cluster secret, mutual TLS, protected mode. Unused with
+	// Transport.
+	Security Security
+	// ClientAuth is what this node sends to other nodes' client ports
+	// (RAFT.ADD's probe of the joining node); zero sends no AUTH.
+	ClientAuth cluster.Auth
 	// Peers are the voters the group is bootstrapped with when this node
 	// has no raft state yet: every node of a shard must be given the same
 	// list. Empty means do not bootstrap (a node added later with
@@ -181,7 +189,7 @@ func Open(cfg Config, srv *server.Server) (*Node, error) {
 	}
 	n.transport = cfg.Transport
 	if n.transport == nil {
-		t, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, nil, 3, 10*time.Second, hlog)
+		t, err := NewTransport(cfg.RaftAddr, cfg.Security, 3, 10*time.Second, hlog)
 		if err != nil {
 			return fail(fmt.Errorf("replica: raft transport on %s: %w", cfg.RaftAddr, err))
 		}

@@ -512,7 +512,7 @@ func listCluster(c *Ctx, local func() []string) error {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(c.Context(), listClusterTimeout)
-		v, err := cluster.Do(ctx, l.Addr, listClusterTimeout, "MEM.LIST")
+		v, err := st.Auth().Do(ctx, l.Addr, listClusterTimeout, "MEM.LIST")
 		cancel()
 		list, isList := v.([]any)
 		if err != nil || !isList {

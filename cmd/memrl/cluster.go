@@ -25,9 +25,14 @@ start runs S×R memrl serve processes in the background on 127.0.0.1, client
 ports P, P+1, … (raft ports 10000 above), node i in shard i/R, data in
 DIR/<node-id>, logs in DIR/<node-id>.log; it writes DIR/nodes.tsv (node id,
 client address, shard, pid) and returns once every shard accepts a write.
-Flags after -- are passed to every memrl serve. A DIR whose nodes are all
-stopped is started again with the nodes it names (--shards, --replicas and
---port are then ignored).
+Flags after -- are passed to every memrl serve; with a password there
+(--requirepass-file, $MEMRL_PASSWORD, --masterauth) start and add send it to
+the nodes, over TLS if they speak it (remove takes the same flags after -- to
+learn them). Unless those
+flags or $MEMRL_CLUSTER_SECRET give a cluster secret or TLS, start makes
+DIR/cluster.secret and passes it to every node for its raft port. A DIR
+whose nodes are all stopped is started again with the nodes it names
+(--shards, --replicas and --port are then ignored).
 
 stop sends SIGTERM to every node of DIR/nodes.tsv, waits up to --timeout for
 it to checkpoint and exit, then sends SIGKILL.
@@ -53,7 +58,7 @@ func init() {
 		{"start", "--dir DIR [--shards S] [--replicas R] [--port P] [-- serve flags...]", "", clusterStart},
 		{"stop", "--dir DIR [--timeout 15s]", "", clusterStop},
 		{"add", "--dir DIR --shard S [--port P] [-- serve flags...]", "", clusterAdd},
-		{"remove", "--dir DIR --node ID [--timeout 15s]", "", clusterRemove},
+		{"remove", "--dir DIR --node ID [--timeout 15s] [-- serve flags...]", "", clusterRemove},
 	}
 	commands["cluster"] = clusterCmd
 }
@@ -113,6 +118,10 @@ func clusterStart(args []string) error {
 	if o.dir == "" {
 		return cliflag.Usagef("--dir is required")
 	}
+	var err error
+	if nodeAuth, err = toolAuth(serveArgs, os.LookupEnv); err != nil { // cluster_security.go
+		return cliflag.Usagef("%v", err)
+	}
 	n := o.shards * o.replicas
 	switch {
 	case o.shards < 1 || o.shards > cluster.NumSlots:
@@ -136,6 +145,10 @@ func clusterStart(args []string) error {
 // failure it stops the nodes it started.
 func startCluster(o startOptions, out *os.File) error {
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+		return err
+	}
+	var err error
+	if o.serveArgs, err = withClusterSecret(o.dir, o.serveArgs, os.LookupEnv, true); err != nil {
 		return err
 	}
 	nodesPath := filepath.Join(o.dir, cluster.NodesFile)
@@ -251,7 +264,7 @@ func probeShard(ctx context.Context, nodes []cluster.Node, slots *cluster.SlotMa
 // redirected sends a command to addr, following up to 5 MOVED redirects.
 func redirected(ctx context.Context, addr string, args ...string) error {
 	for range 5 {
-		_, err := cluster.Do(ctx, addr, 2*time.Second, args...)
+		_, err := nodeAuth.Do(ctx, addr, 2*time.Second, args...)
 		var re cluster.RedisError
 		if errors.As(err, &re) && strings.HasPrefix(string(re), "MOVED ") {
 			f := strings.Fields(string(re))

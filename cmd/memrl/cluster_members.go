@@ -55,6 +55,13 @@ func clusterAdd(args []string) error {
 	if *dir == "" {
 		return cliflag.Usagef("--dir is required")
 	}
+	var err error
+	if nodeAuth, err = toolAuth(serveArgs, os.LookupEnv); err != nil { // cluster_security.go
+		return cliflag.Usagef("%v", err)
+	}
+	if serveArgs, err = withClusterSecret(*dir, serveArgs, os.LookupEnv, false); err != nil {
+		return err
+	}
 	nodesPath := filepath.Join(*dir, cluster.NodesFile)
 	nodes, err := cluster.ReadNodes(nodesPath)
 	if err != nil {
@@ -111,7 +118,7 @@ func clusterAdd(args []string) error {
 	// RAFT.ADD on the shard's leader; retried while the new node's
 	// listener comes up or the leadership moves.
 	for {
-		_, err = cluster.Do(ctx, leader.Addr, 10*time.Second, "RAFT.ADD", node.ID, node.Addr)
+		_, err = nodeAuth.Do(ctx, leader.Addr, 10*time.Second, "RAFT.ADD", node.ID, node.Addr)
 		if err == nil {
 			break
 		}
@@ -139,6 +146,13 @@ func clusterAdd(args []string) error {
 }
 
 func clusterRemove(args []string) error {
+	var serveArgs []string // only to learn the nodes' password and TLS
+	for i, a := range args {
+		if a == "--" {
+			args, serveArgs = args[:i], args[i+1:]
+			break
+		}
+	}
 	fs := flag.NewFlagSet("cluster remove", flag.ContinueOnError)
 	dir := fs.String("dir", "", "the running cluster's folder")
 	id := fs.String("node", "", "the node to remove")
@@ -149,6 +163,10 @@ func clusterRemove(args []string) error {
 	}
 	if *dir == "" || *id == "" {
 		return cliflag.Usagef("--dir and --node are required")
+	}
+	var err error
+	if nodeAuth, err = toolAuth(serveArgs, os.LookupEnv); err != nil { // cluster_security.go
+		return cliflag.Usagef("%v", err)
 	}
 	nodesPath := filepath.Join(*dir, cluster.NodesFile)
 	nodes, err := cluster.ReadNodes(nodesPath)
@@ -170,7 +188,7 @@ func clusterRemove(args []string) error {
 	for {
 		leader, err := shardLeader(ctx, nodes, node.Shard)
 		if err == nil {
-			if _, err = cluster.Do(ctx, leader.Addr, 10*time.Second, "RAFT.REMOVE", node.ID); err == nil {
+			if _, err = nodeAuth.Do(ctx, leader.Addr, 10*time.Second, "RAFT.REMOVE", node.ID); err == nil {
 				break
 			}
 			// A try whose reply was lost (the leader removed, or
@@ -248,7 +266,7 @@ func shardLeader(ctx context.Context, nodes []cluster.Node, shard int) (cluster.
 			if n.Shard != shard {
 				continue
 			}
-			if r, err := cluster.Do(ctx, n.Addr, 2*time.Second, "ROLE"); err == nil {
+			if r, err := nodeAuth.Do(ctx, n.Addr, 2*time.Second, "ROLE"); err == nil {
 				if a, ok := r.([]any); ok && len(a) > 0 && a[0] == "master" {
 					return n, nil
 				}
@@ -264,7 +282,7 @@ func shardLeader(ctx context.Context, nodes []cluster.Node, shard int) (cluster.
 // followsLeader reports whether n says it is a replica that knows its
 // leader (or is the leader).
 func followsLeader(ctx context.Context, n cluster.Node) bool {
-	r, err := cluster.Do(ctx, n.Addr, 2*time.Second, "ROLE")
+	r, err := nodeAuth.Do(ctx, n.Addr, 2*time.Second, "ROLE")
 	a, ok := r.([]any)
 	if err != nil || !ok || len(a) < 3 {
 		return err == nil && ok && len(a) > 0 && a[0] == "master"
@@ -277,7 +295,7 @@ func followsLeader(ctx context.Context, n cluster.Node) bool {
 func reloadAll(ctx context.Context, nodes []cluster.Node) error {
 	var errs []error
 	for _, n := range nodes {
-		if _, err := cluster.Do(ctx, n.Addr, 5*time.Second, "CLUSTER", "RELOAD"); err != nil {
+		if _, err := nodeAuth.Do(ctx, n.Addr, 5*time.Second, "CLUSTER", "RELOAD"); err != nil {
 			errs = append(errs, fmt.Errorf("CLUSTER RELOAD on %s: %w", n.ID, err))
 		}
 	}

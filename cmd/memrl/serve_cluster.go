@@ -28,6 +28,9 @@ type clusterFlags struct {
 	// this node always leads its shard, which start allows only for a
 	// shard of one node (needsReplication).
 	leader func() (id string, ok bool)
+	// auth is what this node sends other nodes' client ports (set with
+	// leader by the replication layer: replicaFlags.clientAuth).
+	auth cluster.Auth
 }
 
 // addClusterFlags defines the cluster-mode flags on fs.
@@ -85,7 +88,7 @@ func (f *clusterFlags) start(srv *server.Server, collections func() []string, lo
 	if !f.enabled() {
 		return func() {}, nil
 	}
-	st, err := cluster.NewState(cluster.Config{NodesPath: f.nodesFile, Self: f.nodeID, Leader: f.leader})
+	st, err := cluster.NewState(cluster.Config{NodesPath: f.nodesFile, Self: f.nodeID, Leader: f.leader, Auth: f.auth})
 	if err != nil {
 		return nil, err
 	}

@@ -59,6 +59,11 @@ mode). Give it without showing it in ps: MEMRL_PASSWORD=... or
 read-only or more users with --user / --users-file, and --tls-cert and
 --tls-key to encrypt.
 
+Cluster mode (docs/CLUSTER.md "Security"): a raft port beyond loopback needs
+the cluster's secret ($MEMRL_CLUSTER_SECRET or --cluster-secret-file) or
+--cluster-tls-cert/-key/-ca; nodes send each other --masterauth, else the
+default user's password.
+
 Sizes take a unit: 512kb, 64mb, 1gb (powers of 1024), or plain bytes.
 Durations are Go's: 300ms, 30s, 5m. A negative duration, --maxmemory or
 --max-reply-bytes means never/unlimited; 0 takes the default.
@@ -150,7 +155,7 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 	if err := o.cluster.check(o, addrSet); err != nil {
 		return nil, err
 	}
-	if err := o.replica.check(o.cluster); err != nil {
+	if err := o.replica.check(o.cluster, o, env); err != nil {
 		return nil, err
 	}
 	o.cfg.MaxMemory = *maxMemory
