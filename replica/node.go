@@ -117,10 +117,11 @@ type Node struct {
 
 	// floor is the applied index the engine must reach again before
 	// this node serves follower reads; floorReached is set once it has
-	// (readgate.go). heartbeatTimeout is raft's.
+	// (readgate.go).
 	floor            atomic.Uint64
 	floorReached     atomic.Bool
-	heartbeatTimeout time.Duration
+	heartbeatTimeout time.Duration // raft's
+	electionTimeout  time.Duration // raft's
 
 	// db is the engine; replaced whole by fsm.Restore.
 	db atomic.Pointer[engine.DB]
@@ -221,7 +222,7 @@ func Open(cfg Config, srv *server.Server) (*Node, error) {
 	}
 	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.Logger = hlog
-	n.heartbeatTimeout = rc.HeartbeatTimeout
+	n.heartbeatTimeout, n.electionTimeout = rc.HeartbeatTimeout, rc.ElectionTimeout
 	floor, err := readFloor(n.store, n.store, snaps) // readgate.go
 	if err != nil {
 		return fail(fmt.Errorf("replica: read floor: %w", err))
@@ -398,7 +399,10 @@ func (n *Node) Replicate(c *server.Ctx, cmd [][]byte) ([]byte, error) {
 		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout):
 			return nil, n.notLeader()
 		case errors.Is(err, raft.ErrLeadershipTransferInProgress):
-			return nil, errTransferring // refused before it was appended
+			// Refused before it was appended. Wait for the transfer to
+			// end (it takes milliseconds), so that the client's retry
+			// is redirected to the new leader rather than refused again.
+			return nil, n.awaitTransfer()
 		case errors.Is(err, raft.ErrRaftShutdown):
 			return nil, errShutdown
 		}
@@ -411,6 +415,25 @@ func (n *Node) Replicate(c *server.Ctx, cmd [][]byte) ([]byte, error) {
 		return nil, server.NewError("internal error: replicated command has no reply")
 	}
 	return reply, nil
+}
+
+// awaitTransfer waits, at most raft's election timeout (after which raft
+// abandons a transfer), until this node follows a known new leader, and
+// returns the error for a write refused during the transfer. The client's
+// retry is then redirected (MOVED) by the router at once, where without
+// the wait it would be refused again and again, or get CLUSTERDOWN in the
+// moment between this node's step-down and the new leader's first
+// heartbeat (which makes redis-py rediscover the cluster and sleep).
+func (n *Node) awaitTransfer() error {
+	for deadline := time.Now().Add(n.electionTimeout); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if id, ok := n.Leader(); ok && id != n.cfg.ID && n.raft.State() != raft.Leader {
+			return n.notLeader()
+		}
+	}
+	if n.raft.State() != raft.Leader {
+		return n.notLeader()
+	}
+	return errTransferring
 }
 
 // notLeader is the error for a command sent to a follower.
