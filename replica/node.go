@@ -426,6 +426,9 @@ func (n *Node) Replicate(c *server.Ctx, cmd [][]byte) ([]byte, error) {
 // heartbeat (which makes redis-py rediscover the cluster and sleep).
 func (n *Node) awaitTransfer() error {
 	for deadline := time.Now().Add(n.electionTimeout); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if n.raft.State() == raft.Shutdown {
+			return errShutdown
+		}
 		if id, ok := n.Leader(); ok && id != n.cfg.ID && n.raft.State() != raft.Leader {
 			return n.notLeader()
 		}
