@@ -278,3 +278,51 @@ func TestStaleReadBound(t *testing.T) {
 	t.Logf("refused %v after the cut: %v", time.Since(cut).Round(time.Millisecond), err)
 	fn.heal()
 }
+
+// TestFloorLiveness: the floor is always reachable. A tail truncation
+// (entries a new leader's log replaced: never committed) lowers it, a
+// compaction does not; only no-ops and barriers between the applied index
+// and the floor count as reached.
+func TestFloorLiveness(t *testing.T) {
+	store, err := raftboltdb.NewBoltStore(filepath.Join(t.TempDir(), "raft.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	n := &Node{store: store}
+	n.floor.Store(10)
+	var logs []*raft.Log
+	for i := uint64(1); i <= 10; i++ {
+		typ := raft.LogCommand
+		switch i {
+		case 6:
+			typ = raft.LogNoop
+		case 7:
+			typ = raft.LogBarrier
+		}
+		logs = append(logs, &raft.Log{Index: i, Term: 1, Type: typ})
+	}
+	if err := store.StoreLogs(logs); err != nil {
+		t.Fatal(err)
+	}
+	if !n.onlyNoops(6, 7) || n.onlyNoops(5, 7) || n.onlyNoops(6, 8) || n.onlyNoops(11, 11) {
+		t.Fatal("onlyNoops misjudges entries 5..8 or a missing one")
+	}
+	ls := readGateLogStore{store, n}
+	if err := ls.DeleteRange(1, 3); err != nil { // compaction: from the first index
+		t.Fatal(err)
+	}
+	if f := n.floor.Load(); f != 10 {
+		t.Fatalf("a compaction moved the floor to %d", f)
+	}
+	if err := ls.DeleteRange(9, 10); err != nil { // a conflicting suffix
+		t.Fatal(err)
+	}
+	if f := n.floor.Load(); f != 8 {
+		t.Fatalf("after entries 9..10 were truncated the floor is %d, want 8", f)
+	}
+	n.lowerFloor(9) // never raised
+	if f := n.floor.Load(); f != 8 {
+		t.Fatalf("lowerFloor raised the floor to %d", f)
+	}
+}
