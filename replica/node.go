@@ -329,8 +329,21 @@ func (n *Node) TransferLeadership(timeout time.Duration) error {
 		return nil
 	}
 	deadline := time.Now().Add(timeout)
-	if err := n.raft.LeadershipTransfer().Error(); err != nil {
-		return fmt.Errorf("replica: leadership transfer: %w", err)
+	// raft abandons a transfer after its election timeout (a target slow
+	// to catch up on a loaded machine) or at once (the target's RPC
+	// failed): try up to three times while time remains and this node
+	// still leads. Not more: when every peer is stopping too (memrl
+	// cluster stop), trying on only delays the shutdown.
+	for attempt := 1; ; attempt++ {
+		err := n.raft.LeadershipTransfer().Error()
+		if err == nil || !n.IsLeader() {
+			break
+		}
+		if attempt == 3 || time.Now().Add(n.electionTimeout).After(deadline) {
+			return fmt.Errorf("replica: leadership transfer: %w", err)
+		}
+		n.log.Warn("replica: leadership transfer failed; trying again", "err", err)
+		time.Sleep(10 * time.Millisecond)
 	}
 	for time.Now().Before(deadline) {
 		if id, ok := n.Leader(); ok && id != n.cfg.ID {
