@@ -16,9 +16,11 @@ signals the shard's leader, measures
   exit:  from SIGTERM to the old leader's exit (shutdown time),
 
 then restarts the stopped node with its command line and waits until it
-follows again. Rounds alternate between the binaries and the signals, so
-that the machine's noise falls on all of them alike. Prints each round and
-the median and max per (binary, signal).
+follows again. Each round signals every cluster in turn (in the order
+given), with SIGTERM and SIGKILL rounds alternating, so that the machine's
+noise falls on all of them alike (the order within a round is fixed: a
+later cluster's round follows an earlier one's restart). Prints each round
+and the median and max per (binary, signal).
 
 Usage: scripts/cluster_failover.py [--rounds 10] [--port 7300] BIN [BIN...]
 (a label may precede a binary: before=/tmp/memrl-old after=./memrl).
