@@ -51,8 +51,19 @@
 // Barrier (every entry of earlier terms applied) and before each read of
 // memory data it confirms it still leads (VerifyLeader). A follower
 // serves reads as they are (possibly stale): a router sends it reads only
-// for READONLY connections. Writes sent to a follower are refused with
-// TRYAGAIN, naming the leader.
+// for READONLY connections. But it answers LOADING until its engine has
+// again applied what the node had applied before it started, and TRYAGAIN
+// while it knows no leader or has not heard from it within
+// Config.StaleReadBound (readgate.go). Writes sent to a follower are
+// refused with TRYAGAIN, naming the leader.
+//
+// # Shutdown
+//
+// A leader about to stop hands its leadership over first
+// (Node.TransferLeadership). Node.Close closes every raft connection of the
+// node's own transport, so that no raft goroutine stays blocked on a peer
+// that reads nothing, and gives up after Config.ShutdownTimeout
+// (transport_closing.go).
 //
 // # Maintenance
 //

@@ -21,18 +21,78 @@ import (
 //     open connections are closed at once (a blocked read returns);
 //   - drops: each write fails with probability drop, closing its
 //     connection (the RPC is lost; raft dials again and resends);
-//   - delays: each write first sleeps a random time below delay.
+//   - delays: each write first sleeps a random time below delay;
+//   - pauses: a write on a connection to or from a paused node blocks,
+//     with no deadline, until the node is resumed or the connection is
+//     closed: a peer stopped with SIGSTOP whose socket buffers are full.
 type faultNet struct {
-	mu    sync.Mutex // guards the fields below
-	cut   map[[2]string]bool
-	drop  float64
-	delay time.Duration
-	rng   *rand.Rand
-	conns map[*faultConn]struct{}
+	mu     sync.Mutex // guards the fields below
+	cut    map[[2]string]bool
+	drop   float64
+	delay  time.Duration
+	rng    *rand.Rand
+	conns  map[*faultConn]struct{}
+	paused map[string]bool
+	// wake is closed (and replaced) when a node is resumed.
+	wake chan struct{}
+	// blocked counts writes blocked by a pause right now.
+	blocked int
 }
 
 func newFaultNet() *faultNet {
-	return &faultNet{cut: map[[2]string]bool{}, conns: map[*faultConn]struct{}{}, rng: rand.New(rand.NewSource(1))}
+	return &faultNet{cut: map[[2]string]bool{}, conns: map[*faultConn]struct{}{}, rng: rand.New(rand.NewSource(1)),
+		paused: map[string]bool{}, wake: make(chan struct{})}
+}
+
+// pause makes every write to or from addr block (see above).
+func (fn *faultNet) pause(addr string) {
+	fn.mu.Lock()
+	fn.paused[addr] = true
+	fn.mu.Unlock()
+}
+
+// resume ends addr's pause.
+func (fn *faultNet) resume(addr string) {
+	fn.mu.Lock()
+	delete(fn.paused, addr)
+	close(fn.wake)
+	fn.wake = make(chan struct{})
+	fn.mu.Unlock()
+}
+
+// blockedWrites returns how many writes a pause blocks right now.
+func (fn *faultNet) blockedWrites() int {
+	fn.mu.Lock()
+	defer fn.mu.Unlock()
+	return fn.blocked
+}
+
+// waitPause blocks while a or b is paused; false means c was closed.
+func (fn *faultNet) waitPause(c *faultConn) bool {
+	fn.mu.Lock()
+	counted := false
+	defer func() {
+		if counted {
+			fn.blocked--
+		}
+		fn.mu.Unlock()
+	}()
+	for fn.paused[c.a] || fn.paused[c.b] {
+		if !counted {
+			fn.blocked++
+			counted = true
+		}
+		wake := fn.wake
+		fn.mu.Unlock()
+		select {
+		case <-wake:
+		case <-c.closed:
+			fn.mu.Lock()
+			return false
+		}
+		fn.mu.Lock()
+	}
+	return true
 }
 
 func pair(a, b string) [2]string {
@@ -100,12 +160,20 @@ type faultLayer struct {
 
 // transport returns a NetworkTransport on a new faultLayer.
 func (fn *faultNet) transport() (*raft.NetworkTransport, error) {
+	l, err := fn.layer()
+	if err != nil {
+		return nil, err
+	}
+	return raft.NewNetworkTransport(l, 3, 2*time.Second, io.Discard), nil
+}
+
+// layer returns a new faultLayer listening on loopback.
+func (fn *faultNet) layer() (raft.StreamLayer, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	l := &faultLayer{Listener: ln, fn: fn, self: ln.Addr().String()}
-	return raft.NewNetworkTransport(l, 3, 2*time.Second, io.Discard), nil
+	return &faultLayer{Listener: ln, fn: fn, self: ln.Addr().String()}, nil
 }
 
 func (l *faultLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
@@ -116,7 +184,7 @@ func (l *faultLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.C
 	if err != nil {
 		return nil, err
 	}
-	fc := &faultConn{Conn: c, fn: l.fn, a: l.self, b: string(addr)}
+	fc := &faultConn{Conn: c, fn: l.fn, a: l.self, b: string(addr), closed: make(chan struct{})}
 	l.fn.mu.Lock()
 	l.fn.conns[fc] = struct{}{}
 	l.fn.mu.Unlock()
@@ -126,11 +194,16 @@ func (l *faultLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.C
 // faultConn is a dialed connection from a to b.
 type faultConn struct {
 	net.Conn
-	fn   *faultNet
-	a, b string
+	fn     *faultNet
+	a, b   string
+	closed chan struct{} // closed by Close
+	once   sync.Once
 }
 
 func (c *faultConn) Write(p []byte) (int, error) {
+	if !c.fn.waitPause(c) {
+		return 0, net.ErrClosed
+	}
 	cut, drop, delay := c.fn.fault(c.a, c.b)
 	if cut || drop {
 		c.Close()
@@ -158,5 +231,6 @@ func (c *faultConn) Close() error {
 	c.fn.mu.Lock()
 	delete(c.fn.conns, c)
 	c.fn.mu.Unlock()
+	c.once.Do(func() { close(c.closed) })
 	return c.Conn.Close()
 }

@@ -29,7 +29,12 @@ type testNode struct {
 	srv               *server.Server
 	addr              string // client address
 	trans             *raft.NetworkTransport
-	serveErr          chan error
+	// stream, if set instead of trans, is the stream layer the node
+	// builds its own transport on (Config.Stream; used once).
+	stream   raft.StreamLayer
+	serveErr chan error
+	// tweak, if set, adjusts the node's Config before Open.
+	tweak func(*Config)
 }
 
 // testRaftConfig has timeouts that tolerate a loaded 2-core machine
@@ -59,16 +64,39 @@ func startGroup(t *testing.T, n int) []*testNode {
 // made by mk.
 func startGroupWith(t *testing.T, n int, mk func() (*raft.NetworkTransport, error)) []*testNode {
 	t.Helper()
+	return startGroupOpts(t, n, groupOpts{trans: mk})
+}
+
+// groupOpts say how startGroupOpts makes each node: on a transport made by
+// trans, or else a transport the node builds on a stream layer made by
+// stream (Config.Stream); tweak, if set, adjusts each node's Config.
+type groupOpts struct {
+	trans  func() (*raft.NetworkTransport, error)
+	stream func() (raft.StreamLayer, error)
+	tweak  func(*Config)
+}
+
+// startGroupOpts starts n nodes bootstrapped as one group.
+func startGroupOpts(t *testing.T, n int, o groupOpts) []*testNode {
+	t.Helper()
 	base := t.TempDir()
 	nodes := make([]*testNode, n)
 	var peers []Peer
 	for i := range nodes {
-		tr, err := mk()
-		if err != nil {
-			t.Fatal(err)
+		tn := &testNode{id: fmt.Sprintf("n%d", i+1), dir: filepath.Join(base, fmt.Sprintf("n%d", i+1)), tweak: o.tweak}
+		if o.trans != nil {
+			tr, err := o.trans()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tn.trans, tn.raftAddr = tr, string(tr.LocalAddr())
+		} else {
+			s, err := o.stream()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tn.stream, tn.raftAddr = s, s.Addr().String()
 		}
-		tn := &testNode{id: fmt.Sprintf("n%d", i+1), dir: filepath.Join(base, fmt.Sprintf("n%d", i+1)), trans: tr,
-			raftAddr: string(tr.LocalAddr())}
 		nodes[i] = tn
 		peers = append(peers, Peer{ID: tn.id, RaftAddr: tn.raftAddr})
 	}
@@ -91,9 +119,18 @@ func (tn *testNode) start(t *testing.T, peers []Peer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := Open(Config{ID: tn.id, Dir: tn.dir, Transport: tn.trans, Peers: peers, Raft: testRaftConfig(),
+	cfg := Config{ID: tn.id, Dir: tn.dir, Peers: peers, Raft: testRaftConfig(),
 		Engine:           engine.Options{Sync: wal.SyncNone, CheckpointInterval: -1, Logf: func(string, ...any) {}},
-		MaintainInterval: 100 * time.Millisecond, Logger: testLogger(t)}, srv)
+		MaintainInterval: 100 * time.Millisecond, Logger: testLogger(t)}
+	if tn.trans != nil {
+		cfg.Transport = tn.trans
+	} else {
+		cfg.Stream = tn.stream
+	}
+	if tn.tweak != nil {
+		tn.tweak(&cfg)
+	}
+	node, err := Open(cfg, srv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +154,9 @@ func (tn *testNode) stop(t *testing.T) {
 	if err := tn.node.Close(); err != nil && err != raft.ErrRaftShutdown {
 		t.Errorf("%s: Close: %v", tn.id, err)
 	}
-	tn.trans.Close()
+	if tn.trans != nil {
+		tn.trans.Close()
+	}
 	tn.node = nil
 }
 

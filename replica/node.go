@@ -43,7 +43,8 @@ type Config struct {
 	RaftAddr string
 	// Transport, if set, is used instead of a TCP transport on RaftAddr
 	// (tests: a transport already listening, or one that injects
-	// faults). A given transport is the caller's to close.
+	// faults). A given transport is the caller's to close; Close cannot
+	// end its blocked connections (prefer Stream).
 	Transport raft.Transport
 	// Security authenticates the TCP transport's peers (transport.go):
 	// the cluster secret, mutual TLS, protected mode. Unused with
@@ -52,6 +53,10 @@ type Config struct {
 	// ClientAuth is what this node sends to other nodes' client ports
 	// (RAFT.ADD's probe of the joining node); zero sends no AUTH.
 	ClientAuth cluster.Auth
+	// Stream, if set (and Transport is not), is the stream layer the
+	// node's raft transport runs over instead of TCP on RaftAddr (tests:
+	// one that injects faults). The node closes it.
+	Stream raft.StreamLayer
 	// Peers are the voters the group is bootstrapped with when this node
 	// has no raft state yet: every node of a shard must be given the same
 	// list. Empty means do not bootstrap (a node added later with
@@ -74,6 +79,13 @@ type Config struct {
 	// Logger receives the node's and raft's messages; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// StaleReadBound: a follower serves reads only while it has heard
+	// from its shard's leader within this bound (readgate.go); 0 means
+	// twice Raft.HeartbeatTimeout (2 s by default).
+	StaleReadBound time.Duration
+	// ShutdownTimeout bounds Close's wait for raft to stop (transport_closing.go);
+	// 0 means 10 seconds.
+	ShutdownTimeout time.Duration
 	// Fatal is called when a write of the raft log fails (logstore.go);
 	// nil means log the error and exit the process with status 70: a
 	// failed fsync is never retried.
@@ -107,6 +119,17 @@ type Node struct {
 	store     *raftboltdb.BoltStore
 	transport raft.Transport
 	ownTrans  bool // the node made transport and closes it
+	// streams is the stream layer under transport when the node made
+	// it; Close ends its connections (transport_closing.go).
+	streams *closingStream
+
+	// floor is the applied index the engine must reach again before
+	// this node serves follower reads; floorReached is set once it has
+	// (readgate.go).
+	floor            atomic.Uint64
+	floorReached     atomic.Bool
+	heartbeatTimeout time.Duration // raft's
+	electionTimeout  time.Duration // raft's
 
 	// db is the engine; replaced whole by fsm.Restore.
 	db atomic.Pointer[engine.DB]
@@ -189,11 +212,16 @@ func Open(cfg Config, srv *server.Server) (*Node, error) {
 	}
 	n.transport = cfg.Transport
 	if n.transport == nil {
-		t, err := NewTransport(cfg.RaftAddr, cfg.Security, 3, 10*time.Second, hlog)
-		if err != nil {
-			return fail(fmt.Errorf("replica: raft transport on %s: %w", cfg.RaftAddr, err))
+		stream := cfg.Stream
+		if stream == nil {
+			if stream, err = newSecureStream(cfg.RaftAddr, cfg.Security, hlog); err != nil {
+				return fail(fmt.Errorf("replica: raft transport on %s: %w", cfg.RaftAddr, err))
+			}
 		}
-		n.transport, n.ownTrans = t, true
+		n.streams = newClosingStream(stream) // transport_closing.go
+		n.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream: n.streams, MaxPool: 3, Timeout: 10 * time.Second, Logger: hlog})
+		n.ownTrans = true
 	}
 	rc := DefaultRaftConfig()
 	if cfg.Raft != nil {
@@ -202,6 +230,12 @@ func Open(cfg Config, srv *server.Server) (*Node, error) {
 	}
 	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.Logger = hlog
+	n.heartbeatTimeout, n.electionTimeout = rc.HeartbeatTimeout, rc.ElectionTimeout
+	floor, err := readFloor(n.store, n.store, snaps) // readgate.go
+	if err != nil {
+		return fail(fmt.Errorf("replica: read floor: %w", err))
+	}
+	n.floor.Store(floor)
 	has, err := raft.HasExistingState(n.store, n.store, snaps)
 	if err != nil {
 		return fail(err)
@@ -223,7 +257,7 @@ func Open(cfg Config, srv *server.Server) (*Node, error) {
 		}
 	}
 	n.fatal = fatal
-	n.raft, err = raft.NewRaft(rc, fsm{n}, fatalLogStore{n.store, fatal}, n.store, snaps, n.transport)
+	n.raft, err = raft.NewRaft(rc, fsm{n}, readGateLogStore{fatalLogStore{n.store, fatal}, n}, n.store, snaps, n.transport)
 	if err != nil {
 		return fail(fmt.Errorf("replica: start raft: %w", err))
 	}
@@ -248,14 +282,84 @@ func (n *Node) closeStores() {
 	}
 }
 
-// Close stops raft and closes the stores and the engine. Shut the server
-// down first: commands running meanwhile fail.
+// ErrShutdownTimeout is Close's error when raft did not stop within
+// Config.ShutdownTimeout. The stores are then left open (raft's goroutines
+// may still use them); the caller should exit the process, which loses
+// nothing: every acknowledged entry is already fsynced in the raft log,
+// and the engine is rebuilt from the raft snapshot and log at every start.
+var ErrShutdownTimeout = errors.New("replica: raft did not stop within the shutdown timeout")
+
+// Close stops raft and closes the stores and the engine, within
+// Config.ShutdownTimeout: it closes every raft connection the node's own
+// transport holds, so that no goroutine stays blocked on a peer that
+// stopped reading (transport_closing.go), and gives up with ErrShutdownTimeout
+// if raft still has not stopped. After a clean stop it records the
+// applied index for the next Open (readgate.go). Shut the server down
+// first: commands running meanwhile fail. A leader should hand its
+// leadership over first (TransferLeadership).
 func (n *Node) Close() error {
 	close(n.stop)
-	err := n.raft.Shutdown().Error()
+	f := n.raft.Shutdown()
+	if n.streams != nil {
+		n.streams.shutConns()
+	}
+	timeout := n.cfg.ShutdownTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	var err error
+	select {
+	case err = <-done:
+	case <-t.C:
+		n.log.Error("replica: raft did not stop in time; leaving its stores open", "timeout", timeout)
+		return ErrShutdownTimeout
+	}
 	n.wg.Wait()
+	rerr := n.recordApplied() // readgate.go
 	n.closeStores()
-	return err
+	return errors.Join(err, rerr)
+}
+
+// TransferLeadership hands this node's leadership of its shard to another
+// voter and waits, at most timeout, until this node knows a leader that
+// is not itself. hashicorp/raft's LeadershipTransfer brings the most
+// up-to-date follower up to date and has it start an election at once
+// (TimeoutNow), so the shard has a new leader without waiting an election
+// timeout; meanwhile this node refuses writes with TRYAGAIN, and once it
+// follows, its router answers MOVED to the new leader. A node that does
+// not lead returns nil at once.
+func (n *Node) TransferLeadership(timeout time.Duration) error {
+	if !n.IsLeader() {
+		return nil
+	}
+	deadline := time.Now().Add(timeout)
+	// raft abandons a transfer after its election timeout (a target slow
+	// to catch up on a loaded machine) or at once (the target's RPC
+	// failed): try up to three times while time remains and this node
+	// still leads. Not more: when every peer is stopping too (memrl
+	// cluster stop), trying on only delays the shutdown.
+	for attempt := 1; ; attempt++ {
+		err := n.raft.LeadershipTransfer().Error()
+		if err == nil || !n.IsLeader() {
+			break
+		}
+		if attempt == 3 || time.Now().Add(n.electionTimeout).After(deadline) {
+			return fmt.Errorf("replica: leadership transfer: %w", err)
+		}
+		n.log.Warn("replica: leadership transfer failed; trying again", "err", err)
+		time.Sleep(10 * time.Millisecond)
+	}
+	for time.Now().Before(deadline) {
+		if id, ok := n.Leader(); ok && id != n.cfg.ID {
+			return nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return errors.New("replica: leadership transfer: no new leader known in time")
 }
 
 // DB returns the engine the node applies to (replaced when a snapshot is
@@ -297,6 +401,9 @@ var (
 	errNotLeader = &server.ReplyError{Code: "TRYAGAIN", Msg: "this node is not its shard's leader; the command was not applied"}
 	// errShutdown: the node is stopping; the command was not applied.
 	errShutdown = &server.ReplyError{Code: "TRYAGAIN", Msg: "this node is shutting down; the command was not applied"}
+	// errTransferring: the leader is handing its leadership over
+	// (TransferLeadership); the command was not applied.
+	errTransferring = &server.ReplyError{Code: "TRYAGAIN", Msg: "this node is handing its shard's leadership to another node; the command was not applied"}
 )
 
 // Replicate proposes cmd with this node's clock and returns the reply of
@@ -312,6 +419,11 @@ func (n *Node) Replicate(c *server.Ctx, cmd [][]byte) ([]byte, error) {
 		switch {
 		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout):
 			return nil, n.notLeader()
+		case errors.Is(err, raft.ErrLeadershipTransferInProgress):
+			// Refused before it was appended. Wait for the transfer to
+			// end (it takes milliseconds), so that the client's retry
+			// is redirected to the new leader rather than refused again.
+			return nil, n.awaitTransfer()
 		case errors.Is(err, raft.ErrRaftShutdown):
 			return nil, errShutdown
 		}
@@ -326,6 +438,28 @@ func (n *Node) Replicate(c *server.Ctx, cmd [][]byte) ([]byte, error) {
 	return reply, nil
 }
 
+// awaitTransfer waits, at most raft's election timeout (after which raft
+// abandons a transfer), until this node follows a known new leader, and
+// returns the error for a write refused during the transfer. The client's
+// retry is then redirected (MOVED) by the router at once, where without
+// the wait it would be refused again and again, or get CLUSTERDOWN in the
+// moment between this node's step-down and the new leader's first
+// heartbeat (which makes redis-py rediscover the cluster and sleep).
+func (n *Node) awaitTransfer() error {
+	for deadline := time.Now().Add(n.electionTimeout); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if n.raft.State() == raft.Shutdown {
+			return errShutdown
+		}
+		if id, ok := n.Leader(); ok && id != n.cfg.ID && n.raft.State() != raft.Leader {
+			return n.notLeader()
+		}
+	}
+	if n.raft.State() != raft.Leader {
+		return n.notLeader()
+	}
+	return errTransferring
+}
+
 // notLeader is the error for a command sent to a follower.
 func (n *Node) notLeader() error {
 	if id, ok := n.Leader(); ok {
@@ -337,11 +471,13 @@ func (n *Node) notLeader() error {
 // BeforeRead makes a leader's reads linearizable (server.ReadGate): the
 // leader has applied every entry committed before it took over (a
 // Barrier, once per term) and still leads (VerifyLeader, a round of
-// heartbeats). On a follower the read is allowed and may be stale: a
-// router sends reads here only for a READONLY connection.
+// heartbeats). On a follower the read may be stale (a router sends reads
+// here only for a READONLY connection), but never older than what the node
+// had applied before it started, and not while the node is cut off from
+// its leader (followerRead, readgate.go).
 func (n *Node) BeforeRead(c *server.Ctx) error {
 	if n.raft.State() != raft.Leader {
-		return nil
+		return n.followerRead()
 	}
 	// The term, not a flag: raft's leadership channel keeps only the
 	// latest value, so a loss and a regain can arrive as one "true".

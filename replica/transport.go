@@ -108,6 +108,17 @@ func (s *secureStream) warnRefused(msg string, remote net.Addr, err error) {
 // sec.AllowUnauthenticated is false. maxPool and timeout are
 // raft.NewTCPTransport's. The caller closes the transport.
 func NewTransport(addr string, sec Security, maxPool int, timeout time.Duration, logger hclog.Logger) (*raft.NetworkTransport, error) {
+	s, err := newSecureStream(addr, sec, logger)
+	if err != nil {
+		return nil, err
+	}
+	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: s, MaxPool: maxPool, Timeout: timeout, Logger: s.log}), nil
+}
+
+// newSecureStream listens on addr and returns the stream layer of
+// NewTransport (the same checks), for a node to wrap further (Open runs
+// it under a closingStream).
+func newSecureStream(addr string, sec Security, logger hclog.Logger) (*secureStream, error) {
 	if len(sec.Secret) > 0 && len(sec.Secret) < MinSecretLen {
 		return nil, ErrSecretTooShort
 	}
@@ -131,7 +142,7 @@ func NewTransport(addr string, sec Security, maxPool int, timeout time.Duration,
 		conns: make(chan net.Conn), inflight: make(map[net.Conn]struct{}), pending: make(chan struct{}, maxPendingHandshakes), closed: make(chan struct{})}
 	s.wg.Add(1)
 	go s.acceptLoop()
-	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: s, MaxPool: maxPool, Timeout: timeout, Logger: logger}), nil
+	return s, nil
 }
 
 // ListenSecure is NewTransport with ListenTCP's pool and timeout, raft's

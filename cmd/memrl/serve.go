@@ -139,6 +139,9 @@ func serve(args []string) error {
 	select {
 	case s := <-sigs:
 		logger.Info("finishing replies, checkpointing, closing", "signal", s.String())
+		if node != nil {
+			handOver(node, logger) // serve_replica.go: a leader hands its shard over first
+		}
 	case serveErr = <-errc:
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"log/slog"
+	"time"
 
 	"github.com/memrl/memrl/cluster"
 	"github.com/memrl/memrl/engine"
@@ -201,4 +202,37 @@ func openReplica(f *replicaFlags, c *clusterFlags, o *serveOptions, eopts engine
 	logger.Info("replica started", "node", self.ID, "shard", self.Shard, "raft_addr", cluster.RaftAddr(self.Addr), "voters", len(peers),
 		"raft_secret", f.secret != "", "raft_tls", f.tls != nil, "node_auth", auth.Password != "")
 	return node, nil
+}
+
+// Shutdown of a replica (docs/CLUSTER.md "Shutdown"). On SIGTERM or
+// SIGINT a leader first hands its shard's leadership to another voter
+// (replica.Node.TransferLeadership: the most up-to-date follower is told
+// to start an election at once, so the shard does not wait an election
+// timeout for a new leader), while the server still answers: writes get
+// TRYAGAIN during the transfer and MOVED to the new leader after it. It
+// then keeps answering for redirectLinger, so that clients busy on this
+// node learn the new leader from a MOVED rather than from a closed
+// connection, and only then stops the server and the node. Every step is
+// bounded: the transfer by handOverTimeout, the server's shutdown by
+// serve's 10 s, and the node's (replica.Node.Close, which closes every
+// raft connection so that nothing waits on a paused peer) by its
+// ShutdownTimeout, after which the process exits anyway.
+const (
+	handOverTimeout = 3 * time.Second
+	redirectLinger  = 200 * time.Millisecond
+)
+
+// handOver transfers node's leadership before a shutdown, if it leads.
+func handOver(node *replica.Node, logger *slog.Logger) {
+	if !node.IsLeader() {
+		return
+	}
+	start := time.Now()
+	if err := node.TransferLeadership(handOverTimeout); err != nil {
+		logger.Warn("leadership not handed over; shutting down anyway", "err", err)
+		return
+	}
+	id, _ := node.Leader()
+	logger.Info("leadership handed over", "to", id, "took", time.Since(start).Round(time.Millisecond))
+	time.Sleep(redirectLinger)
 }
