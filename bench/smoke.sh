@@ -50,7 +50,7 @@ if [ "${SKIP_PY:-0}" != 1 ]; then
 		--nq 100 --clients 2 --duration 2s --dir "$out/sa"
 	step compare_hnsw env SKIP_FAISS=1 HNSW_EF=16,64 bench/faiss/compare.sh "$out/cmp" --base "$s/base.bvecs" \
 		--query "$s/query.bvecs" --gt "$out/gt20k.ivecs" --nprobe 8,16 --refine 8
-	step rounds env DATA="$s" NBASE=20000 NQ=100 CPU= bench/hnsw/rounds.sh "$out/rounds" 1
+	step rounds env DATA="$s" QSET="$s" NBASE=20000 NQ=100 CPU= bench/hnsw/rounds.sh "$out/rounds" 1
 	step ann100k env DATA="$s" NBASE=20000 NQ=100 bench/results/ann100k.sh "$out/a100k" 1
 	step plot /usr/bin/python3 bench/results/plot.py --out "$out/img"
 	if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then

@@ -30,7 +30,8 @@ def setting(r):
 def main():
     out = sys.argv[1]
     rounds = sorted(glob.glob(os.path.join(out, "r[0-9]*")), key=lambda p: int(p.rsplit("r", 1)[1]))
-    lines = sorted({os.path.basename(p).split(".")[0] for r in rounds for p in glob.glob(os.path.join(r, "*.memrl.json"))},
+    lines = sorted({os.path.basename(p)[:-len(".memrl.json")]
+                    for r in rounds for p in glob.glob(os.path.join(r, "*.memrl.json"))},
                    key=lambda s: (s.split("_")[0] != "shared", float(s.split("_")[1])))
     print("%-14s %5s  %-34s %-22s %9s %9s" % ("line", "round", "memrl cpu_us (nprobe/refine/STOP)",
                                               "hnswlib cpu_us (ef)", "cpu ratio", "qps ratio"))
