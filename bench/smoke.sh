@@ -54,7 +54,7 @@ if [ "${SKIP_PY:-0}" != 1 ]; then
 	step ann100k env DATA="$s" NBASE=20000 NQ=100 bench/results/ann100k.sh "$out/a100k" 1
 	step plot /usr/bin/python3 bench/results/plot.py --out "$out/img"
 	if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
-		step ping env ROUNDS=1 MEMRL_BIN="$m" bench/ping/compare.sh
+		step ping env ROUNDS=1 REQUESTS=20000 REQUESTS_PIPELINED=200000 MEMRL_BIN="$m" bench/ping/compare.sh
 	else
 		echo "ping                        skipped: apt-get install redis-server redis-tools"
 	fi
