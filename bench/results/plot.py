@@ -17,7 +17,9 @@ Inputs, all in bench/results/ (each names the run it comes from):
 - serverann.tsv: `memrl bench serverann`'s rows (phase, clients, p50, p99,
   max in ms) of the run docs/BENCHMARKS.md names;
 - filter_crossover.tsv: `memrl bench filter --crossover`'s rows (allowed
-  share, exact µs, index µs, auto µs).
+  share, exact µs, index µs, auto µs);
+- compactstall_1m.tsv: bench/compactstall's p99 and maximum per command
+  during a compaction of 1M, before and after issue 26.
 
 Recall-QPS plots are drawn as ann-benchmarks draws them: recall@10 on x, QPS
 (one query per call, one thread) on a log y axis, each engine's Pareto
@@ -157,6 +159,28 @@ def crossover(rows, title, path):
     plt.close(fig)
 
 
+def compactstall(rows, title, path):
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    cmds = [r["command"] for r in rows if r["build"] == "before"]
+    w = 0.2
+    bars = (("before", "p99_ms", "#f4a582"), ("before", "max_ms", "#ca0020"),
+            ("after", "p99_ms", "#92c5de"), ("after", "max_ms", "#0571b0"))
+    for i, (build, key, col) in enumerate(bars):
+        vals = [float(next(r for r in rows if r["build"] == build and r["command"] == c)[key]) for c in cmds]
+        ax.bar([x + (i - 1.5) * w for x in range(len(cmds))], vals, w, color=col,
+               label="%s, %s" % (build, key[:-3]))
+    ax.set_xticks(range(len(cmds)))
+    ax.set_xticklabels(cmds)
+    ax.set_yscale("log")
+    ax.set_ylabel("latency during the compaction (ms)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="docs/img")
@@ -190,6 +214,11 @@ def main():
     if os.path.exists(p):
         out = os.path.join(args.out, "filter_crossover.png")
         crossover(read_tsv(p), "Filtered phase 1 on 1M: exact scan against the index by selectivity", out)
+        made.append(out)
+    p = os.path.join(HERE, "compactstall_1m.tsv")
+    if os.path.exists(p):
+        out = os.path.join(args.out, "compaction_latency.png")
+        compactstall(read_tsv(p), "Other clients during a compaction of 1M memories (MEM.ADD writes to it)", out)
         made.append(out)
     for m in made:
         print(m)
