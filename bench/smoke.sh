@@ -12,7 +12,8 @@
 # bench/hnsw/prefix_gt.py), so nothing beside the repository is needed.
 # Python peers come from Debian (the scripts apt-get them when missing);
 # SKIP_PY=1 leaves out the Python and redis ones, and the PING comparison
-# is skipped, saying so, without redis-server and redis-benchmark. Each step is bounded by `timeout`; the script stops at the
+# and redis_bench.sh are skipped, saying so, without redis-server and
+# redis-benchmark. Each step is bounded by `timeout`; the script stops at the
 # first failure and names it. A few minutes on 2 cores. Run from the
 # repository root.
 set -eu
@@ -54,6 +55,7 @@ if [ "${SKIP_PY:-0}" != 1 ]; then
 	step ann100k env DATA="$s" NBASE=20000 NQ=100 bench/results/ann100k.sh "$out/a100k" 1
 	step plot /usr/bin/python3 bench/results/plot.py --out "$out/img"
 	if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
+		step redis_bench env REQUESTS=20000 PIPELINES=8 bench/rewards/redis_bench.sh "$m" 16391
 		step ping env ROUNDS=1 REQUESTS=20000 REQUESTS_PIPELINED=200000 MEMRL_BIN="$m" bench/ping/compare.sh
 	else
 		echo "ping                        skipped: apt-get install redis-server redis-tools"
