@@ -4,18 +4,18 @@
 #
 #   bench/smoke.sh [OUTDIR]
 #
-# Only ann, rewards, durability, madd, filter, maintain, loop, cluster,
-# hostile, serverann and the Python/shell tools are covered; the issue-26
-# programs (txstall, filterhog, smallcolls, authflood, compactstall) need
-# a running server and are not. SIFT-reading programs use the 20,000-vector slice committed under
-# engine/testdata/sift20k (its exact ground truth is written into OUTDIR by
-# bench/hnsw/prefix_gt.py), so nothing beside the repository is needed.
-# Python peers come from Debian (the scripts apt-get them when missing);
-# SKIP_PY=1 leaves out the Python and redis ones, and the PING comparison
-# and redis_bench.sh are skipped, saying so, without redis-server and
-# redis-benchmark. Each step is bounded by `timeout`; the script stops at the
-# first failure and names it. A few minutes on 2 cores. Run from the
-# repository root.
+# Covers ann, rewards, durability, madd, filter, maintain, loop, cluster,
+# hostile, serverann and the Python and shell tools; the issue-26 programs
+# (txstall, filterhog, smallcolls, authflood, compactstall) need a running
+# server and are not covered. SIFT-reading programs use the 20,000-vector
+# slice committed under engine/testdata/sift20k (its exact ground truth is
+# written into OUTDIR by bench/hnsw/prefix_gt.py), so nothing beside the
+# repository is needed. Python peers come from Debian (the scripts apt-get
+# them when missing); SKIP_PY=1 leaves out the Python and redis steps, and
+# without redis-server and redis-benchmark the PING comparison and
+# redis_bench.sh are skipped, saying so. Each step is bounded by `timeout`;
+# the script stops at the first failure and names it. About 10 minutes on 2
+# loaded cores. Run from the repository root.
 set -eu
 out=${1:-/tmp/memrl-smoke}
 mkdir -p "$out"
