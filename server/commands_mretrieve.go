@@ -27,8 +27,8 @@ import (
 // -OOM; the reply is also held to --max-reply-bytes. The command's context
 // (busy-timeout, client gone: busy.go) is checked before every step of
 // queries. A query the engine refuses (wrong dimension, NaN…) fails the
-// command with an error naming it ("query 3: …", 0-based: query 0 is the
-// first), and nothing else is replied. A retrieval changes nothing,
+// command with an error naming it ("query 3: …", counting from 1 as
+// MEM.MADD's "memory 3: …"), and nothing else is replied. A retrieval changes nothing,
 // so an error or a refusal after some queries ran leaves the database as
 // it was.
 
@@ -90,7 +90,7 @@ func (r *mretrieveArgs) parseQueries(a *argList) error {
 	r.queries = make([][]float32, n)
 	for i := range r.queries {
 		if r.queries[i], err = a.vector(); err != nil {
-			return fmt.Errorf("query %d: %w", i, err)
+			return fmt.Errorf("query %d: %w", i+1, err)
 		}
 	}
 	if a.more() {
@@ -112,7 +112,7 @@ func (m memCommands) mretrieve(c *Ctx, args [][]byte) error {
 		return err
 	}
 	// Validated once here, so that a bad option is reported as it is by
-	// MEM.RETRIEVE and not as query 0's fault.
+	// MEM.RETRIEVE and not as query 1's fault.
 	opt := r.engineOptions()
 	if err := opt.Validate(); err != nil {
 		return err
@@ -174,14 +174,12 @@ func retrieveBatch(ctx context.Context, coll *engine.Collection, qs [][]float32,
 }
 
 // mretrieveErr returns the error of the step of queries starting at the
-// command's query start: the engine names a query by its index in the
-// step ("query i: …"), which is renumbered to the command's queries. Any
-// other error (the context's end, a reply's) is returned as it is, so that
-// busyErr and the -OOM code still apply.
+// command's query start (counting from 0): the engine names a query by
+// its index in the step ("query i: …", from 0), which becomes its
+// position among the command's queries, counting from 1 as MEM.MADD's
+// "memory n: …". Any other error (the context's end, a reply's) is
+// returned as it is, so that busyErr and the -OOM code still apply.
 func mretrieveErr(start int, err error) error {
-	if start == 0 {
-		return err
-	}
 	rest, ok := strings.CutPrefix(err.Error(), "query ")
 	if !ok {
 		return err
@@ -189,7 +187,7 @@ func mretrieveErr(start int, err error) error {
 	n, _, ok := strings.Cut(rest, ": ")
 	i, perr := strconv.Atoi(n)
 	if inner := errors.Unwrap(err); ok && perr == nil && inner != nil {
-		return fmt.Errorf("query %d: %w", start+i, inner)
+		return fmt.Errorf("query %d: %w", start+i+1, inner)
 	}
 	return err
 }

@@ -119,7 +119,7 @@ func TestMRetrieveEqualsRetrieve(t *testing.T) {
 
 // TestMRetrieveBadArgs: a bad count, a query that is not a vector, a bad
 // option, or a query the engine refuses (wrong dimension, NaN) is an error
-// naming what is wrong (the query by its 0-based index), and the reply is
+// naming what is wrong (the query by its position, counting from 1), and the reply is
 // that error alone; the connection goes on.
 func TestMRetrieveBadArgs(t *testing.T) {
 	ts, _ := startMem(t)
@@ -153,12 +153,12 @@ func TestMRetrieveBadArgs(t *testing.T) {
 		{append([]any{"K2", 0}, queries(2, -1)...), "K2 must be 1..10000"},
 		{append([]any{"LAMBDA", "nan"}, queries(2, -1)...), "LAMBDA must be a finite number"},
 		{append([]any{"FILTER", ".g =="}, queries(2, -1)...), "filter"},
-		{queries(4, 2, "FP32", "abc"), "query 2: FP32 blob must be a non-empty multiple of 4 bytes"},
-		{queries(4, 3, "VALUES", 8, 1, 2), "query 3: "},
-		{queries(5, 4, "FP32", fp32(1, 2, 3)), "query 4: vector dimension does not match"},
-		{queries(5, 1, "FP32", fp32(1, 2, 3, 4, 5, 6, 7, nan)), "query 1: invalid vector: component 7 is NaN"},
+		{queries(4, 2, "FP32", "abc"), "query 3: FP32 blob must be a non-empty multiple of 4 bytes"},
+		{queries(4, 3, "VALUES", 8, 1, 2), "query 4: VALUES count 8"},
+		{queries(5, 4, "FP32", fp32(1, 2, 3)), "query 5: vector dimension does not match"},
+		{queries(5, 1, "FP32", fp32(1, 2, 3, 4, 5, 6, 7, nan)), "query 2: invalid vector: component 7 is NaN"},
 		// K2 10000 makes steps of 6 queries: the index is the command's.
-		{append([]any{"K1", 10000, "K2", 10000}, queries(20, 14, "FP32", fp32(1))...), "query 14: vector dimension does not match"},
+		{append([]any{"K1", 10000, "K2", 10000}, queries(20, 14, "FP32", fp32(1))...), "query 15: vector dimension does not match"},
 	} {
 		wantErr(t, rdb, tc.want, append([]any{"MEM.MRETRIEVE", "m"}, tc.args...)...)
 	}
@@ -263,14 +263,15 @@ func TestMRetrieveBusyTimeout(t *testing.T) {
 }
 
 // TestMRetrieveErrorRenumbered: mretrieveErr turns the engine's index of
-// a query in a step into the command's, and leaves other errors alone.
+// a query in a step (from 0) into its position in the command (from 1),
+// and leaves other errors alone.
 func TestMRetrieveErrorRenumbered(t *testing.T) {
 	inner := engine.ErrDimension
 	got := mretrieveErr(12, fmt.Errorf("query %d: %w", 3, inner))
-	if got.Error() != "query 15: "+inner.Error() || !errors.Is(got, engine.ErrDimension) {
+	if got.Error() != "query 16: "+inner.Error() || !errors.Is(got, engine.ErrDimension) {
 		t.Fatalf("renumbered: %v", got)
 	}
-	if got := mretrieveErr(0, fmt.Errorf("query %d: %w", 3, inner)); got.Error() != "query 3: "+inner.Error() {
+	if got := mretrieveErr(0, fmt.Errorf("query %d: %w", 0, inner)); got.Error() != "query 1: "+inner.Error() {
 		t.Fatalf("first step: %v", got)
 	}
 	for _, err := range []error{context.DeadlineExceeded, errClientMemory, errors.New("query x: y")} {
