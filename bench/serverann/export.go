@@ -1,6 +1,9 @@
 package serverann
 
-// What other benchmarks that run `memrl serve` reuse (bench/maintain).
+// What other benchmarks that run `memrl serve` reuse (bench/maintain,
+// bench/mretrieve).
+
+import "time"
 
 // Server is a running server: its address, its process id (for its CPU
 // time), a clean stop (SIGINT) and its log so far.
@@ -17,3 +20,7 @@ func ExecStarter(bin, syncName string, gomaxprocs int, logPath string) func(dir 
 // WorkDir returns dir (created), or a new temporary folder and a function
 // that removes it.
 func WorkDir(dir string) (string, func(), error) { return workDir(dir) }
+
+// ProcCPU returns the CPU time (user + system) process pid has used, from
+// /proc/PID/stat.
+func ProcCPU(pid int) (time.Duration, error) { return procCPU(pid) }
