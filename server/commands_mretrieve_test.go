@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/memrl/memrl/cluster"
 	"github.com/memrl/memrl/engine"
 	"github.com/memrl/memrl/wal"
 )
@@ -278,5 +279,40 @@ func TestMRetrieveErrorRenumbered(t *testing.T) {
 		if got := mretrieveErr(6, err); got != err {
 			t.Fatalf("%v became %v", err, got)
 		}
+	}
+}
+
+// TestMRetrieveCluster: in cluster mode MEM.MRETRIEVE is routed by its
+// collection as MEM.RETRIEVE is: -MOVED to the shard that owns it,
+// served by the leader of its own shard, and by a follower on a READONLY
+// connection (a read), not on a plain one.
+func TestMRetrieveCluster(t *testing.T) {
+	tc := startTestCluster(t, 0, 0)
+	ctx := context.Background()
+	name := nameInShard(0, 1, 0)
+	slot := cluster.HashSlot([]byte(name))
+	c0 := tc.client(t, "n0")
+	mustDo(t, c0, "MEM.CREATE", name, "DIM", 2)
+	mustDo(t, c0, "MEM.ADD", name, "VALUES", 2, 1, 0)
+	q := []any{"QUERIES", 2, "VALUES", 2, 1, 0, "FP32", fp32(0, 1)}
+	got := mustDo(t, c0, append([]any{"MEM.MRETRIEVE", name}, q...)...).([]any)
+	if len(got) != 2 || len(got[0].([]any)) != 1 {
+		t.Fatalf("MEM.MRETRIEVE on the leader = %v", got)
+	}
+	if err := tc.db["n1"].Create(name, engine.NewConfig(2)); err != nil {
+		t.Fatal(err)
+	}
+	c1 := tc.client(t, "n1")
+	moved := fmt.Sprintf("MOVED %d %s", slot, tc.addr("n0"))
+	if err := c1.Do(ctx, append([]any{"MEM.MRETRIEVE", name}, q...)...).Err(); err == nil || err.Error() != moved {
+		t.Fatalf("MEM.MRETRIEVE on a follower: %v, want %s", err, moved)
+	}
+	conn := c1.Conn()
+	defer conn.Close()
+	if err := conn.ReadOnly(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Do(ctx, append([]any{"MEM.MRETRIEVE", name}, q...)...).Err(); err != nil {
+		t.Fatalf("READONLY MEM.MRETRIEVE on a follower: %v", err)
 	}
 }
