@@ -77,12 +77,12 @@ var avx2Kernels = &kernels{
 	},
 	dotBlocked:    dotBlockedCall,
 	dotBlockedF16: dotBlockedF16Call,
-
-	dotBlockedF16Multi: dotBlockedF16MultiCall,
 	min:           minCall,
 	scoreMask:     scoreMaskCall,
 
 	scoreMask16: scoreMask16Call,
+
+	dotBlockedF16Multi: dotBlockedF16MultiCall,
 }
 
 var avx512Kernels = &kernels{
@@ -99,14 +99,14 @@ var avx512Kernels = &kernels{
 	// each, and is bound by loads rather than by vector width.
 	dotBlocked:    dotBlockedCall,
 	dotBlockedF16: dotBlockedF16Call,
-
-	dotBlockedF16Multi: dotBlockedF16MultiCall,
 	min:           minCall,
 	// The 256-bit kernel too: 32 scores are four ymm registers, and the
 	// pass is a small share of a scan.
 	scoreMask: scoreMaskCall,
 
 	scoreMask16: scoreMask16Call,
+
+	dotBlockedF16Multi: dotBlockedF16MultiCall,
 }
 
 // pairCall checks the slices (panicking, as the Go version does, when b is

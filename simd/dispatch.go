@@ -39,12 +39,13 @@ type kernels struct {
 	dotBlocked func(q, blocks, out []float32)
 	// dotBlockedF16 is dotBlocked over half-precision blocks.
 	dotBlockedF16 func(q []float32, blocks []uint16, out []float32)
-	// dotBlockedF16Multi is dotBlockedF16 for several queries.
-	dotBlockedF16Multi func(qs []float32, dim int, blocks []uint16, rows int, out []float32)
 	min           func(v []float32) float32
 	scoreMask     func(sums []uint16, scale, offset float32, terms []float32, bound float32, masks []uint32)
 	// scoreMask16 is scoreMask with 16-bit fixed-point terms.
 	scoreMask16 func(sums []uint16, scale, offset float32, terms []uint16, tscale, bound float32, masks []uint32)
+
+	// dotBlockedF16Multi is dotBlockedF16 for several queries.
+	dotBlockedF16Multi func(qs []float32, dim int, blocks []uint16, rows int, out []float32)
 }
 
 var genericKernels = &kernels{
@@ -61,9 +62,9 @@ var genericKernels = &kernels{
 
 	dotBlockedF16: dotBlockedF16Generic,
 
-	dotBlockedF16Multi: dotBlockedF16MultiGeneric,
-
 	scoreMask16: scoreMask16Generic,
+
+	dotBlockedF16Multi: dotBlockedF16MultiGeneric,
 }
 
 // cur is the kernel set in use. INVARIANT: never nil after package init.
