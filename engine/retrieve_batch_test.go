@@ -51,9 +51,24 @@ func batchFixture(t *testing.T, indexed bool) (*Collection, [][]float32) {
 func TestRetrieveBatchMatchesRetrieve(t *testing.T) {
 	for _, indexed := range []bool{true, false} {
 		c, qs := batchFixture(t, indexed)
-		for _, nprobe := range []int{0, 3} {
+		// A DELTA about the median 20th neighbour's similarity: many
+		// queries have fewer than K1 rows above it, and widen.
+		opt := NewRetrieveOptions()
+		opt.K1 = 20
+		r, err := c.Retrieve(qs[0], opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delta := r[len(r)-1].Sim
+		for _, v := range []struct {
+			nprobe int
+			delta  bool
+		}{{0, false}, {3, false}, {0, true}} {
+			nprobe := v.nprobe
 			opt := NewRetrieveOptions()
 			opt.K1, opt.K2, opt.NProbe = 20, 8, nprobe
+			opt.Delta, opt.HasDelta = delta, v.delta
+			opt.WithPayload = true
 			for _, threads := range []int{1, 3} {
 				got, err := c.RetrieveBatch(context.Background(), qs, opt, threads)
 				if err != nil {
@@ -68,7 +83,7 @@ func TestRetrieveBatchMatchesRetrieve(t *testing.T) {
 						t.Fatal(err)
 					}
 					if !slices.EqualFunc(got[i], want, sameResult) {
-						t.Fatalf("indexed %v, nprobe %d, threads %d, query %d:\n batch  %v\n single %v", indexed, nprobe, threads, i, got[i], want)
+						t.Fatalf("indexed %v, %+v, threads %d, query %d:\n batch  %v\n single %v", indexed, v, threads, i, got[i], want)
 					}
 				}
 			}
@@ -109,5 +124,47 @@ func TestRetrieveBatchBadQuery(t *testing.T) {
 	opt.K1 = 0
 	if _, err := c.RetrieveBatch(context.Background(), qs, opt, 2); !errors.Is(err, ErrBadParam) {
 		t.Fatalf("K1 0: %v, want ErrBadParam", err)
+	}
+}
+
+// TestRetrieveBatchConcurrentAdds: batches on two workers while another
+// goroutine adds and deletes memories (run with -race): every batch
+// answers every query, with K2 results each.
+func TestRetrieveBatchConcurrentAdds(t *testing.T) {
+	c, qs := batchFixture(t, true)
+	done := make(chan error, 1)
+	go func() {
+		rng := rand.New(rand.NewSource(5))
+		for i, v := range clustered(rng, 300, 32) {
+			id, err := c.Add(AddRequest{Vector: v})
+			if err == nil && i%3 == 0 {
+				_, err = c.Delete([]uint64{id})
+			}
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	opt := NewRetrieveOptions()
+	for round := 0; ; round++ {
+		res, err := c.RetrieveBatch(context.Background(), qs, opt, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res {
+			if len(r) != opt.K2 {
+				t.Fatalf("round %d query %d: %d results, want %d", round, i, len(r), opt.K2)
+			}
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			return
+		default:
+		}
 	}
 }
