@@ -316,3 +316,54 @@ func TestMRetrieveCluster(t *testing.T) {
 		t.Fatalf("READONLY MEM.MRETRIEVE on a follower: %v", err)
 	}
 }
+
+// TestMRetrieveEqualsRetrieveIVF: on a collection searched through its
+// IVF-PQ index, where the engine runs a batch's phase 1 as one batch
+// search, each element of MEM.MRETRIEVE's reply is still MEM.RETRIEVE's
+// reply for that query, with the index's knobs and a DELTA too.
+func TestMRetrieveEqualsRetrieveIVF(t *testing.T) {
+	ts, db := startMem(t)
+	rdb := ts.client(t)
+	mustDo(t, rdb, "MEM.CREATE", "v", "DIM", 8, "METRIC", "L2", "INDEX", "IVFPQ", "NLIST", 8, "PQM", 4, "TRAIN", 512)
+	rng := rand.New(rand.NewPCG(9, 10))
+	vecs := make([][]float32, 3000)
+	for i := range vecs {
+		vecs[i] = make([]float32, 8)
+		for j := range vecs[i] {
+			vecs[i][j] = float32(rng.NormFloat64())
+		}
+	}
+	for i := 0; i < len(vecs); i += 500 {
+		args := []any{"MEM.MADD", "v"}
+		for _, v := range vecs[i : i+500] {
+			args = append(args, "FP32", fp32(v...))
+		}
+		mustDo(t, rdb, args...)
+	}
+	coll, err := db.Collection("v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(waitBound); ; time.Sleep(10 * time.Millisecond) {
+		st, err := coll.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Index == "ivfpq" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("index %q: not built", st.Index)
+		}
+	}
+	qs, qargs := mretrieveQueries(vecs, 40)
+	for _, opts := range [][]any{nil, {"K1", 25, "K2", 8, "NPROBE", 3, "REFINE", 4}, {"DELTA", -6, "K2", 10, "WITHKEYS"}} {
+		got := mustDo(t, rdb, append(append([]any{"MEM.MRETRIEVE", "v"}, opts...), qargs...)...).([]any)
+		for i, q := range qs {
+			want := mustDo(t, rdb, append([]any{"MEM.RETRIEVE", "v", "FP32", fp32(q...)}, opts...)...)
+			if !reflect.DeepEqual(got[i], want) {
+				t.Fatalf("%v query %d: MEM.MRETRIEVE %v\nMEM.RETRIEVE %v", opts, i, got[i], want)
+			}
+		}
+	}
+}
