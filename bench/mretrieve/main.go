@@ -23,16 +23,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"math"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -200,7 +196,7 @@ func prepare(data, base string, nbase, dim int) error {
 		}
 		if time.Now().After(deadline) {
 			db.Close()
-			return errors.New("index builds still running after an hour")
+			return fmt.Errorf("index builds still running after an hour")
 		}
 		time.Sleep(time.Second)
 	}
@@ -273,6 +269,9 @@ func selfCPU() time.Duration {
 // batch queries (consecutive ones, from a different start per client)
 // and reading its reply before the next, for d.
 func throughServer(srv serverann.Server, queries [][]float32, truth [][]int32, clients, batch int, d time.Duration) (string, error) {
+	head := [][]byte{[]byte("MEM.MRETRIEVE"), []byte(collName), []byte("K1"), []byte("10"), []byte("K2"), []byte("10"),
+		[]byte("LAMBDA"), []byte("0"), []byte("QUERIES")}
+	fp32 := []byte("FP32")
 	blobs := make([][]byte, len(queries))
 	for i, q := range queries {
 		blobs[i] = make([]byte, 4*len(q))
@@ -292,43 +291,35 @@ func throughServer(srv serverann.Server, queries [][]float32, truth [][]int32, c
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			nc, err := net.DialTimeout("tcp", srv.Addr(), 10*time.Second)
+			cn, err := serverann.Dial(srv.Addr())
 			if err != nil {
 				errs <- err
 				return
 			}
-			defer nc.Close()
-			br := bufio.NewReaderSize(nc, 1<<16)
-			var cmd []byte
+			defer cn.Close()
+			var ids []int64
 			for i := (c * len(queries) / clients) % len(queries); time.Since(t0) < d; i = (i + batch) % len(queries) {
 				n := min(batch, len(queries)-i)
-				cmd = appendCommand(cmd[:0], blobs[i:i+n])
-				nc.SetDeadline(time.Now().Add(time.Minute))
-				if _, err := nc.Write(cmd); err != nil {
-					errs <- err
-					return
+				args := append(head[:len(head):len(head)], []byte(strconv.Itoa(n)))
+				for _, b := range blobs[i : i+n] {
+					args = append(args, fp32, b)
 				}
-				v, err := readReply(br)
+				cn.SetDeadline(time.Now().Add(time.Minute))
+				cn.Send(args...)
+				v, err := readAfterFlush(cn)
 				if err != nil {
 					errs <- err
 					return
 				}
 				lists, ok := v.([]any)
 				if !ok || len(lists) != n {
-					errs <- fmt.Errorf("reply %v", v)
+					errs <- fmt.Errorf("MEM.MRETRIEVE of %d queries replied %T of %d", n, v, len(lists))
 					return
 				}
 				for j, l := range lists {
-					rows, _ := l.([]any)
-					ids := make([]int64, 0, len(rows))
-					for _, r := range rows {
-						row, _ := r.([]any)
-						if len(row) < 1 {
-							errs <- fmt.Errorf("row %v", r)
-							return
-						}
-						id, _ := row[0].(int64)
-						ids = append(ids, id)
+					if ids, err = serverann.RetrievedIDs(l, ids[:0]); err != nil {
+						errs <- err
+						return
 					}
 					t.add(ids, truth[i+j])
 				}
@@ -348,62 +339,10 @@ func throughServer(srv serverann.Server, queries [][]float32, truth [][]int32, c
 	return t.row(el, cpu1-cpu0), nil
 }
 
-// appendCommand appends MEM.MRETRIEVE sift K1 10 K2 10 LAMBDA 0 QUERIES n
-// FP32 blob … in RESP.
-func appendCommand(b []byte, blobs [][]byte) []byte {
-	head := []string{"MEM.MRETRIEVE", collName, "K1", "10", "K2", "10", "LAMBDA", "0", "QUERIES", strconv.Itoa(len(blobs))}
-	b = fmt.Appendf(b, "*%d\r\n", len(head)+2*len(blobs))
-	for _, s := range head {
-		b = fmt.Appendf(b, "$%d\r\n%s\r\n", len(s), s)
-	}
-	for _, q := range blobs {
-		b = append(b, "$4\r\nFP32\r\n"...)
-		b = fmt.Appendf(b, "$%d\r\n", len(q))
-		b = append(append(b, q...), "\r\n"...)
-	}
-	return b
-}
-
-// readReply reads one RESP2 reply: arrays as []any, integers as int64,
-// bulk and simple strings as string, an error as an error value returned.
-func readReply(br *bufio.Reader) (any, error) {
-	line, err := br.ReadSlice('\n')
-	if err != nil {
+// readAfterFlush sends what cn buffered and reads one reply.
+func readAfterFlush(cn *serverann.Conn) (any, error) {
+	if err := cn.Flush(); err != nil {
 		return nil, err
 	}
-	if len(line) < 3 {
-		return nil, fmt.Errorf("short line %q", line)
-	}
-	body := string(line[1 : len(line)-2])
-	switch line[0] {
-	case '+':
-		return body, nil
-	case '-':
-		return nil, errors.New(body)
-	case ':':
-		return strconv.ParseInt(body, 10, 64)
-	case '$':
-		n, err := strconv.Atoi(body)
-		if err != nil || n < 0 {
-			return nil, err
-		}
-		b := make([]byte, n+2)
-		if _, err := io.ReadFull(br, b); err != nil {
-			return nil, err
-		}
-		return string(b[:n]), nil
-	case '*':
-		n, err := strconv.Atoi(body)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]any, max(n, 0))
-		for i := range out {
-			if out[i], err = readReply(br); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("unexpected reply %q", line)
+	return cn.Read()
 }
