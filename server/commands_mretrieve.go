@@ -28,9 +28,9 @@ import (
 // (busy-timeout, client gone: busy.go) is checked before every step of
 // queries. A query the engine refuses (wrong dimension, NaN…) fails the
 // command with an error naming it ("query 3: …", counting from 1 as
-// MEM.MADD's "memory 3: …"), and nothing else is replied. A retrieval changes nothing,
-// so an error or a refusal after some queries ran leaves the database as
-// it was.
+// MEM.MADD's "memory 3: …"), and nothing else is replied. A retrieval
+// changes nothing, so an error or a refusal after some queries ran leaves
+// the database as it was.
 
 // MaxMRetrieveQueries bounds the n of MEM.MRETRIEVE's QUERIES n: a batch
 // is what a client would pipeline, not an export. A larger n is refused
