@@ -367,3 +367,18 @@ func TestMRetrieveEqualsRetrieveIVF(t *testing.T) {
 		}
 	}
 }
+
+// TestMRetrieveCommandInfo: COMMAND INFO describes MEM.MRETRIEVE as a
+// read of at least 6 arguments (name, coll, QUERIES, n and one vector's
+// two) whose key is its collection.
+func TestMRetrieveCommandInfo(t *testing.T) {
+	ts, _ := startMem(t)
+	info, err := ts.client(t).Command(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci := info["mem.mretrieve"]
+	if ci == nil || ci.Arity != -6 || !ci.ReadOnly || ci.FirstKeyPos != 1 || ci.LastKeyPos != 1 || ci.StepCount != 1 {
+		t.Fatalf("COMMAND INFO mem.mretrieve = %+v", ci)
+	}
+}
