@@ -142,48 +142,57 @@ type Result struct {
 }
 
 func retrieveSpec(coll string, q []float32, o *RetrieveOptions) spec[[]Result] {
-	args := []any{"MEM.RETRIEVE", coll, "FP32", EncodeFP32(q)}
+	args := appendRetrieveOptions([]any{"MEM.RETRIEVE", coll, "FP32", EncodeFP32(q)}, o)
 	var with RetrieveOptions
 	if o != nil {
 		with = *o
-		if o.K1 != 0 {
-			args = append(args, "K1", o.K1)
-		}
-		if o.K2 != 0 {
-			args = append(args, "K2", o.K2)
-		}
-		if o.Lambda != nil {
-			args = append(args, "LAMBDA", *o.Lambda)
-		}
-		if o.Delta != nil {
-			args = append(args, "DELTA", *o.Delta)
-		}
-		if o.NProbe != 0 {
-			args = append(args, "NPROBE", o.NProbe)
-		}
-		if o.Refine != 0 {
-			args = append(args, "REFINE", o.Refine)
-		}
-		if o.Stop != 0 {
-			args = append(args, "STOP", o.Stop)
-		}
-		if o.Filter != "" {
-			args = append(args, "FILTER", o.Filter)
-		}
-		if o.RawQ {
-			args = append(args, "RAWQ")
-		}
-		if o.WithPayload {
-			args = append(args, "WITHPAYLOAD")
-		}
-		if o.WithAttrs {
-			args = append(args, "WITHATTRS")
-		}
-		if o.WithKeys {
-			args = append(args, "WITHKEYS")
-		}
 	}
 	return spec[[]Result]{args: args, parse: func(v any) ([]Result, error) { return parseResults(v, &with) }}
+}
+
+// appendRetrieveOptions appends o's options (MEM.RETRIEVE's, also
+// MEM.MRETRIEVE's) to args.
+func appendRetrieveOptions(args []any, o *RetrieveOptions) []any {
+	if o == nil {
+		return args
+	}
+	if o.K1 != 0 {
+		args = append(args, "K1", o.K1)
+	}
+	if o.K2 != 0 {
+		args = append(args, "K2", o.K2)
+	}
+	if o.Lambda != nil {
+		args = append(args, "LAMBDA", *o.Lambda)
+	}
+	if o.Delta != nil {
+		args = append(args, "DELTA", *o.Delta)
+	}
+	if o.NProbe != 0 {
+		args = append(args, "NPROBE", o.NProbe)
+	}
+	if o.Refine != 0 {
+		args = append(args, "REFINE", o.Refine)
+	}
+	if o.Stop != 0 {
+		args = append(args, "STOP", o.Stop)
+	}
+	if o.Filter != "" {
+		args = append(args, "FILTER", o.Filter)
+	}
+	if o.RawQ {
+		args = append(args, "RAWQ")
+	}
+	if o.WithPayload {
+		args = append(args, "WITHPAYLOAD")
+	}
+	if o.WithAttrs {
+		args = append(args, "WITHATTRS")
+	}
+	if o.WithKeys {
+		args = append(args, "WITHKEYS")
+	}
+	return args
 }
 
 // parseResults reads MEM.RETRIEVE's rows: [id, sim, q, score] and then, in

@@ -21,7 +21,7 @@
 //	MEM.INFO, MEM.VERIFY               Info, Verify
 //	MEM.CHECKPOINT [FULL]              Checkpoint
 //	MEM.ADD, MEM.MADD                  Add, MAdd
-//	MEM.RETRIEVE                       Retrieve
+//	MEM.RETRIEVE, MEM.MRETRIEVE         Retrieve, RetrieveMany
 //	MEM.REWARD [NEXTQ]                 Reward, RewardNextQ
 //	MEM.GET, MEM.MGET [WITHVECTOR]     Get, MGet
 //	MEM.DEL [FILTER]                   Del, DelFilter

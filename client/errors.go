@@ -29,6 +29,9 @@ type Error struct {
 	// Memory is, for a MEM.MADD error, the position (counting from 1) of
 	// the memory it names ("ERR memory 3: …"); 0 otherwise.
 	Memory int
+	// Query is, for a MEM.MRETRIEVE error, the position (counting from 1)
+	// of the query it names ("ERR query 3: …"); 0 otherwise.
+	Query int
 
 	kind error // the sentinel matched, or nil
 }
@@ -205,16 +208,32 @@ func parseError(s string) *Error {
 		return e
 	}
 	body := msg
-	// MEM.MADD names the memory at fault: "memory 3: <reason>".
-	if rest, ok := strings.CutPrefix(msg, "memory "); ok {
-		if n, after, ok := strings.Cut(rest, ": "); ok {
-			if i, err := strconv.Atoi(n); err == nil && i > 0 {
-				e.Memory, body = i, after
-			}
-		}
+	// MEM.MADD names the memory at fault: "memory 3: <reason>", and
+	// MEM.MRETRIEVE the query: "query 3: <reason>".
+	if i, after := cutPosition(msg, "memory "); i > 0 {
+		e.Memory, body = i, after
+	} else if i, after := cutPosition(msg, "query "); i > 0 {
+		e.Query, body = i, after
 	}
 	e.kind = matchKind(body)
 	return e
+}
+
+// cutPosition reads msg as word, a position counting from 1, ": " and the
+// rest, and returns the position and the rest; 0 if msg is not that.
+func cutPosition(msg, word string) (int, string) {
+	rest, ok := strings.CutPrefix(msg, word)
+	if !ok {
+		return 0, msg
+	}
+	n, after, ok := strings.Cut(rest, ": ")
+	if !ok {
+		return 0, msg
+	}
+	if i, err := strconv.Atoi(n); err == nil && i > 0 {
+		return i, after
+	}
+	return 0, msg
 }
 
 // matchKind finds the sentinel a message reports: by prefix first, then as

@@ -172,6 +172,16 @@ func (c *Collection) RetrieveContext(ctx context.Context, query []float32, opt R
 		return nil, err // the lock is released
 	}
 	defer c.mu.RUnlock()
+	return c.phase2Locked(cands, opt)
+}
+
+// phase2Locked is a retrieval's phase 2 over phase 1's candidates: it
+// leaves out expired and damaged rows, ranks the rest by similarity and Q
+// (rankPhase2Opts) and returns the best K2 with what opt asks for.
+// REQUIRES: c.mu held for reading; cands are rows of the numbering in
+// force.
+func (c *Collection) phase2Locked(cands []candidate, opt RetrieveOptions) ([]Result, error) {
+	var err error
 	now := c.db.nowNanos()
 	// Phase 1 read every row from the mapping without checking it (a
 	// checksum per row scanned would make the scan 3-4 times slower:

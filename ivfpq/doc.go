@@ -94,6 +94,18 @@
 // and re-ranks at most 1 + ⌈log2(NList/NProbe)⌉ times. Search itself
 // probes exactly NProbe lists (bench/ann sweeps it).
 //
+// SearchBatch(qs, k, sp, deleted, src, threads) and
+// SearchBatchFiltered(qs, k, sp, f, src, threads) return, for each query
+// of a matrix, what Search and SearchFiltered return for it, for less
+// work than a loop (batch.go): the coarse step for 16 queries at a time
+// as one pass of simd.DotBlockedF16Multi over the centroids (bit for bit
+// the one-query scores, so the same lists), each probed list scanned once
+// for every query of a chunk that probes it (the (query, list) pairs
+// sorted by list, in Search's pruning rounds 0–7, 8–15, 16–31, … so that
+// every skip is Search's), the re-ranks' rows asked for a query ahead, on
+// threads workers with pooled scratch. Queries that meet a damaged list,
+// or must widen, are searched alone.
+//
 // Search parameters are passed per call and never stored, so concurrent
 // searches with different settings do not interact. Cosine similarity is IP
 // over normalised vectors; the caller normalises.
@@ -107,6 +119,7 @@
 //	TrainPaced(…, pace); ix.AddBatchPaced(…, pace) // on one worker, call pace between blocks of work
 //	res, err := ix.Search(q, k, SearchParams{}, deleted, src)
 //	res, st, err := ix.SearchFiltered(q, k, SearchParams{}, Filter{Deleted: d, Allow: a}, src)
+//	all, err := ix.SearchBatch(qs, k, SearchParams{}, deleted, src, threads) // qs: n·Dim floats
 //	ix.SetTrainedFor(n); n = ix.TrainedFor()     // the caller's training size, saved in the file
 //	err = ix.Save(fs, dir); ix, err = Open(fs, dir); err = ix.Verify(); ix.Close()
 //

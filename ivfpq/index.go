@@ -102,6 +102,7 @@ type Index struct {
 	orphans  orphanRows
 
 	scratch    sync.Pool // *searchScratch sized for this index
+	batchPool  sync.Pool // *batchScratch for this index (batch.go)
 	encScratch sync.Pool // *encodeScratch sized for this index
 }
 

@@ -82,45 +82,23 @@ func (ix *Index) probeListsLocked(q []float32, q4 lut4, f *Filter, s *searchScra
 		}
 		return 0, nil
 	}
-	// The test below compares squares: lb² > factor²·bound, with a hair
-	// of margin at factor 1 so that rounding never skips a list the exact
-	// bound would keep.
-	scale := factor * factor
-	if factor == 1 {
-		scale = 1 + 1e-5
-	}
-	d := ix.p.Dim
+	scale := pruneScale(factor)
 	c1 := s.probeOrder[0]
-	cent1 := ix.coarse[c1*d : (c1+1)*d]
 	d1 := s.coarseDist[c1]
 	bound := float32(math.Inf(1))
 	refresh := pruneFirst
 	skipped := 0
 	for i, l := range s.probeOrder {
 		if i == refresh {
-			bound = min(bound, ix.kthExactLocked(q, k, src, s))
+			bound = min(bound, ix.kthExactLocked(q, k, src, &s.cands, s))
 			refresh *= 2
 		}
-		if i >= pruneFirst && !math.IsInf(float64(bound), 1) {
-			dl := s.coarseDist[l]
-			// A probed list's distance is simd.L2Sq's (exactProbesLocked),
-			// Dim squares summed in float32: it is off by at most about
-			// Dim·2⁻²⁴·‖q−c‖² ≤ Dim·2⁻²³·(‖q‖² + ‖c‖²) (recursive
-			// summation's worst case over terms of one sign). slack covers
-			// both distances with room to spare, so the true difference
-			// is at least gap.
-			slack := float32(ix.p.Dim+4) * 0x1p-23 * (2*s.qq + ix.coarseNorm[l] + ix.coarseNorm[c1])
-			if gap := dl - d1 - slack; gap > 0 {
-				sep := simd.L2Sq(ix.coarse[l*d:(l+1)*d], cent1)
-				// lb² = gap² / (4·sep) > scale·bound, without the square root.
-				if gap*gap > 4*sep*bound*scale {
-					skipped++
-					if factor < 1 {
-						s.skipped = append(s.skipped, l)
-					}
-					continue
-				}
+		if i >= pruneFirst && ix.pruned(l, s.coarseDist[l], c1, d1, s.qq, bound, scale) {
+			skipped++
+			if factor < 1 {
+				s.skipped = append(s.skipped, l)
 			}
+			continue
 		}
 		if i+1 < len(s.probeOrder) {
 			ix.prefetchList(s.probeOrder[i+1])
@@ -132,6 +110,41 @@ func (ix *Index) probeListsLocked(q []float32, q4 lut4, f *Filter, s *searchScra
 	return skipped, nil
 }
 
+// pruneScale is the factor pruned compares squares with for a pruning
+// factor: factor², with a hair of margin at factor 1 so that rounding
+// never skips a list the exact bound would keep.
+func pruneScale(factor float32) float32 {
+	if factor == 1 {
+		return 1 + 1e-5
+	}
+	return factor * factor
+}
+
+// pruned reports whether list l, at exact distance dl from a query of
+// squared norm qq whose nearest probed list is c1 at distance d1, is
+// skipped by the Voronoi bound against bound (the k-th exact distance
+// found so far; +Inf skips nothing), lb² > scale·bound.
+func (ix *Index) pruned(l int, dl float32, c1 int, d1, qq, bound, scale float32) bool {
+	if math.IsInf(float64(bound), 1) {
+		return false
+	}
+	d := ix.p.Dim
+	// A probed list's distance is simd.L2Sq's (exactProbesLocked),
+	// Dim squares summed in float32: it is off by at most about
+	// Dim·2⁻²⁴·‖q−c‖² ≤ Dim·2⁻²³·(‖q‖² + ‖c‖²) (recursive
+	// summation's worst case over terms of one sign). slack covers
+	// both distances with room to spare, so the true difference
+	// is at least gap.
+	slack := float32(d+4) * 0x1p-23 * (2*qq + ix.coarseNorm[l] + ix.coarseNorm[c1])
+	gap := dl - d1 - slack
+	if !(gap > 0) {
+		return false
+	}
+	sep := simd.L2Sq(ix.coarse[l*d:(l+1)*d], ix.coarse[c1*d:(c1+1)*d])
+	// lb² = gap² / (4·sep) > scale·bound, without the square root.
+	return gap*gap > 4*sep*bound*scale
+}
+
 // kthExactLocked returns the k-th smallest exact squared L2 distance from q
 // among the k candidates of s.cands with the best estimates, or +Inf when
 // it holds fewer than k. These are real rows that passed the search's
@@ -140,16 +153,16 @@ func (ix *Index) probeListsLocked(q []float32, q4 lut4, f *Filter, s *searchScra
 // holds every candidate a cut would keep (k <= its limit), so its k best
 // are the same, and a cut here would cost a selection the scan does not
 // need yet. REQUIRES: ix.mu held for reading.
-func (ix *Index) kthExactLocked(q []float32, k int, src VectorSource, s *searchScratch) float32 {
-	n := len(s.cands.score)
+func (ix *Index) kthExactLocked(q []float32, k int, src VectorSource, c *candSet, s *searchScratch) float32 {
+	n := len(c.score)
 	if n < k {
 		return float32(math.Inf(1))
 	}
 	// The k best estimates by insertion into a sorted prefix: k is small
 	// (K1) and the buffer at most 2·k·Refine long.
 	best := s.best[:0]
-	for i, sc := range s.cands.score {
-		if len(best) == k && sc >= s.cands.score[best[k-1]] {
+	for i, sc := range c.score {
+		if len(best) == k && sc >= c.score[best[k-1]] {
 			continue
 		}
 		if len(best) < k {
@@ -157,7 +170,7 @@ func (ix *Index) kthExactLocked(q []float32, k int, src VectorSource, s *searchS
 		} else {
 			best[k-1] = i
 		}
-		for j := len(best) - 1; j > 0 && s.cands.score[best[j]] < s.cands.score[best[j-1]]; j-- {
+		for j := len(best) - 1; j > 0 && c.score[best[j]] < c.score[best[j-1]]; j-- {
 			best[j], best[j-1] = best[j-1], best[j]
 		}
 	}
@@ -168,7 +181,7 @@ func (ix *Index) kthExactLocked(q []float32, k int, src VectorSource, s *searchS
 	// time at 1M, IVF2048,PQ64x4, nprobe 32).
 	s.vecs = s.vecs[:0]
 	for _, i := range best {
-		v := src.Vector(s.cands.row[i])
+		v := src.Vector(c.row[i])
 		simd.Prefetch(v)
 		s.vecs = append(s.vecs, v)
 	}

@@ -119,7 +119,7 @@ func TestKthExactBoundsTheTrueKth(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		bound := ix.kthExactLocked(q, k, src, s)
+		bound := ix.kthExactLocked(q, k, src, &s.cands, s)
 		ix.mu.RUnlock()
 		truth := bruteForce(base, d, q, k, L2, nil)
 		var kth float64

@@ -126,22 +126,37 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 // s.lut (and, for 4-bit codes, s.lut8 described by the returned lut4) the
 // per-query table. REQUIRES: ix.mu held for reading; 1 <= nprobe <= NList.
 func (ix *Index) prepareLocked(q []float32, nprobe int, s *searchScratch) lut4 {
-	p := ix.p
 	// Coarse step: the nprobe nearest centroids, nearest first, chosen
 	// by distances to the half-precision centroids (Index.coarseBlk16):
 	// ‖q−c‖² = ‖q‖² + ‖c‖² − 2⟨q, c⟩ with the norms precomputed, one pass
 	// of dot products over the blocked centroids. The chosen lists' exact
 	// distances then replace those.
 	simd.DotBlockedF16(q, ix.coarseBlk16, s.coarseDist)
+	ix.probesFromDotsLocked(q, s.coarseDist, nprobe, s)
+	return ix.buildLUT(q, s)
+}
+
+// probesFromDotsLocked is prepareLocked's coarse step after the dot
+// products: dots holds ⟨q, c16⟩ (scaled) for every list, as
+// simd.DotBlockedF16 (or DotBlockedF16Multi, bit for bit the same) left
+// them; it may be s.coarseDist itself. It sets s.qq, s.coarseDist and
+// s.probeOrder. REQUIRES: ix.mu held for reading; 1 <= nprobe <= NList.
+func (ix *Index) probesFromDotsLocked(q, dots []float32, nprobe int, s *searchScratch) {
+	p := ix.p
 	s.qq = simd.Dot(q, q)
 	s.damaged, s.orphansScored = false, false
 	unscale := 2 / ix.coarseScale
-	for l, dot := range s.coarseDist[:p.NList] {
+	for l, dot := range dots[:p.NList] {
 		s.coarseDist[l] = s.qq + ix.coarseNorm16[l] - unscale*dot
 	}
 	s.selectProbes(p.NList, nprobe)
 	ix.exactProbesLocked(q, s)
+}
 
+// buildLUT builds q's look-up table in s.lut and, for 4-bit codes, its
+// quantized form in s.lut8, described by the returned lut4.
+func (ix *Index) buildLUT(q []float32, s *searchScratch) lut4 {
+	p := ix.p
 	// One table serves every list. Scores are kept as "smaller is better".
 	// IP ADC: <q, c+r̂> = <q,c> + Σ<q_m, r̂_m>, so the table is -<q_m, r_mk>
 	// and a list adds -<q,c>. L2 ADC: ‖q-c-r̂‖² = ‖q-c‖² - 2Σ<q_m, r̂_m> +
@@ -204,32 +219,48 @@ func (ix *Index) probeLocked(q []float32, l int, q4 lut4, f *Filter, s *searchSc
 	if len(base.ids)+len(lst.tail.ids) == 0 {
 		return nil
 	}
-	bias := s.coarseDist[l]
-	if !ix.p.l2ADC() {
-		bias = -simd.Dot(q, ix.coarse[l*ix.p.Dim:(l+1)*ix.p.Dim])
+	ix.scanListLocked(q, l, base, ix.listBias(q, l, s.coarseDist[l]), q4, s.lut, s.lut8, f, &s.cands, s)
+	return nil
+}
+
+// listBias is what list l adds to every score of its codes for query q:
+// dist, the list's exact L2 distance to q, for L2-scored indexes, and
+// −⟨q, c_l⟩ for the others.
+func (ix *Index) listBias(q []float32, l int, dist float32) float32 {
+	if ix.p.l2ADC() {
+		return dist
 	}
-	for _, seg := range [2]*segment{base, &lst.tail} {
+	return -simd.Dot(q, ix.coarse[l*ix.p.Dim:(l+1)*ix.p.Dim])
+}
+
+// scanListLocked scores list l's codes (its base segment base, which is
+// &noSegment for a damaged one, and its tail) with the tables lut (8-bit
+// codes) or lut8 and q4 (4-bit codes), adding bias, and merges those f
+// keeps into c; s provides the scan's temporaries. REQUIRES: ix.mu held
+// for reading; list l's base checked (checkList) unless base is
+// &noSegment.
+func (ix *Index) scanListLocked(q []float32, l int, base *segment, bias float32, q4 lut4, lut []float32, lut8 []byte, f *Filter, c *candSet, s *searchScratch) {
+	for _, seg := range [2]*segment{base, &ix.lists[l].tail} {
 		if len(seg.ids) == 0 {
 			continue
 		}
 		if ix.p.Bits == 8 {
-			ix.scan8(seg, bias, f, s)
+			ix.scan8(seg, lut, bias, f, c, s)
 		} else {
-			ix.scan4(seg, q4, bias, f, s)
+			ix.scan4(seg, q4, lut8, bias, f, c, s)
 		}
 	}
-	return nil
 }
 
-// scan8 scores one segment of 8-bit codes with s.lut and merges it into
-// s.cands.
-func (ix *Index) scan8(seg *segment, bias float32, f *Filter, s *searchScratch) {
+// scan8 scores one segment of 8-bit codes with lut and merges it into
+// c (s.out is its scratch).
+func (ix *Index) scan8(seg *segment, lut []float32, bias float32, f *Filter, c *candSet, s *searchScratch) {
 	m := ix.p.M
 	n := len(seg.ids)
 	for c0 := 0; c0 < n; c0 += scanChunk {
 		c1 := min(c0+scanChunk, n)
 		out := s.out[:c1-c0]
-		simd.ScanPQ8(seg.codes[c0*m:c1*m], m, s.lut, out)
+		simd.ScanPQ8(seg.codes[c0*m:c1*m], m, lut, out)
 		if seg.terms != nil {
 			for i, t := range seg.terms[c0:c1] {
 				out[i] += t
@@ -239,7 +270,7 @@ func (ix *Index) scan8(seg *segment, bias float32, f *Filter, s *searchScratch) 
 				out[i] += seg.grid.value(t)
 			}
 		}
-		worst := s.cands.worst() - bias
+		worst := c.worst() - bias
 		for i, d := range out {
 			if d >= worst {
 				continue
@@ -248,14 +279,15 @@ func (ix *Index) scan8(seg *segment, bias float32, f *Filter, s *searchScratch) 
 			if f != nil && !f.keep(row) {
 				continue
 			}
-			s.cands.push(d+bias, row)
-			worst = s.cands.worst() - bias
+			c.push(d+bias, row)
+			worst = c.worst() - bias
 		}
 	}
 }
 
-// scan4 scores one segment of 4-bit fast-scan codes and merges it into
-// s.cands. The byte table gives each vector sum/scale + offset; with terms,
+// scan4 scores one segment of 4-bit fast-scan codes with the byte table
+// lut8 (described by q4) and merges it into c (s.sums and s.masks are its
+// scratch). The byte table gives each vector sum/scale + offset; with terms,
 // vector i adds terms[i].
 //
 // Which vectors are worth a look at all is decided in SIMD. Without terms
@@ -282,7 +314,7 @@ func (ix *Index) scan8(seg *segment, bias float32, f *Filter, s *searchScratch) 
 // in the same order; offset is computed once, before both), so again the
 // mask keeps exactly what the check could admit. The score differs from
 // the dequantized term's (grid.value) only in float32 rounding.
-func (ix *Index) scan4(seg *segment, q4 lut4, bias float32, f *Filter, s *searchScratch) {
+func (ix *Index) scan4(seg *segment, q4 lut4, lut8 []byte, bias float32, f *Filter, c *candSet, s *searchScratch) {
 	m := ix.p.M
 	scale, offset := q4.scale, q4.offset+bias
 	if seg.terms16 != nil {
@@ -300,14 +332,14 @@ func (ix *Index) scan4(seg *segment, q4 lut4, bias float32, f *Filter, s *search
 		masks := s.masks[:b1-b0]
 		switch {
 		case seg.terms != nil:
-			simd.FastScan4(seg.codes[b0*bb:b1*bb], m, s.lut8, math.MaxUint16, s.sums, masks)
-			simd.ScoreMask(s.sums[:v1-v0], inv, offset, seg.terms[v0:v1], s.cands.worst(), masks)
+			simd.FastScan4(seg.codes[b0*bb:b1*bb], m, lut8, math.MaxUint16, s.sums, masks)
+			simd.ScoreMask(s.sums[:v1-v0], inv, offset, seg.terms[v0:v1], c.worst(), masks)
 		case seg.terms16 != nil:
-			simd.FastScan4(seg.codes[b0*bb:b1*bb], m, s.lut8, math.MaxUint16, s.sums, masks)
-			simd.ScoreMask16(s.sums[:v1-v0], inv, offset, seg.terms16[v0:v1], step, s.cands.worst(), masks)
+			simd.FastScan4(seg.codes[b0*bb:b1*bb], m, lut8, math.MaxUint16, s.sums, masks)
+			simd.ScoreMask16(s.sums[:v1-v0], inv, offset, seg.terms16[v0:v1], step, c.worst(), masks)
 		default:
 			thresh := uint16(math.MaxUint16)
-			if w := s.cands.worst(); !math.IsInf(float64(w), 1) {
+			if w := c.worst(); !math.IsInf(float64(w), 1) {
 				t := math.Ceil(float64((w - offset) * scale))
 				switch {
 				case t <= 0:
@@ -319,7 +351,7 @@ func (ix *Index) scan4(seg *segment, q4 lut4, bias float32, f *Filter, s *search
 			if thresh == 0 {
 				continue // nothing in this chunk can beat the candidates
 			}
-			simd.FastScan4(seg.codes[b0*bb:b1*bb], m, s.lut8, thresh, s.sums, masks)
+			simd.FastScan4(seg.codes[b0*bb:b1*bb], m, lut8, thresh, s.sums, masks)
 		}
 		for bi, mask := range masks {
 			for mask != 0 {
@@ -337,14 +369,14 @@ func (ix *Index) scan4(seg *segment, q4 lut4, bias float32, f *Filter, s *search
 				} else if seg.terms16 != nil {
 					d += float32(float32(seg.terms16[idx]) * step)
 				}
-				if d >= s.cands.worst() {
+				if d >= c.worst() {
 					continue
 				}
 				row := seg.ids[idx]
 				if f != nil && !f.keep(row) {
 					continue
 				}
-				s.cands.push(d, row)
+				c.push(d, row)
 			}
 		}
 	}
@@ -398,7 +430,15 @@ func quantizeLUT4(lut []float32, m int, q []byte) lut4 {
 
 // rerank turns s.cands into the final k results.
 func (ix *Index) rerank(q []float32, k int, src VectorSource, s *searchScratch) []Neighbor {
-	s.cands.settle()
+	r := ix.rerankCands(q, k, src, &s.cands, s)
+	return slices.Clone(r[:min(k, len(r))])
+}
+
+// rerankCands re-scores every candidate of c and returns them in s.rerank
+// (valid until the next call): the best k first, best first, and the
+// others after them in no particular order.
+func (ix *Index) rerankCands(q []float32, k int, src VectorSource, c *candSet, s *searchScratch) []Neighbor {
+	c.settle()
 	r := s.rerank[:0]
 	var qq float32
 	if ix.p.unitIP && src == nil {
@@ -411,17 +451,17 @@ func (ix *Index) rerank(q []float32, k int, src VectorSource, s *searchScratch) 
 	// read in turn and 23 µs prefetched first (simd.BenchmarkRerank).
 	s.vecs = s.vecs[:0]
 	if src != nil {
-		for _, row := range s.cands.row {
+		for _, row := range c.row {
 			v := src.Vector(row)
 			simd.Prefetch(v)
 			s.vecs = append(s.vecs, v)
 		}
 	}
-	for i, row := range s.cands.row {
-		sim := -s.cands.score[i]
+	for i, row := range c.row {
+		sim := -c.score[i]
 		if ix.p.unitIP {
 			// ⟨q, x⟩ = (‖q‖² + ‖x‖² − ‖q−x‖²)/2 with ‖x‖ = 1.
-			sim = (qq + 1 - s.cands.score[i]) / 2
+			sim = (qq + 1 - c.score[i]) / 2
 		}
 		if src != nil {
 			v := s.vecs[i]
@@ -436,7 +476,7 @@ func (ix *Index) rerank(q []float32, k int, src VectorSource, s *searchScratch) 
 	bestFirst(r, k)
 	s.rerank = r
 	clear(s.vecs) // drop the references: the pooled scratch outlives the call
-	return slices.Clone(r[:min(k, len(r))])
+	return r
 }
 
 // better orders results: higher Sim first, ties by lower row.

@@ -29,6 +29,7 @@ func (s *Server) RegisterMemFunc(cur func() *engine.DB) {
 	s.Register("MEM.LIST", 0, m.list, ReadOnly)
 	s.Register("MEM.ADD", 3, m.add)
 	s.Register("MEM.RETRIEVE", 3, m.retrieve, ReadOnly)
+	s.Register("MEM.MRETRIEVE", 5, m.mretrieve, ReadOnly) // commands_mretrieve.go
 	s.Register("MEM.REWARD", 3, m.reward)
 	s.Register("MEM.GET", 2, m.get, ReadOnly)
 	s.Register("MEM.DEL", 2, m.del)
@@ -181,52 +182,87 @@ func (m memCommands) retrieve(c *Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	opt := engine.NewRetrieveOptions()
-	withKeys := false
+	ra := newRetrieveArgs()
 	for a.more() {
-		switch k := a.keyword(); k {
-		case "K1":
-			opt.K1, err = a.int("K1")
-		case "K2":
-			opt.K2, err = a.int("K2")
-		case "LAMBDA":
-			opt.Lambda, err = a.float("LAMBDA")
-		case "DELTA":
-			opt.Delta, err = a.float("DELTA")
-			opt.HasDelta = true
-		case "NPROBE":
-			opt.NProbe, err = a.int("NPROBE")
-		case "REFINE":
-			opt.Refine, err = a.int("REFINE")
-		case "STOP":
-			if opt.Stop, err = a.float("STOP"); err == nil && !(opt.Stop > 0) {
-				err = fmt.Errorf("%w: STOP must be in (0, 1], got %v", engine.ErrBadParam, opt.Stop)
-			}
-		case "RAWQ":
-			opt.RawQ = true
-		case "WITHPAYLOAD":
-			opt.WithPayload = true
-		case "WITHATTRS":
-			opt.WithAttrs = true
-		case "WITHKEYS":
-			withKeys = true
-		case "FILTER":
-			opt.Filter, err = a.filterExpr() // commands_filter.go
-		default:
+		k := a.keyword()
+		ok, err := ra.option(&a, k)
+		if !ok {
 			err = fmt.Errorf("syntax error: unknown MEM.RETRIEVE option %q", k)
 		}
 		if err != nil {
 			return err
 		}
 	}
-	withPayload := opt.WithPayload
-	opt.WithPayload = false // streamed below, one payload at a time
-	res, err := coll.RetrieveContext(c.Context(), q, opt)
+	res, err := coll.RetrieveContext(c.Context(), q, ra.engineOptions())
 	if err != nil {
 		return err
 	}
-	tail := resultTail{attrs: opt.WithAttrs, keys: withKeys}
-	if !withPayload {
+	return m.writeRetrieved(c, coll, res, ra)
+}
+
+// retrieveArgs are the options MEM.RETRIEVE and MEM.MRETRIEVE share, as
+// parsed by option.
+type retrieveArgs struct {
+	opt      engine.RetrieveOptions
+	withKeys bool
+}
+
+func newRetrieveArgs() retrieveArgs { return retrieveArgs{opt: engine.NewRetrieveOptions()} }
+
+// option parses the retrieval option k, whose keyword a has just
+// consumed, and its value. ok is false, and a is unchanged, if k is not a
+// retrieval option.
+func (r *retrieveArgs) option(a *argList, k string) (ok bool, err error) {
+	opt := &r.opt
+	switch k {
+	case "K1":
+		opt.K1, err = a.int("K1")
+	case "K2":
+		opt.K2, err = a.int("K2")
+	case "LAMBDA":
+		opt.Lambda, err = a.float("LAMBDA")
+	case "DELTA":
+		opt.Delta, err = a.float("DELTA")
+		opt.HasDelta = true
+	case "NPROBE":
+		opt.NProbe, err = a.int("NPROBE")
+	case "REFINE":
+		opt.Refine, err = a.int("REFINE")
+	case "STOP":
+		if opt.Stop, err = a.float("STOP"); err == nil && !(opt.Stop > 0) {
+			err = fmt.Errorf("%w: STOP must be in (0, 1], got %v", engine.ErrBadParam, opt.Stop)
+		}
+	case "RAWQ":
+		opt.RawQ = true
+	case "WITHPAYLOAD":
+		opt.WithPayload = true
+	case "WITHATTRS":
+		opt.WithAttrs = true
+	case "WITHKEYS":
+		r.withKeys = true
+	case "FILTER":
+		opt.Filter, err = a.filterExpr() // commands_filter.go
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// engineOptions returns the options to retrieve with: payloads are not
+// read by the engine but streamed by writeRetrieved, one at a time.
+func (r *retrieveArgs) engineOptions() engine.RetrieveOptions {
+	opt := r.opt
+	opt.WithPayload = false
+	return opt
+}
+
+// writeRetrieved writes one retrieval's reply: an array of result rows as
+// r asked for them (docs/PROTOCOL.md, MEM.RETRIEVE). res must come from a
+// retrieval with r.engineOptions(); with WITHPAYLOAD the payloads are read
+// from coll as the rows are written (writeWithPayloads).
+func (m memCommands) writeRetrieved(c *Ctx, coll *engine.Collection, res []engine.Result, r retrieveArgs) error {
+	tail := resultTail{attrs: r.opt.WithAttrs, keys: r.withKeys}
+	if !r.opt.WithPayload {
 		if tail.width() > 0 {
 			// Attributes (up to 64 KiB each) and keys make rows large.
 			var total int64

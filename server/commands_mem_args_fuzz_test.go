@@ -2,10 +2,12 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,8 +18,8 @@ import (
 	"github.com/memrl/memrl/wal"
 )
 
-// memArgsSeeds are the argument lists of real MEM.ADD and MEM.RETRIEVE
-// commands (after the collection name), joined by '\n' as FuzzMemArgs
+// memArgsSeeds are the argument lists of real MEM.ADD, MEM.RETRIEVE and
+// MEM.MRETRIEVE commands (after the collection name), joined by '\n' as FuzzMemArgs
 // splits them. TestFuzzSeedsMemArgs keeps the committed corpus current.
 func memArgsSeeds() map[string]corpus.Seed {
 	join := func(args ...string) corpus.Seed { return corpus.Seed{[]byte(joinArgs(args...))} }
@@ -43,6 +45,14 @@ func memArgsSeeds() map[string]corpus.Seed {
 		"add-ext":         join("VALUES", "4", "1", "1", "1", "1", "ATTRS", `{"user":"u7","tags":["a",1]}`, "KEY", "task-1", "TTL", "60"),
 		"add-ext-bad":     join("VALUES", "4", "1", "1", "1", "1", "ATTRS", `{"a":[`, "KEY", "", "TTL", "-1"),
 		"retrieve-ext":    join("VALUES", "4", "1", "0", "0", "0", "WITHATTRS", "WITHKEYS"),
+		// MEM.MRETRIEVE: options, then QUERIES n and n vectors.
+		"mretrieve":          join("QUERIES", "2", "FP32", fp32(1, 0, 0, 0), "VALUES", "4", "0", "1", "0", "0"),
+		"mretrieve-options":  join("K1", "3", "K2", "2", "LAMBDA", "0.75", "WITHATTRS", "WITHKEYS", "QUERIES", "1", "FP32", fp32(1, 1, 1, 1)),
+		"mretrieve-bad-dim":  join("QUERIES", "2", "FP32", fp32(1, 0, 0, 0), "FP32", fp32(1, 0, 0)),
+		"mretrieve-nan":      join("K2", "1", "QUERIES", "2", "VALUES", "4", "1", "1", "1", "1", "VALUES", "4", "nan", "0", "0", "0"),
+		"mretrieve-short":    join("QUERIES", "3", "FP32", fp32(1, 0, 0, 0)),
+		"mretrieve-trailing": join("QUERIES", "1", "FP32", fp32(1, 0, 0, 0), "K2", "1"),
+		"mretrieve-count":    join("QUERIES", "1025", "FP32", fp32(1, 0, 0, 0)),
 	}
 }
 
@@ -143,11 +153,19 @@ func acceptable(c *engine.Collection, v []float32) bool {
 //     whose similarity, Q and score are numbers (not NaN);
 //   - an add the engine accepts with ATTRS stores them as one compact
 //     JSON object, with KEY stores that key (and Get by it finds the
-//     memory), with TTL stores an expiry.
+//     memory), with TTL stores an expiry;
+//   - arguments MEM.MRETRIEVE's parser accepts (parseMRetrieve) hold 1 to
+//     MaxMRetrieveQueries queries, and a batch the engine accepts returns,
+//     for each query, what a retrieval of that query alone returns
+//     (checkMRetrieve).
 func FuzzMemArgs(f *testing.F) {
 	f.Add([]byte("VALUES\n4\n1\n2\n3\n4"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		args := bytes.Split(data, []byte("\n"))
+		if r, err := parseMRetrieve(args); err == nil {
+			checkMRetrieve(t, r)
+			return
+		}
 		a := argList{args: args}
 		v, err := a.vector()
 		if err != nil {
@@ -291,4 +309,40 @@ func FuzzMemArgs(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkMRetrieve checks FuzzMemArgs's invariants of a parsed MEM.MRETRIEVE
+// on each fuzz collection: the batch (retrieveBatch, as the command runs
+// it) fails only if a query is not acceptable, and otherwise returns for
+// each query what Retrieve returns for it alone.
+func checkMRetrieve(t *testing.T, r mretrieveArgs) {
+	if n := len(r.queries); n < 1 || n > MaxMRetrieveQueries {
+		t.Fatalf("MEM.MRETRIEVE parsed with %d queries", n)
+	}
+	opt := r.engineOptions()
+	if opt.Validate() != nil {
+		return
+	}
+	for _, c := range fuzzColls(t) {
+		ok := true
+		for _, q := range r.queries {
+			ok = ok && len(q) == 4 && acceptable(c, q)
+		}
+		got, err := retrieveBatch(context.Background(), c, r.queries, opt)
+		if err != nil {
+			if ok {
+				t.Fatalf("%s: batch of acceptable queries %v refused: %v", c.Name(), r.queries, err)
+			}
+			continue
+		}
+		if !ok {
+			t.Fatalf("%s: batch %v with an unacceptable query accepted", c.Name(), r.queries)
+		}
+		for i, q := range r.queries {
+			want, err := c.Retrieve(q, opt)
+			if err != nil || !reflect.DeepEqual(got[i], want) {
+				t.Fatalf("%s: query %d of the batch: %+v, alone %+v (%v)", c.Name(), i, got[i], want, err)
+			}
+		}
+	}
 }

@@ -179,7 +179,8 @@ func TestCommandKeyPositions(t *testing.T) {
 	keyed := []string{"mem.create", "mem.drop", "mem.add", "mem.retrieve", "mem.reward", "mem.get", "mem.del",
 		"mem.info", "mem.verify", "mem.setattr", "mem.getattr", "mem.setpayload", "mem.setvector", "mem.expire", "mem.persist",
 		"mem.ttl", "mem.madd", "mem.mget", "mem.scan", "mem.count", "mem.index", "mem.prune", "mem.history",
-		"mem.config", "mem.snapshot", "mem.snapshots", "mem.rollback", "mem.delsnapshot", "mem.compact"}
+		"mem.config", "mem.snapshot", "mem.snapshots", "mem.rollback", "mem.delsnapshot", "mem.compact",
+		"mem.mretrieve"}
 	var mems []string
 	for name := range info {
 		if strings.HasPrefix(name, "mem.") {

@@ -81,6 +81,8 @@ var avx2Kernels = &kernels{
 	scoreMask:     scoreMaskCall,
 
 	scoreMask16: scoreMask16Call,
+
+	dotBlockedF16Multi: dotBlockedF16MultiCall,
 }
 
 var avx512Kernels = &kernels{
@@ -103,6 +105,8 @@ var avx512Kernels = &kernels{
 	scoreMask: scoreMaskCall,
 
 	scoreMask16: scoreMask16Call,
+
+	dotBlockedF16Multi: dotBlockedF16MultiCall,
 }
 
 // pairCall checks the slices (panicking, as the Go version does, when b is
@@ -187,6 +191,26 @@ func dotBlockedCall(q, blocks, out []float32) {
 func dotBlockedF16Call(q []float32, blocks []uint16, out []float32) {
 	if blockedArgsOK("DotBlockedF16", q, out) {
 		dotBlocked8F16AVX2(&q[0], &blocks[:len(out)*len(q)][0], len(q), &out[0], len(out)/BlockRows)
+	}
+}
+
+// dotBlockedF16MultiCall checks the arguments (panicking like the Go
+// version) and runs the four-query kernel over the queries in fours, and
+// the one-query kernel over the last one to three.
+func dotBlockedF16MultiCall(qs []float32, dim int, blocks []uint16, rows int, out []float32) {
+	checkMultiArgs(qs, dim, rows, out)
+	nq := len(qs) / dim
+	if nq == 0 || rows == 0 {
+		return
+	}
+	blocks = blocks[:rows*dim]
+	i := 0
+	for ; i+4 <= nq; i += 4 {
+		o := out[i*rows : (i+4)*rows]
+		dotBlocked4QF16AVX2(&qs[i*dim], dim, &blocks[0], rows/BlockRows, &o[0], rows*4)
+	}
+	for ; i < nq; i++ {
+		dotBlocked8F16AVX2(&qs[i*dim], &blocks[0], dim, &out[i*rows], rows/BlockRows)
 	}
 }
 

@@ -43,6 +43,9 @@ type kernels struct {
 	scoreMask     func(sums []uint16, scale, offset float32, terms []float32, bound float32, masks []uint32)
 	// scoreMask16 is scoreMask with 16-bit fixed-point terms.
 	scoreMask16 func(sums []uint16, scale, offset float32, terms []uint16, tscale, bound float32, masks []uint32)
+
+	// dotBlockedF16Multi is dotBlockedF16 for several queries.
+	dotBlockedF16Multi func(qs []float32, dim int, blocks []uint16, rows int, out []float32)
 }
 
 var genericKernels = &kernels{
@@ -60,6 +63,8 @@ var genericKernels = &kernels{
 	dotBlockedF16: dotBlockedF16Generic,
 
 	scoreMask16: scoreMask16Generic,
+
+	dotBlockedF16Multi: dotBlockedF16MultiGeneric,
 }
 
 // cur is the kernel set in use. INVARIANT: never nil after package init.

@@ -80,3 +80,11 @@ func dotBlocked8AVX2(q, blocks *float32, dim int, out *float32, nblocks int)
 //
 //go:noescape
 func dotBlocked8F16AVX2(q *float32, blocks *uint16, dim int, out *float32, nblocks int)
+
+// dotBlocked4QF16AVX2 is DotBlockedF16Multi's kernel for four queries
+// (blocked16x4_avx2_amd64.s; needs F16C). REQUIRES: dim >= 1, nblocks >=
+// 1; q covers 4*dim floats, blocks nblocks*dim*8 halves, out
+// 3*ostride + nblocks*32 bytes.
+//
+//go:noescape
+func dotBlocked4QF16AVX2(q *float32, dim int, blocks *uint16, nblocks int, out *float32, ostride int)

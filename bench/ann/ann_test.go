@@ -160,3 +160,60 @@ func TestReuseIndex(t *testing.T) {
 		t.Fatal("--reuse-index without --index-dir accepted")
 	}
 }
+
+// TestBatchSweep: --batch B --threads T searches in batches and reports
+// the same recall and the same ids as one query per call (SearchBatch
+// returns Search's results), with threads and batch in its JSON and the
+// process's CPU time; a negative --batch is refused.
+func TestBatchSweep(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--synthetic", "3000", "--dim", "16", "--nq", "70", "--nlist", "16", "--pqm", "8",
+		"--nprobe", "3,12", "--threads", "2", "--index-dir", filepath.Join(dir, "ix")}
+	var out strings.Builder
+	if err := Main(append(args, "--json", filepath.Join(dir, "one.json"), "--out-ids", filepath.Join(dir, "one")), &out); err != nil {
+		t.Fatal(err)
+	}
+	args = append(args, "--reuse-index", "--batch", "32")
+	if err := Main(append(args, "--json", filepath.Join(dir, "b.json"), "--out-ids", filepath.Join(dir, "b")), &out); err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) []map[string]any {
+		var rs []map[string]any
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &rs); err != nil {
+			t.Fatal(err)
+		}
+		return rs
+	}
+	one, batch := read("one.json"), read("b.json")
+	if len(one) != 2 || len(batch) != 2 {
+		t.Fatalf("%d and %d results, want 2 each:\n%s", len(one), len(batch), out.String())
+	}
+	for i := range one {
+		if one[i]["recall10"] != batch[i]["recall10"] || batch[i]["batch"].(float64) != 32 || batch[i]["threads"].(float64) != 2 {
+			t.Fatalf("setting %d: one query per call %v, batched %v", i, one[i], batch[i])
+		}
+		if runtime.GOOS == "linux" && batch[i]["cpu_us"].(float64) <= 0 {
+			t.Errorf("cpu_us %v, want the process CPU time per query", batch[i]["cpu_us"])
+		}
+	}
+	for _, np := range []string{"3", "12"} {
+		a, err := readIvecs(filepath.Join(dir, "one.nprobe"+np+".refine16.ivecs"), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := readIvecs(filepath.Join(dir, "b.nprobe"+np+".refine16.ivecs"), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.EqualFunc(a, b, slices.Equal) {
+			t.Fatalf("nprobe %s: batched ids differ from one query per call", np)
+		}
+	}
+	if err := Main([]string{"--synthetic", "100", "--batch", "-1"}, &out); err == nil {
+		t.Fatal("--batch -1 accepted")
+	}
+}

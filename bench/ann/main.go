@@ -24,6 +24,7 @@ type config struct {
 	jsonPath, outIDs       string
 	nq, nbase, trainSize   int
 	threads                int
+	batch                  int
 	synthetic, dim         int
 	indexDir               string
 	reuseIndex             bool
@@ -62,7 +63,8 @@ func parseArgs(args []string, stdout io.Writer) (*config, error) {
 	fs.IntVar(&cfg.nq, "nq", 0, "use only the first N queries (default all)")
 	fs.IntVar(&cfg.nbase, "nbase", 0, "use only the first N base vectors (ground truth must match; default all)")
 	fs.IntVar(&cfg.trainSize, "train-size", 0, "training vectors used (default: all of --learn, else min(n, 100·nlist) from base)")
-	fs.IntVar(&cfg.threads, "threads", runtime.NumCPU(), "goroutines for the build (search is always one query at a time on one goroutine)")
+	fs.IntVar(&cfg.threads, "threads", runtime.NumCPU(), "goroutines for the build, and for the search with --batch (without it, search is one query at a time on one goroutine)")
+	fs.IntVar(&cfg.batch, "batch", 0, "search the queries in batches of N (ivfpq.SearchBatch) on --threads workers; 0: one query per call on one goroutine")
 	fs.IntVar(&cfg.synthetic, "synthetic", 0, "generate N clustered base vectors instead of reading files")
 	fs.IntVar(&cfg.dim, "dim", 64, "dimension of --synthetic data")
 	fs.StringVar(&cfg.indexDir, "index-dir", "", "save the index here, reopen it (mmap) and time the open and first query (default: a temporary directory)")
@@ -97,6 +99,12 @@ func parseArgs(args []string, stdout io.Writer) (*config, error) {
 	}
 	if cfg.k <= 0 {
 		return nil, fmt.Errorf("--k %d must be positive", cfg.k)
+	}
+	if cfg.batch < 0 {
+		return nil, fmt.Errorf("--batch %d must not be negative", cfg.batch)
+	}
+	if cfg.threads < 1 {
+		return nil, fmt.Errorf("--threads %d must be positive", cfg.threads)
 	}
 	if cfg.reuseIndex && cfg.indexDir == "" {
 		return nil, errors.New("--reuse-index needs --index-dir")

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/memrl/memrl/ivfpq"
@@ -120,7 +122,9 @@ type result struct {
 	Recall10   float64 `json:"recall10"`
 	QPS        float64 `json:"qps"`
 	MeanUS     float64 `json:"mean_us"`
-	CPUUS      float64 `json:"cpu_us"`       // mean thread CPU time per query (0 where not measured)
+	CPUUS      float64 `json:"cpu_us"`       // mean thread CPU time per query (0 where not measured); with batches the process's CPU time (every thread) per query
+	Threads    int     `json:"threads"`      // search workers (1 without --batch)
+	Batch      int     `json:"batch"`        // queries per call (1 without --batch)
 	Pruned     float64 `json:"pruned_lists"` // mean lists per query skipped by ivfpq's Voronoi bound
 	P50US      float64 `json:"p50_us"`
 	P99US      float64 `json:"p99_us"`
@@ -221,7 +225,12 @@ func run(cfg *config, w io.Writer) error {
 		for _, rf := range refines {
 			for _, pf := range prunes {
 				sp := ivfpq.SearchParams{NProbe: np, Refine: rf, PruneFactor: pf, NoPrune: cfg.noPrune}
-				r, err := sweepOne(ix, ds, src, cfg.k, sp)
+				var r result
+				if cfg.batch > 0 {
+					r, err = sweepBatch(ix, ds, src, cfg.k, sp, cfg.batch, cfg.threads)
+				} else {
+					r, err = sweepOne(ix, ds, src, cfg.k, sp)
+				}
 				if err != nil {
 					return err
 				}
@@ -310,6 +319,91 @@ func sweepOne(ix *ivfpq.Index, ds *dataset, src source, k int, sp ivfpq.SearchPa
 		Pruned:   float64(pruned) / float64(nq),
 		P50US:    us(lat[nq/2]),
 		P99US:    us(lat[min(nq-1, nq*99/100)]),
+		Threads:  1,
+		Batch:    1,
+		ids:      ids,
+	}, nil
+}
+
+// sweepBatch answers the queries in batches of batch queries
+// (ivfpq.SearchBatch) on threads workers: min(threads, batches) goroutines
+// take batches in turn, each searching its batch on threads/goroutines
+// workers, so that one batch of the whole query set gets every thread and
+// many small batches one each. QPS is the queries over the wall time of
+// the whole sweep; cpu_us the process's CPU time (getrusage, every thread)
+// per query; p50_us and p99_us are of a batch's latency, not a query's.
+func sweepBatch(ix *ivfpq.Index, ds *dataset, src source, k int, sp ivfpq.SearchParams, batch, threads int) (result, error) {
+	nq := ds.nq()
+	nb := (nq + batch - 1) / batch
+	gs := max(1, min(threads, nb))
+	per := max(1, threads/gs)
+	res := make([][]ivfpq.Neighbor, nq)
+	lat := make([]time.Duration, nb)
+	errs := make([]error, gs)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	cpu0 := processCPU()
+	start := time.Now()
+	for g := range gs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				b := int(next.Add(1)) - 1
+				if b >= nb {
+					return
+				}
+				lo, hi := b*batch, min((b+1)*batch, nq)
+				t0 := time.Now()
+				got, err := ix.SearchBatch(ds.queries[lo*ds.dim:hi*ds.dim], k, sp, nil, src, per)
+				lat[b] = time.Since(t0)
+				if err != nil {
+					errs[g] = err
+					return
+				}
+				copy(res[lo:hi], got)
+			}
+		}()
+	}
+	wg.Wait()
+	total := time.Since(start)
+	cpuNS := processCPU() - cpu0
+	if err := errors.Join(errs...); err != nil {
+		return result{}, err
+	}
+	ids := make([][]int32, nq)
+	var hit1, hit10 int
+	for qi, got := range res {
+		row := make([]int32, len(got))
+		for i, g := range got {
+			row[i] = int32(g.Row)
+		}
+		ids[qi] = row
+		truth := ds.gt[qi]
+		if len(row) > 0 && row[0] == truth[0] {
+			hit1++
+		}
+		for _, r := range row[:min(10, len(row))] {
+			if slices.Contains(truth[:10], r) {
+				hit10++
+			}
+		}
+	}
+	slices.Sort(lat)
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
+	return result{
+		NProbe:   sp.NProbe,
+		Refine:   sp.Refine,
+		Prune:    sp.PruneFactor,
+		Recall1:  float64(hit1) / float64(nq),
+		Recall10: float64(hit10) / float64(10*nq),
+		QPS:      float64(nq) / total.Seconds(),
+		MeanUS:   us(total) / float64(nq),
+		CPUUS:    float64(cpuNS) / 1000 / float64(nq),
+		P50US:    us(lat[nb/2]),
+		P99US:    us(lat[min(nb-1, nb*99/100)]),
+		Threads:  threads,
+		Batch:    batch,
 		ids:      ids,
 	}, nil
 }

@@ -44,6 +44,17 @@ def pack_vector(vector: Any) -> bytes:
     return struct.pack(f"<{len(values)}f", *values)
 
 
+def pack_vectors(vectors: Any) -> list[bytes]:
+    """Pack many vectors (a 2-D numpy array, one per row, or a sequence of
+    vectors :func:`pack_vector` takes), each as ``FP32`` takes it."""
+    if _np is not None and isinstance(vectors, _np.ndarray):
+        if vectors.ndim != 2 or vectors.shape[1] == 0:
+            raise ValueError(f"queries must be a 2-D array of one vector per row, got shape {vectors.shape}")
+        rows = _np.ascontiguousarray(vectors, dtype="<f4")
+        return [r.tobytes() for r in rows]
+    return [pack_vector(v) for v in vectors]
+
+
 def unpack_vector(blob: bytes, as_numpy: bool = True) -> Any:
     """The inverse of :func:`pack_vector`: a float32 numpy array, or a list."""
     if _np is not None and as_numpy:

@@ -72,6 +72,35 @@ def _prune_args(q_below: Any, min_visits: Any, older: Any, idle: Any, max_count:
     return args
 
 
+def _retrieve_opts(
+    k1: Any, k2: Any, lam: Any, delta: Any, nprobe: Any, refine: Any, stop: Any,
+    raw_q: bool, filter: Any, with_payload: bool, with_attrs: bool, with_keys: bool,
+) -> list[Any]:
+    """MEM.RETRIEVE's options as arguments (MEM.MRETRIEVE takes the same)."""
+    args: list[Any] = []
+    for name, v in (("K1", k1), ("K2", k2), ("NPROBE", nprobe), ("REFINE", refine)):
+        if v is not None:
+            args += [name, int(v)]
+    if stop is not None:
+        args += ["STOP", c.fmt_float(stop)]
+    if lam is not None:
+        args += ["LAMBDA", c.fmt_float(lam)]
+    if delta is not None:
+        args += ["DELTA", c.fmt_float(delta)]
+    if raw_q:
+        args.append("RAWQ")
+    expr = to_filter(filter)
+    if expr is not None:
+        args += ["FILTER", expr]
+    if with_payload:
+        args.append("WITHPAYLOAD")
+    if with_attrs:
+        args.append("WITHATTRS")
+    if with_keys:
+        args.append("WITHKEYS")
+    return args
+
+
 class _Commands:
     """The MEM.* method set. Subclasses define ``_call(args, parse)``.
 
@@ -247,26 +276,7 @@ class _Commands:
         ignored by exact search.
         """
         args: list[Any] = ["MEM.RETRIEVE", coll, b"FP32", c.pack_vector(vector)]
-        for name, v in (("K1", k1), ("K2", k2), ("NPROBE", nprobe), ("REFINE", refine)):
-            if v is not None:
-                args += [name, int(v)]
-        if stop is not None:
-            args += ["STOP", c.fmt_float(stop)]
-        if lam is not None:
-            args += ["LAMBDA", c.fmt_float(lam)]
-        if delta is not None:
-            args += ["DELTA", c.fmt_float(delta)]
-        if raw_q:
-            args.append("RAWQ")
-        expr = to_filter(filter)
-        if expr is not None:
-            args += ["FILTER", expr]
-        if with_payload:
-            args.append("WITHPAYLOAD")
-        if with_attrs:
-            args.append("WITHATTRS")
-        if with_keys:
-            args.append("WITHKEYS")
+        args += _retrieve_opts(k1, k2, lam, delta, nprobe, refine, stop, raw_q, filter, with_payload, with_attrs, with_keys)
         return self._call(args, lambda r: c.parse_hits(r, with_payload, with_attrs, with_keys))
 
     def reward(self, coll: str, reward: float, refs: Iterable[int | str | bytes], *, next_q: Optional[float] = None) -> Any:
@@ -488,6 +498,50 @@ class _Commands:
 
     def ping(self) -> Any:
         return self._call(["PING"], lambda r: r in (True, b"PONG"))
+
+    # --- many retrievals in one command (MEM.MRETRIEVE) ----------------------------
+
+    def retrieve_many(
+        self,
+        coll: str,
+        queries: Any,
+        *,
+        k1: Optional[int] = None,
+        k2: Optional[int] = None,
+        lam: Optional[float] = None,
+        delta: Optional[float] = None,
+        nprobe: Optional[int] = None,
+        refine: Optional[int] = None,
+        stop: Optional[float] = None,
+        raw_q: bool = False,
+        filter: Any = None,
+        with_payload: bool = False,
+        with_attrs: bool = False,
+        with_keys: bool = False,
+    ) -> Any:
+        """MEM.MRETRIEVE: :meth:`retrieve` for each query, with the same options, in one
+        round trip; returns one list of :class:`Hit` per query, in order.
+
+        ``queries`` is a 2-D numpy array (one query per row) or a sequence of
+        vectors; 1 to :data:`MAX_RETRIEVE_MANY` of them (ValueError otherwise,
+        nothing sent). A query the server refuses (wrong dimension, NaN) fails
+        the whole call: the exception's ``position`` is that query's, counting
+        from 1. A reply larger than the server's ``--maxmemory`` allows raises
+        OutOfMemory: ask for fewer queries, or without payloads.
+        """
+        blobs = c.pack_vectors(queries)
+        if not 1 <= len(blobs) <= MAX_RETRIEVE_MANY:
+            raise ValueError(f"retrieve_many takes 1 to {MAX_RETRIEVE_MANY} queries, got {len(blobs)}")
+        args: list[Any] = ["MEM.MRETRIEVE", coll]
+        args += _retrieve_opts(k1, k2, lam, delta, nprobe, refine, stop, raw_q, filter, with_payload, with_attrs, with_keys)
+        args += ["QUERIES", len(blobs)]
+        for b in blobs:
+            args += [b"FP32", b]
+        return self._call(args, lambda r: [c.parse_hits(h, with_payload, with_attrs, with_keys) for h in r])
+
+
+#: The most queries one MEM.MRETRIEVE (:meth:`Client.retrieve_many`) takes.
+MAX_RETRIEVE_MANY = 1024
 
 
 class Client(_Commands):

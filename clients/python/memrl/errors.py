@@ -33,7 +33,8 @@ class ResponseError(MemrlError, _rx.ResponseError):
 
     ``kind`` is the reply's first word (``ERR``, ``NOPERM``, …) and
     ``message`` the rest. A refused command changed nothing. For MEM.MADD,
-    ``position`` is the memory at fault, counting from 1 (else None).
+    ``position`` is the memory at fault, counting from 1 (else None); for
+    MEM.MRETRIEVE (``retrieve_many``), the query at fault.
     """
 
     position: "int | None" = None
@@ -193,7 +194,7 @@ _ERR_RULES: list[tuple[str, type[ResponseError]]] = [
     ("memory id is held by a snapshot", MemoryExists),
 ]
 
-_BATCH_POSITION = re.compile(r"^memory (\d+): ")
+_BATCH_POSITION = re.compile(r"^(?:memory|query) (\d+): ")
 
 # Kinds of error reply besides ERR, by their first word.
 _KIND_CLASSES: dict[str, type[ResponseError]] = {
@@ -225,7 +226,7 @@ def classify(line: str) -> ResponseError:
         line = rest
     elif kind == "NOPROTO":  # HELLO 3: the server speaks RESP2 only
         return ResponseError(rest, kind)
-    # MEM.MADD names the memory at fault: "memory 3: <the rule>".
+    # MEM.MADD names the memory at fault: "memory 3: <the rule>"; MEM.MRETRIEVE the query.
     at = _BATCH_POSITION.match(line)
     rule = line[at.end():] if at else line
     low = rule.lower()

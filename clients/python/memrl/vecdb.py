@@ -530,5 +530,24 @@ class MemrlVecDB:
         qs = self.client.reward(self.collection_name, r, ids, next_q=next_q)
         return dict(zip(ids, qs))
 
+    # --- many queries at once (MEM.MRETRIEVE) ------------------------------------
+
+    def search_many(self, query_vectors: Any, top_k: int, filter: Any = None) -> list[list[VecDBItem]]:
+        """:meth:`search` for each of ``query_vectors`` (a 2-D numpy array, one query per row, or
+        a sequence of vectors): one list of items per query, in order, from one MEM.MRETRIEVE per
+        :data:`memrl.client.MAX_RETRIEVE_MANY` queries."""
+        from ._codec import pack_vectors
+        from .client import MAX_RETRIEVE_MANY
+
+        blobs = pack_vectors(query_vectors)
+        out: list[list[VecDBItem]] = []
+        for i in range(0, len(blobs), MAX_RETRIEVE_MANY):
+            hits = self.client.retrieve_many(
+                self.collection_name, blobs[i:i + MAX_RETRIEVE_MANY], k1=top_k, k2=top_k, lam=0.0,
+                filter=filter, with_attrs=True, with_keys=True,
+            )
+            out += [[self._from_hit(h, h.sim) for h in hs] for hs in hits]
+        return out
+
 
 __all__ = ["MemrlVecDB", "VecDBItem", "CollectionMismatch", "MemrlError", "encode_payload", "decode_payload"]

@@ -1,0 +1,193 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/memrl/memrl/engine"
+)
+
+// MEM.MRETRIEVE: many retrievals in one command (docs/PROTOCOL.md,
+// "MEM.MRETRIEVE").
+//
+//	MEM.MRETRIEVE coll [option …] QUERIES n (FP32 blob | VALUES d v…) × n
+//
+// The options are MEM.RETRIEVE's, parsed by the same code
+// (retrieveArgs.option), and apply to every query. The reply is an array
+// of n elements, element i being exactly what MEM.RETRIEVE with those
+// options replies for query i.
+//
+// Bounds: n is at most MaxMRetrieveQueries. The whole reply is built in
+// memory before any of it is sent, as EXEC builds its reply (txreply.go):
+// every byte is reserved from the client-memory budget (--maxmemory) as it
+// is written, and a reply that does not fit is dropped and answered with
+// -OOM; the reply is also held to --max-reply-bytes. The command's context
+// (busy-timeout, client gone: busy.go) is checked before every step of
+// queries. A query the engine refuses (wrong dimension, NaN…) fails the
+// command with an error naming it ("query 3: …", counting from 1 as
+// MEM.MADD's "memory 3: …"), and nothing else is replied. A retrieval
+// changes nothing, so an error or a refusal after some queries ran leaves
+// the database as it was.
+
+// MaxMRetrieveQueries bounds the n of MEM.MRETRIEVE's QUERIES n: a batch
+// is what a client would pipeline, not an export. A larger n is refused
+// before anything runs.
+const MaxMRetrieveQueries = 1024
+
+// mretrieveStepRows bounds the result rows one step of a MEM.MRETRIEVE
+// holds before they are written to its reply: a step is
+// mretrieveStepRows/K2 queries (at least one), so K2 10000 does not hold
+// 1024 × 10000 results at once, while K2 ≤ 64 runs the whole batch as one
+// engine call.
+const mretrieveStepRows = 64 << 10
+
+// mretrieveArgs is a parsed MEM.MRETRIEVE.
+type mretrieveArgs struct {
+	retrieveArgs
+	queries [][]float32
+}
+
+// parseMRetrieve parses MEM.MRETRIEVE's arguments after the collection
+// name. The vectors are parsed only (argList.vector); the engine checks
+// their dimension and components.
+func parseMRetrieve(args [][]byte) (mretrieveArgs, error) {
+	r := mretrieveArgs{retrieveArgs: newRetrieveArgs()}
+	a := argList{args: args}
+	for a.more() {
+		k := a.keyword()
+		if k == "QUERIES" {
+			return r, r.parseQueries(&a)
+		}
+		ok, err := r.option(&a, k)
+		if !ok {
+			err = fmt.Errorf("syntax error: unknown MEM.MRETRIEVE option %q", k)
+		}
+		if err != nil {
+			return r, err
+		}
+	}
+	return r, fmt.Errorf("syntax error: QUERIES n expected")
+}
+
+// parseQueries parses "n" and the n vectors after QUERIES, which must end
+// the command.
+func (r *mretrieveArgs) parseQueries(a *argList) error {
+	n, err := a.int("QUERIES count")
+	if err != nil {
+		return err
+	}
+	if n < 1 || n > MaxMRetrieveQueries {
+		return fmt.Errorf("%w: QUERIES count must be 1..%d, got %d", engine.ErrBadParam, MaxMRetrieveQueries, n)
+	}
+	// Each vector takes at least 2 arguments: refuse a count the
+	// arguments cannot hold before allocating for it.
+	if left := len(a.args) - a.i; 2*n > left {
+		return fmt.Errorf("syntax error: QUERIES %d but only %d arguments follow", n, left)
+	}
+	r.queries = make([][]float32, n)
+	for i := range r.queries {
+		if r.queries[i], err = a.vector(); err != nil {
+			return fmt.Errorf("query %d: %w", i+1, err)
+		}
+	}
+	if a.more() {
+		return fmt.Errorf("syntax error: QUERIES %d is followed by %d more arguments; QUERIES comes last", n, len(a.args)-a.i)
+	}
+	return nil
+}
+
+// MEM.MRETRIEVE coll [K1 n] [K2 n] [LAMBDA l] [DELTA x] [NPROBE n]
+// [REFINE n] [STOP f] [RAWQ] [WITHPAYLOAD] [WITHATTRS] [WITHKEYS]
+// [FILTER expr] QUERIES n (FP32 blob | VALUES d v1 … vd)…
+func (m memCommands) mretrieve(c *Ctx, args [][]byte) error {
+	coll, err := m.coll(args[0])
+	if err != nil {
+		return err
+	}
+	r, err := parseMRetrieve(args[1:])
+	if err != nil {
+		return err
+	}
+	// Validated once here, so that a bad option is reported as it is by
+	// MEM.RETRIEVE and not as query 1's fault.
+	opt := r.engineOptions()
+	if err := opt.Validate(); err != nil {
+		return err
+	}
+	reply := &replyBuf{b: &c.conn.srv.budget}
+	defer reply.release()
+	if err := m.mretrieveInto(c, reply, coll, r, opt); err != nil {
+		return err
+	}
+	// Nothing has gone to the client yet: now all of it does.
+	c.WriteArrayHeader(len(r.queries))
+	for _, b := range reply.chunks {
+		c.raw(b)
+	}
+	return nil
+}
+
+// mretrieveInto runs r's retrievals step by step and writes their replies
+// to reply, through c's reply helpers pointed at reply for the time.
+func (m memCommands) mretrieveInto(c *Ctx, reply *replyBuf, coll *engine.Collection, r mretrieveArgs, opt engine.RetrieveOptions) error {
+	mem := NewWriter(reply)
+	real := c.Writer
+	c.Writer = mem
+	defer func() { c.Writer = real }()
+	ctx := c.Context()
+	step := max(1, mretrieveStepRows/opt.K2)
+	for start := 0; start < len(r.queries); start += step {
+		if err := ctx.Err(); err != nil {
+			return err // busy-timeout or client gone: busyErr replies
+		}
+		qs := r.queries[start:min(len(r.queries), start+step)]
+		res, err := retrieveBatch(ctx, coll, qs, opt)
+		if err != nil {
+			return mretrieveErr(start, err)
+		}
+		for i := range res {
+			if err := m.writeRetrieved(c, coll, res[i], r.retrieveArgs); err != nil {
+				return err
+			}
+			res[i] = nil // the results are written: let them go
+		}
+		if err := mem.Flush(); err != nil || reply.refused {
+			return errClientMemory
+		}
+		if err := c.CheckReplySize(reply.size); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retrieveBatch runs one retrieval per query of qs with opt, results in
+// query order (engine.Collection.RetrieveBatch: every query is checked
+// before any is searched; a bad one fails the call as "query i: …", i its
+// 0-based index in qs). One thread: the server's clients keep the cores
+// busy.
+func retrieveBatch(ctx context.Context, coll *engine.Collection, qs [][]float32, opt engine.RetrieveOptions) ([][]engine.Result, error) {
+	return coll.RetrieveBatch(ctx, qs, opt, 1)
+}
+
+// mretrieveErr returns the error of the step of queries starting at the
+// command's query start (counting from 0): the engine names a query by
+// its index in the step ("query i: …", from 0), which becomes its
+// position among the command's queries, counting from 1 as MEM.MADD's
+// "memory n: …". Any other error (the context's end, a reply's) is
+// returned as it is, so that busyErr and the -OOM code still apply.
+func mretrieveErr(start int, err error) error {
+	rest, ok := strings.CutPrefix(err.Error(), "query ")
+	if !ok {
+		return err
+	}
+	n, _, ok := strings.Cut(rest, ": ")
+	i, perr := strconv.Atoi(n)
+	if inner := errors.Unwrap(err); ok && perr == nil && inner != nil {
+		return fmt.Errorf("query %d: %w", start+i+1, inner)
+	}
+	return err
+}
