@@ -360,17 +360,24 @@ class MemrlVecDB:
 
     def _hits_to_items(self, hits: list[Hit], blend: bool) -> list[VecDBItem]:
         """Items for hits, in their order, with vectors and whole payloads (MEM.MGET after)."""
-        if not hits:
-            return []
-        mems = self.client.mget(self.collection_name, [h.id for h in hits], with_vector=True)
+        return self._hit_lists_to_items([hits], blend)[0]
+
+    def _hit_lists_to_items(self, lists: list[list[Hit]], blend: bool) -> list[list[VecDBItem]]:
+        """:meth:`_hits_to_items` for several lists of hits, with one MEM.MGET for all."""
+        ids = [h.id for hits in lists for h in hits]
+        mems = iter(self.client.mget(self.collection_name, ids, with_vector=True) if ids else [])
         out = []
-        for h, m in zip(hits, mems):
-            if m is None:
-                continue  # deleted since the search
-            it = self._from_memory(m)
-            it.score = h.score if blend else self._score(h.sim)
-            it.sim, it.q = h.sim, h.q
-            out.append(it)
+        for hits in lists:
+            items = []
+            for h in hits:
+                m = next(mems)
+                if m is None:
+                    continue  # deleted since the search
+                it = self._from_memory(m)
+                it.score = h.score if blend else self._score(h.sim)
+                it.sim, it.q = h.sim, h.q
+                items.append(it)
+            out.append(items)
         return out
 
     def search(self, query_vector: Any, top_k: int, filter: Any = None) -> list[VecDBItem]:
@@ -543,10 +550,9 @@ class MemrlVecDB:
         out: list[list[VecDBItem]] = []
         for i in range(0, len(blobs), MAX_RETRIEVE_MANY):
             hits = self.client.retrieve_many(
-                self.collection_name, blobs[i:i + MAX_RETRIEVE_MANY], k1=top_k, k2=top_k, lam=0.0,
-                filter=filter, with_attrs=True, with_keys=True,
+                self.collection_name, blobs[i:i + MAX_RETRIEVE_MANY], k1=top_k, k2=top_k, lam=0.0, filter=filter,
             )
-            out += [[self._from_hit(h, h.sim) for h in hs] for hs in hits]
+            out += self._hit_lists_to_items(hits, blend=False)
         return out
 
 

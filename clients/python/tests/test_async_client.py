@@ -71,6 +71,8 @@ async def _scenario(call: Call, coll: str) -> None:
     await call("retrieve", coll, [0, 1, 0], k1=10, k2=10, lam=0, delta=0.1, raw_q=True, stop=1, filter={"user": "u1"})
     await call("retrieve", coll, [0, 1, 0], filter='.i >= 2 and .user == "u0"')
     await call("retrieve", coll, [1, 0, 0], k1=0)  # OutOfRange
+    await call("retrieve_many", coll, np.array([[1, 0, 0], [0, 1, 0]], dtype=np.float32), k1=5, k2=3, lam=0.5, with_keys=True)
+    await call("retrieve_many", coll, [[1, 0, 0], [1, 0]])  # the second has the wrong dimension
     await call("reward", coll, 1.0, [a, "b"])
     await call("reward", coll, -1.0, [ids[0]], next_q=0.5)
     await call("reward", coll, 1.0, [a, "missing"])  # NoSuchMemory, nothing changes
