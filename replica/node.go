@@ -115,6 +115,9 @@ type Node struct {
 	// reads in any other term run a Barrier first (BeforeRead).
 	readyTerm atomic.Uint64
 
+	// batch turns proposed commands into raft entries (batch.go).
+	batch batcher
+
 	// snapMu serialises RAFT.SNAPSHOT, which changes TrailingLogs for
 	// the length of its snapshot.
 	snapMu sync.Mutex
@@ -296,26 +299,7 @@ var (
 // reply means the entry was committed by a majority (each of which
 // fsynced it to raft-boltdb) and applied here.
 func (n *Node) Replicate(c *server.Ctx, cmd [][]byte) ([]byte, error) {
-	if n.raft.State() != raft.Leader {
-		return nil, n.notLeader()
-	}
-	f := n.raft.Apply(EncodeEntry(Entry{At: time.Now().UnixNano(), Cmd: cmd}), n.cfg.ApplyTimeout)
-	if err := f.Error(); err != nil {
-		switch {
-		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout):
-			return nil, n.notLeader()
-		case errors.Is(err, raft.ErrRaftShutdown):
-			return nil, errShutdown
-		}
-		// ErrLeadershipLost and the like: the entry was appended and may
-		// yet commit under the next leader.
-		return nil, server.NewError("replication failed (" + err.Error() + "): the command may or may not have been applied; read before retrying it")
-	}
-	reply, ok := f.Response().([]byte)
-	if !ok {
-		return nil, server.NewError("internal error: replicated command has no reply")
-	}
-	return reply, nil
+	return n.Propose(c, cmd)() // batch.go
 }
 
 // notLeader is the error for a command sent to a follower.
