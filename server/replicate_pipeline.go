@@ -41,8 +41,11 @@ type PipelinedReplicator interface {
 
 // Bounds on a connection's pending replies: past either, the connection
 // waits for its oldest one before proposing more (the writes' copies are
-// not counted against the client-memory budget).
-const (
+// not counted against the client-memory budget). In practice the
+// connection settles sooner, whenever its input buffer runs dry
+// (beforeBlock), so these bound a client that keeps it full. Variables
+// for tests only.
+var (
 	maxPendingReplies = 1024
 	maxPendingBytes   = 8 << 20
 )
