@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -49,6 +50,10 @@ type batcher struct {
 	once   sync.Once
 	wake   chan struct{} // cap 1: the queue has commands
 	window chan struct{} // cap maxInflight: one token per entry in flight
+
+	// entries and cmds count the entries proposed and the commands in
+	// them (BatchStats).
+	entries, cmds atomic.Int64
 
 	mu     sync.Mutex
 	queue  []*proposal // guarded by mu: commands not yet in an entry, oldest first
@@ -98,6 +103,12 @@ func (n *Node) Propose(c *server.Ctx, cmd [][]byte) (wait func() ([]byte, error)
 	default:
 	}
 	return p.wait
+}
+
+// BatchStats returns how many entries this node has proposed as leader
+// and how many commands they held.
+func (n *Node) BatchStats() (entries, commands int64) {
+	return n.batch.entries.Load(), n.batch.cmds.Load()
 }
 
 // run forms and proposes entries until the node closes; then it fails
@@ -176,6 +187,8 @@ func (b *batcher) propose(n *Node, ps []*proposal) {
 		}
 		data = EncodeBatch(Batch{At: now, Cmds: cmds})
 	}
+	b.entries.Add(1)
+	b.cmds.Add(int64(len(ps)))
 	var f raft.ApplyFuture
 	if n.raft.State() != raft.Leader {
 		f = errFuture{raft.ErrNotLeader}
