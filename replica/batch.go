@@ -40,8 +40,13 @@ const (
 	// maxBatchBytes bounds an entry's encoded commands (a larger command
 	// goes alone): followers read an entry whole.
 	maxBatchBytes = 1 << 20
-	// maxInflight bounds the entries proposed and not yet applied.
-	maxInflight = 2
+	// maxInflight bounds the entries proposed and not yet applied: as
+	// many as clients that commonly write one command at a time, so that
+	// none of those waits for another's commit (raft appends the entries
+	// queued together with one fsync anyway); under more load, the
+	// commands queue while raft.Apply blocks (the leader's fsync) and the
+	// window is full, and entries grow.
+	maxInflight = 8
 )
 
 // batcher is a Node's queue of proposed commands and the goroutine that
