@@ -21,8 +21,10 @@ declare -A nreq=([1]=${N1:-3000} [4]=${N4:-8000} [32]=${N32:-30000})
 vec="VALUES 16 0.1 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 1.0 1.1 1.2 1.3 1.4 1.5 1.6"
 work=$(mktemp -d)
 pids=()
+cdir="" cbin="" # the cluster running, if any
 cleanup() {
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	if [ -n "$cdir" ]; then "$cbin" cluster stop --dir "$cdir" --timeout 5s >/dev/null 2>&1 || true; fi
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -70,11 +72,13 @@ for ((r = 1; r <= rounds; r++)); do
 		kill "$spid"; wait "$spid" 2>/dev/null || true
 		for reps in 1 3; do
 			dir=$work/c; rm -rf "$dir"
+			cdir=$dir cbin=$bin
 			"$bin" cluster start --dir "$dir" --shards 2 --replicas $reps --port $((port + 10)) >"$work/c.log" 2>&1
 			redis-cli -c -p $((port + 10)) MEM.CREATE bench DIM 16 >/dev/null
 			lp=$(leader_port $((port + 10)) $((2 * reps)))
 			run "$r" "2x$reps" "$name" "$lp"
 			"$bin" cluster stop --dir "$dir" >/dev/null 2>&1
+			cdir=""
 		done
 	done
 done
