@@ -79,6 +79,11 @@ type Config struct {
 func DefaultRaftConfig() *raft.Config {
 	c := raft.DefaultConfig()
 	c.CommitTimeout = 5 * time.Millisecond
+	// raft.Apply does not wait for the leader's loop, busy with the
+	// fsync of the entries before: the batcher (batch.go) proposes the
+	// next entry at once, and raft appends every entry queued meanwhile
+	// with one fsync.
+	c.BatchApplyCh = true
 	c.SnapshotInterval = 30 * time.Second
 	c.SnapshotThreshold = 8192
 	c.TrailingLogs = 10240
