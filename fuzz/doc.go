@@ -134,6 +134,11 @@
 // entry has 1..MaxEntryArgs arguments and re-encodes to exactly the input.
 // Its seeds are valid, cut and bit-flipped encodings (f.Add).
 //
+// FuzzDecodeBatch (./fuzz) decodes arbitrary bytes as a batch entry, many
+// commands in one raft entry (replica.DecodeBatch, entry version 2).
+// Checks: no panic; a refusal wraps replica.ErrBadEntry; an accepted batch
+// re-encodes to exactly the input.
+//
 // # Corpus
 //
 // "go test" runs every committed seed of every target as a regression

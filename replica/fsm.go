@@ -21,23 +21,8 @@ import (
 // other; Persist of an earlier snapshot runs concurrently with Apply.
 type fsm struct{ n *Node }
 
-// Apply applies one committed entry and returns the RESP reply it
-// produced ([]byte), which the leader's Replicate hands to the client.
-// Every replica computes the same reply and the same state: the entry
-// carries the leader's clock, and validation errors are deterministic.
-func (f fsm) Apply(l *raft.Log) any {
-	n := f.n
-	e, err := DecodeEntry(l.Data)
-	if err != nil {
-		n.log.Error("replica: refusing a damaged log entry", "index", l.Index, "err", err)
-		return errReply(err.Error() + "; nothing was applied")
-	}
-	n.clock.Store(e.At)
-	reply := n.srv.Apply(e.Cmd)
-	n.clock.Store(0)
-	n.applied.Store(l.Index)
-	return reply
-}
+// Apply applies one committed entry (as ApplyBatch does a batch of one).
+func (f fsm) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 
 // Snapshot takes a full engine checkpoint and pins the files it refers
 // to (snapshot.go). No Apply runs meanwhile, so the checkpoint holds every
@@ -117,9 +102,17 @@ func (n *Node) now() time.Time {
 
 var _ server.Replicator = (*Node)(nil)
 
-// ApplyBatch applies a batch of committed entries (raft.BatchingFSM) as
-// Apply does each, but with one wait for the engine's log to take them
-// all (server.Applier) instead of one each.
+// ApplyBatch applies a batch of committed entries (raft.BatchingFSM), in
+// order, with one wait for the engine's log to take them all
+// (server.Applier) instead of one each. An entry's response is the RESP
+// reply its command produced ([]byte) for a single-command Entry, or one
+// reply per command ([][]byte) for a Batch, which the leader's Replicate
+// hands to the clients. A command's error reply is its own: the commands
+// after it in the batch still run, as pipelined commands of a client do
+// on one node. Every replica computes the same replies and the same state:
+// the entry carries the leader's clock, and validation errors are
+// deterministic. A damaged entry applies nothing (its response is one
+// error reply, whatever it held).
 func (f fsm) ApplyBatch(logs []*raft.Log) []any {
 	n := f.n
 	out := make([]any, len(logs))
@@ -129,14 +122,22 @@ func (f fsm) ApplyBatch(logs []*raft.Log) []any {
 		if l.Type != raft.LogCommand {
 			continue
 		}
-		e, err := DecodeEntry(l.Data)
+		b, single, err := decodeLog(l.Data)
 		if err != nil {
 			n.log.Error("replica: refusing a damaged log entry", "index", l.Index, "err", err)
 			out[i] = errReply(err.Error() + "; nothing was applied")
 			continue
 		}
-		n.clock.Store(e.At)
-		out[i] = a.Apply(e.Cmd)
+		n.clock.Store(b.At)
+		if single {
+			out[i] = a.Apply(b.Cmds[0])
+		} else {
+			replies := make([][]byte, len(b.Cmds))
+			for j, cmd := range b.Cmds {
+				replies[j] = a.Apply(cmd)
+			}
+			out[i] = replies
+		}
 		n.clock.Store(0)
 	}
 	if err := a.Wait(); err != nil {
@@ -148,9 +149,15 @@ func (f fsm) ApplyBatch(logs []*raft.Log) []any {
 		// needed for recovery).
 		n.fatal(fmt.Errorf("replica: the engine's log failed after applying committed entries %d..%d: %w",
 			logs[0].Index, logs[len(logs)-1].Index, err))
+		failed := errReply("the command was committed and applied, but this node's engine log failed and it stops: " + err.Error())
 		for i := range out {
-			if out[i] != nil {
-				out[i] = errReply("the command was committed and applied, but this node's engine log failed and it stops: " + err.Error())
+			switch r := out[i].(type) {
+			case []byte:
+				out[i] = failed
+			case [][]byte:
+				for j := range r {
+					r[j] = failed
+				}
 			}
 		}
 	}

@@ -55,14 +55,14 @@ func testLogger(t testing.TB) *slog.Logger {
 }
 
 // startGroup starts n nodes bootstrapped as one group, on TCP.
-func startGroup(t *testing.T, n int) []*testNode {
+func startGroup(t testing.TB, n int) []*testNode {
 	t.Helper()
 	return startGroupWith(t, n, func() (*raft.NetworkTransport, error) { return ListenTCP("127.0.0.1:0", nil) })
 }
 
 // startGroupWith starts n nodes bootstrapped as one group, on transports
 // made by mk.
-func startGroupWith(t *testing.T, n int, mk func() (*raft.NetworkTransport, error)) []*testNode {
+func startGroupWith(t testing.TB, n int, mk func() (*raft.NetworkTransport, error)) []*testNode {
 	t.Helper()
 	return startGroupOpts(t, n, groupOpts{trans: mk})
 }
@@ -77,7 +77,7 @@ type groupOpts struct {
 }
 
 // startGroupOpts starts n nodes bootstrapped as one group.
-func startGroupOpts(t *testing.T, n int, o groupOpts) []*testNode {
+func startGroupOpts(t testing.TB, n int, o groupOpts) []*testNode {
 	t.Helper()
 	base := t.TempDir()
 	nodes := make([]*testNode, n)
@@ -113,7 +113,7 @@ func startGroupOpts(t *testing.T, n int, o groupOpts) []*testNode {
 
 // start opens tn's node and serves its server (its transport must be
 // listening).
-func (tn *testNode) start(t *testing.T, peers []Peer) {
+func (tn *testNode) start(t testing.TB, peers []Peer) {
 	t.Helper()
 	srv, err := server.New(server.Config{Logger: testLogger(t)})
 	if err != nil {
@@ -143,7 +143,7 @@ func (tn *testNode) start(t *testing.T, peers []Peer) {
 }
 
 // stop shuts tn down (once).
-func (tn *testNode) stop(t *testing.T) {
+func (tn *testNode) stop(t testing.TB) {
 	if tn.node == nil {
 		return
 	}
@@ -185,7 +185,7 @@ func (tn *testNode) client(t *testing.T) *redis.Client {
 }
 
 // waitLeader waits for one live node to lead and returns it.
-func waitLeader(t *testing.T, nodes []*testNode) *testNode {
+func waitLeader(t testing.TB, nodes []*testNode) *testNode {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {

@@ -99,6 +99,11 @@ type Config struct {
 func DefaultRaftConfig() *raft.Config {
 	c := raft.DefaultConfig()
 	c.CommitTimeout = 5 * time.Millisecond
+	// raft.Apply does not wait for the leader's loop, busy with the
+	// fsync of the entries before: the batcher (batch.go) proposes the
+	// next entry at once, and raft appends every entry queued meanwhile
+	// with one fsync.
+	c.BatchApplyCh = true
 	c.SnapshotInterval = 30 * time.Second
 	c.SnapshotThreshold = 8192
 	c.TrailingLogs = 10240
@@ -145,6 +150,9 @@ type Node struct {
 	// applied every entry of earlier terms (a Barrier): linearizable
 	// reads in any other term run a Barrier first (BeforeRead).
 	readyTerm atomic.Uint64
+
+	// batch turns proposed commands into raft entries (batch.go).
+	batch batcher
 
 	// snapMu serialises RAFT.SNAPSHOT, which changes TrailingLogs for
 	// the length of its snapshot.
@@ -411,31 +419,7 @@ var (
 // reply means the entry was committed by a majority (each of which
 // fsynced it to raft-boltdb) and applied here.
 func (n *Node) Replicate(c *server.Ctx, cmd [][]byte) ([]byte, error) {
-	if n.raft.State() != raft.Leader {
-		return nil, n.notLeader()
-	}
-	f := n.raft.Apply(EncodeEntry(Entry{At: time.Now().UnixNano(), Cmd: cmd}), n.cfg.ApplyTimeout)
-	if err := f.Error(); err != nil {
-		switch {
-		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout):
-			return nil, n.notLeader()
-		case errors.Is(err, raft.ErrLeadershipTransferInProgress):
-			// Refused before it was appended. Wait for the transfer to
-			// end (it takes milliseconds), so that the client's retry
-			// is redirected to the new leader rather than refused again.
-			return nil, n.awaitTransfer()
-		case errors.Is(err, raft.ErrRaftShutdown):
-			return nil, errShutdown
-		}
-		// ErrLeadershipLost and the like: the entry was appended and may
-		// yet commit under the next leader.
-		return nil, server.NewError("replication failed (" + err.Error() + "): the command may or may not have been applied; read before retrying it")
-	}
-	reply, ok := f.Response().([]byte)
-	if !ok {
-		return nil, server.NewError("internal error: replicated command has no reply")
-	}
-	return reply, nil
+	return n.Propose(c, cmd)() // batch.go
 }
 
 // awaitTransfer waits, at most raft's election timeout (after which raft

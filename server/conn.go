@@ -90,6 +90,12 @@ type conn struct {
 	applying     bool
 	deferDurable bool
 
+	// pending are the replies of writes proposed and not yet written, oldest
+	// first, and pendingBytes their arguments' size (replicate_pipeline.go).
+	// Only the connection's goroutine touches them.
+	pending      []pendingReply
+	pendingBytes int
+
 	// readonly is set by READONLY and cleared by READWRITE and RESET: in
 	// cluster mode the connection's reads may be served by a node that
 	// does not lead their shard (route.go). Only the connection's
@@ -145,6 +151,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 // malformed frame, QUITs, or the server shuts down.
 func (c *conn) serve() {
 	defer func() {
+		c.settle()  // replicate_pipeline.go
 		c.w.Flush() // best effort: replies to the commands already executed
 		c.endTx()   // a transaction never EXECed runs nothing (tx.go)
 		c.nc.Close()
@@ -155,6 +162,7 @@ func (c *conn) serve() {
 	for !c.closeAfter && !c.srv.closing.Load() {
 		args, err := c.rd.ReadCommand()
 		if err != nil {
+			c.settle() // replies in order (replicate_pipeline.go)
 			var pe *ProtocolError
 			var re *ReplyError
 			switch {
@@ -239,10 +247,15 @@ func (c *conn) exec(args [][]byte) (keep bool) {
 		return true
 	}
 	if cmd.flags&flagNotQueued != 0 {
+		c.settle() // replicate_pipeline.go
 		// MULTI, EXEC, ...: connection state only; EXEC takes the
 		// transaction lock exclusively itself.
 		return c.run(cmd, args, start)
 	}
+	if c.proposePipelined(cmd, args, start) { // replicate_pipeline.go
+		return true
+	}
+	c.settle()
 	c.lockCmd(cmd, args) // txlocks.go
 	defer c.unlockCmd()
 	return c.run(cmd, args, start)
@@ -322,6 +335,7 @@ func (c *conn) interrupt() { c.nc.SetReadDeadline(time.Now()) }
 // beforeBlock runs when the Reader is about to wait for input: replies
 // are flushed (one write for a pipeline), and the command clock is stale.
 func (c *conn) beforeBlock() error {
+	c.settle() // replicate_pipeline.go
 	c.clockValid = false
 	return c.w.Flush()
 }

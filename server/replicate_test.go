@@ -40,7 +40,14 @@ func (r *localReplicator) Replicate(c *Ctx, cmd [][]byte) ([]byte, error) {
 // same as without one, and the writes must have gone through it.
 func TestReplicatedBehaviourUnchanged(t *testing.T) {
 	var proposed atomic.Int64
-	testReplicator = func(s *Server) Replicator { return &localReplicator{s: s, proposed: &proposed} }
+	runWithReplicator(t, &proposed, func(s *Server) Replicator { return &localReplicator{s: s, proposed: &proposed} })
+}
+
+// runWithReplicator runs existing server tests with every test server
+// given the Replicator mk makes, which counts what it is proposed in
+// proposed.
+func runWithReplicator(t *testing.T, proposed *atomic.Int64, mk func(*Server) Replicator) {
+	testReplicator = mk
 	defer func() { testReplicator = nil }()
 	for name, fn := range map[string]func(*testing.T){
 		"MemCommandsGoRedis":         TestMemCommandsGoRedis,

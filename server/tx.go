@@ -170,6 +170,7 @@ func (c *conn) resumeShared(paused bool) {
 // too few arguments) and, inside MULTI, marks the transaction so that EXEC
 // runs nothing.
 func (c *conn) refuse(err error) {
+	c.settle() // replies in order (replicate_pipeline.go)
 	if c.tx != nil {
 		c.tx.aborted = true
 	}
