@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/memrl/memrl/cluster"
 	"github.com/memrl/memrl/engine"
 	"github.com/memrl/memrl/server"
 	"github.com/memrl/memrl/wal"
@@ -30,6 +31,12 @@ type testNode struct {
 	addr              string // client address
 	trans             *raft.NetworkTransport
 	serveErr          chan error
+
+	// clustered, if set, makes start register slot states before the
+	// node opens and call it after, to set a cluster router
+	// (setslot_test.go); slots is the table of the running node.
+	clustered func(tn *testNode)
+	slots     *cluster.SlotStates
 }
 
 // testRaftConfig has timeouts that tolerate a loaded 2-core machine
@@ -91,11 +98,21 @@ func (tn *testNode) start(t *testing.T, peers []Peer) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var opened func(string) error
+	if tn.clustered != nil {
+		tn.slots = cluster.NewSlotStates()
+		srv.SetSlotStates(tn.slots)
+		opened = tn.slots.Load
+	}
 	node, err := Open(Config{ID: tn.id, Dir: tn.dir, Transport: tn.trans, Peers: peers, Raft: testRaftConfig(),
 		Engine:           engine.Options{Sync: wal.SyncNone, CheckpointInterval: -1, Logf: func(string, ...any) {}},
-		MaintainInterval: 100 * time.Millisecond, Logger: testLogger(t)}, srv)
+		MaintainInterval: 100 * time.Millisecond, Logger: testLogger(t), EngineOpened: opened}, srv)
 	if err != nil {
 		t.Fatal(err)
+	}
+	tn.node, tn.srv = node, srv
+	if tn.clustered != nil {
+		tn.clustered(tn)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -28,6 +28,12 @@ type clusterFlags struct {
 	// this node always leads its shard, which start allows only for a
 	// shard of one node (needsReplication).
 	leader func() (id string, ok bool)
+	// slots and exists, if set before start (the replication layer sets
+	// them), are the shard's replicated slot states and a look-up of
+	// this node's collections, for the router. Nil: an in-memory table,
+	// and a look-up in the collections' list.
+	slots  *cluster.SlotStates
+	exists func(name string) bool
 }
 
 // addClusterFlags defines the cluster-mode flags on fs.
@@ -92,7 +98,7 @@ func (f *clusterFlags) start(srv *server.Server, collections func() []string, lo
 	if err := needsReplication(st.Topology(), f.node.Shard, f.leader != nil); err != nil {
 		return nil, err
 	}
-	srv.SetRouter(server.NewClusterRouter(server.ClusterConfig{State: st, Collections: collections}))
+	srv.SetRouter(server.NewClusterRouter(server.ClusterConfig{State: st, Collections: collections, Exists: f.exists, Slots: f.slots}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

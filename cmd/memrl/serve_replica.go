@@ -60,10 +60,21 @@ func openReplica(f *replicaFlags, c *clusterFlags, o *serveOptions, eopts engine
 		}
 	}
 	eopts.Sync = wal.SyncNone // durability is the raft log's
+	// The shard's slot states (CLUSTER SETSLOT) are replicated: applied
+	// by every replica from the log, kept in its engine folder so that
+	// a raft snapshot ships them, read back when one is installed. They
+	// are registered before the group opens, since committed entries
+	// may apply before the router is set.
+	c.slots = cluster.NewSlotStates()
+	srv.SetSlotStates(c.slots)
 	node, err := replica.Open(replica.Config{ID: self.ID, Dir: o.dir, RaftAddr: cluster.RaftAddr(self.Addr),
-		Peers: peers, Engine: eopts, Logger: logger}, srv)
+		Peers: peers, Engine: eopts, Logger: logger, EngineOpened: c.slots.Load}, srv)
 	if err != nil {
 		return nil, err
+	}
+	c.exists = func(name string) bool {
+		_, err := node.DB().Collection(name)
+		return err == nil
 	}
 	c.leader = node.Leader
 	logger.Info("replica started", "node", self.ID, "shard", self.Shard, "raft_addr", cluster.RaftAddr(self.Addr), "voters", len(peers))
