@@ -77,7 +77,7 @@ func (f fsm) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("replica: open the restored engine: %w", err)
 	}
 	if h := n.cfg.EngineOpened; h != nil {
-		if err := h(dir); err != nil {
+		if err := h(db); err != nil {
 			db.Close()
 			os.RemoveAll(dir)
 			n.log.Error("replica: snapshot refused", "err", err)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,11 +99,21 @@ func (tn *testNode) start(t *testing.T, peers []Peer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var opened func(string) error
+	var opened func(*engine.DB) error
 	if tn.clustered != nil {
+		var cur atomic.Pointer[engine.DB]
 		tn.slots = cluster.NewSlotStates()
-		srv.SetSlotStates(tn.slots)
-		opened = tn.slots.Load
+		srv.SetSlotStates(tn.slots, 0, func(name string) bool {
+			_, err := cur.Load().Collection(name)
+			return err == nil
+		})
+		opened = func(db *engine.DB) error {
+			if err := tn.slots.Load(db.Dir()); err != nil {
+				return err
+			}
+			cur.Store(db)
+			return nil
+		}
 	}
 	node, err := Open(Config{ID: tn.id, Dir: tn.dir, Transport: tn.trans, Peers: peers, Raft: testRaftConfig(),
 		Engine:           engine.Options{Sync: wal.SyncNone, CheckpointInterval: -1, Logf: func(string, ...any) {}},

@@ -71,13 +71,14 @@ type Config struct {
 	// failed fsync is never retried.
 	Fatal func(error)
 	// EngineOpened, if set, is called each time the node opens an
-	// engine folder dir: the fresh one at Open, and a raft snapshot's
-	// once read into dir and opened there, before it replaces the old
-	// engine, on the FSM's goroutine (no entry applies meanwhile). State
-	// kept beside the engine's files, such as the cluster's slot states
+	// engine: the fresh one at Open, and a raft snapshot's once read and
+	// opened, before it replaces the old engine, on the FSM's goroutine
+	// (no entry applies meanwhile), so that db is the engine entries
+	// apply to from then on. State kept beside the engine's files in
+	// db.Dir(), such as the cluster's slot states
 	// (cluster.SlotStates.Load), is read back from it. An error fails
 	// Open, or refuses the snapshot (nothing changes).
-	EngineOpened func(dir string) error
+	EngineOpened func(db *engine.DB) error
 }
 
 // DefaultRaftConfig is hashicorp/raft's default configuration (heartbeat
@@ -166,7 +167,7 @@ func Open(cfg Config, srv *server.Server) (*Node, error) {
 		return nil, err
 	}
 	if h := cfg.EngineOpened; h != nil {
-		if err := h(db.Dir()); err != nil {
+		if err := h(db); err != nil {
 			db.Close()
 			return nil, err
 		}

@@ -88,13 +88,6 @@ func TestSetSlotReplicated(t *testing.T) {
 		}
 	}
 	// Slots 0..8191 are shard 0's, 8192.. shard 1's.
-	do(leader, "CLUSTER", "SETSLOT", 10, "MIGRATING", 1)
-	do(leader, "CLUSTER", "SETSLOT", 9000, "IMPORTING", 1)
-	do(leader, "CLUSTER", "SETSLOT", 11, "NODE", 1)
-	sameSlotStates(t, leader, nodes, "10:migrating:1 11:node:1 9000:importing:1")
-
-	// The leader routes by them: a collection of slot 10 it lacks is
-	// asked of shard 1; slot 11 is shard 1's now.
 	var in10, in11 string
 	for i := 0; in10 == "" || in11 == ""; i++ {
 		name := fmt.Sprintf("c%d", i)
@@ -105,11 +98,54 @@ func TestSetSlotReplicated(t *testing.T) {
 			in11 = name
 		}
 	}
+	do(leader, "MEM.CREATE", in11, "DIM", 2)
+	do(leader, "CLUSTER", "SETSLOT", 10, "MIGRATING", 1)
+	do(leader, "CLUSTER", "SETSLOT", 9000, "IMPORTING", 1)
+	do(leader, "CLUSTER", "SETSLOT", 11, "NODE", 1)
+	sameSlotStates(t, leader, nodes, "10:migrating:1 11:node:1 9000:importing:1")
+
+	// Writes routed before a SETSLOT but committed after it (proposed
+	// here straight to raft, past the router) are refused as they apply,
+	// by every replica alike, and change nothing.
+	propose := func(cmd ...string) string {
+		t.Helper()
+		e := Entry{At: time.Now().UnixNano()}
+		for _, a := range cmd {
+			e.Cmd = append(e.Cmd, []byte(a))
+		}
+		f := leader.node.Raft().Apply(EncodeEntry(e), 10*time.Second)
+		if err := f.Error(); err != nil {
+			t.Fatal(err)
+		}
+		return string(f.Response().([]byte))
+	}
+	if r := propose("MEM.CREATE", in10, "DIM", "2"); r != "-ASK 10 127.0.0.1:201\r\n" {
+		t.Fatalf("a create applied in a migrating slot: %q", r)
+	}
+	if r := propose("MEM.ADD", in11, "VALUES", "2", "1", "0"); r != "-MOVED 11 127.0.0.1:201\r\n" {
+		t.Fatalf("an add applied in a slot given away: %q", r)
+	}
+	waitCaughtUp(t, leader, nodes)
+	for _, tn := range nodes {
+		if _, err := tn.node.DB().Collection(in10); err == nil {
+			t.Fatalf("%s applied the refused create", tn.id)
+		}
+		c, err := tn.node.DB().Collection(in11)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := c.Count(); err != nil || n != 0 {
+			t.Fatalf("%s: %s holds %d memories after the refused add (%v)", tn.id, in11, n, err)
+		}
+	}
+
+	// The leader routes by them: a collection of slot 10 it lacks is
+	// asked of shard 1; slot 11 is shard 1's now.
 	rc := leader.client(t)
 	if err := rc.Do(ctx, "MEM.INFO", in10).Err(); err == nil || err.Error() != "ASK 10 127.0.0.1:201" {
 		t.Fatalf("slot 10, a collection the leader lacks: %v", err)
 	}
-	if err := rc.Do(ctx, "MEM.CREATE", in11, "DIM", 2).Err(); err == nil || err.Error() != "MOVED 11 127.0.0.1:201" {
+	if err := rc.Do(ctx, "MEM.INFO", in11).Err(); err == nil || err.Error() != "MOVED 11 127.0.0.1:201" {
 		t.Fatalf("slot 11 after NODE: %v", err)
 	}
 

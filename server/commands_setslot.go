@@ -29,12 +29,6 @@ var errSetSlotSyntax = NewError("CLUSTER SETSLOT <slot> MIGRATING|IMPORTING|NODE
 // transaction lock EXEC holds.
 var errSetSlotInTx = NewError("CLUSTER SETSLOT cannot run inside MULTI/EXEC; send it on its own")
 
-// SetSlotStates makes ss the table MEMRL.SETSLOT applies to. A replica
-// calls it before it opens its raft group, since committed entries may
-// apply before the cluster router is set; the ClusterRouter must be given
-// the same table. Without it, SetRouter's ClusterRouter's table is used.
-func (s *Server) SetSlotStates(ss *cluster.SlotStates) { s.slots.Store(ss) }
-
 // registerSetSlot registers MEMRL.SETSLOT, the replicated form of CLUSTER
 // SETSLOT. It is a write (proposed through raft when replicated); a
 // client may send it, but CLUSTER SETSLOT is the checked way.

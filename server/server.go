@@ -159,6 +159,9 @@ type Server struct {
 	// slots is the shard's slot-state table that MEMRL.SETSLOT applies
 	// to (commands_setslot.go), or nil.
 	slots atomic.Pointer[cluster.SlotStates]
+	// guard, if set, checks replicated writes against the slot states
+	// as they apply (setslot_apply.go).
+	guard atomic.Pointer[slotGuard]
 
 	// done is closed by the first Shutdown: it ends the waits of
 	// connections holding back a failed AUTH's answer (auth_throttle.go).

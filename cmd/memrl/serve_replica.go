@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/memrl/memrl/cluster"
 	"github.com/memrl/memrl/engine"
@@ -65,16 +66,25 @@ func openReplica(f *replicaFlags, c *clusterFlags, o *serveOptions, eopts engine
 	// a raft snapshot ships them, read back when one is installed. They
 	// are registered before the group opens, since committed entries
 	// may apply before the router is set.
+	// cur is the engine entries apply to (set before any applies).
+	var cur atomic.Pointer[engine.DB]
 	c.slots = cluster.NewSlotStates()
-	srv.SetSlotStates(c.slots)
+	c.exists = func(name string) bool {
+		_, err := cur.Load().Collection(name)
+		return err == nil
+	}
+	srv.SetSlotStates(c.slots, self.Shard, c.exists)
+	opened := func(db *engine.DB) error {
+		if err := c.slots.Load(db.Dir()); err != nil {
+			return err
+		}
+		cur.Store(db)
+		return nil
+	}
 	node, err := replica.Open(replica.Config{ID: self.ID, Dir: o.dir, RaftAddr: cluster.RaftAddr(self.Addr),
-		Peers: peers, Engine: eopts, Logger: logger, EngineOpened: c.slots.Load}, srv)
+		Peers: peers, Engine: eopts, Logger: logger, EngineOpened: opened}, srv)
 	if err != nil {
 		return nil, err
-	}
-	c.exists = func(name string) bool {
-		_, err := node.DB().Collection(name)
-		return err == nil
 	}
 	c.leader = node.Leader
 	logger.Info("replica started", "node", self.ID, "shard", self.Shard, "raft_addr", cluster.RaftAddr(self.Addr), "voters", len(peers))
