@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,6 +25,8 @@ const clusterUsage = `usage:
   memrl cluster stop --dir DIR [--timeout 15s]
   memrl cluster add --dir DIR --shard S [--port P] [-- serve flags...]
   memrl cluster remove --dir DIR --node ID [--timeout 15s]
+  memrl cluster add --dir DIR --new-shard [--replicas R] [--port P] [-- serve flags...]
+  memrl cluster reshard --dir DIR --from S --to T --slots N
 
 start runs S×R memrl serve processes in the background on 127.0.0.1, client
 ports P, P+1, … (raft ports 10000 above), node i in shard i/R, data in
@@ -42,6 +45,11 @@ follows the leader, then adds it to nodes.tsv for every router (CLUSTER
 RELOAD). remove has the shard's leader remove the node (RAFT.REMOVE), takes
 it out of nodes.tsv and the routers, then stops it; its data folder stays.
 
+add --new-shard starts a new shard: a raft group of R nodes (default: as
+many as shard 0 has) with no slots. reshard moves N slots from shard S to
+shard T (CLUSTER SETSLOT on both shards' leaders, then slots.tsv and CLUSTER
+RELOAD on every node); only slots without collections can move for now.
+
 Try it:  memrl cluster start --dir /tmp/c --shards 2 && redis-cli -c -p 7000
 
 Flags:
@@ -52,7 +60,7 @@ func init() { commands["cluster"] = clusterCmd }
 func clusterCmd(args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, clusterUsage)
-		return cliflag.Usagef("which action: start, stop, add or remove?")
+		return cliflag.Usagef("which action: start, stop, add, remove or reshard?")
 	}
 	switch args[0] {
 	case "start":
@@ -60,14 +68,19 @@ func clusterCmd(args []string) error {
 	case "stop":
 		return clusterStop(args[1:])
 	case "add":
+		if slices.ContainsFunc(args[1:], func(a string) bool { return a == "--new-shard" || a == "-new-shard" }) {
+			return clusterAddShard(args[1:]) // cluster_reshard.go
+		}
 		return clusterAdd(args[1:])
+	case "reshard":
+		return clusterReshard(args[1:]) // cluster_reshard.go
 	case "remove":
 		return clusterRemove(args[1:])
 	case "-h", "-help", "--help", "help":
 		fmt.Print(clusterUsage)
 		return cliflag.ErrHelp
 	}
-	return cliflag.Usagef("unknown action %q: want start, stop, add or remove", args[0])
+	return cliflag.Usagef("unknown action %q: want start, stop, add, remove or reshard", args[0])
 }
 
 // startOptions are memrl cluster start's flags.
@@ -191,6 +204,12 @@ func startCluster(o startOptions, out *os.File) error {
 		return nil
 	}
 	for s := range cluster.Shards(nodes) {
+		if len(slots.Ranges(s)) == 0 { // a shard added with no slots yet: no write can reach it
+			if _, err := shardLeader(ctx, nodes, s); err != nil {
+				return fail(err)
+			}
+			continue
+		}
 		if err := probeShard(ctx, nodes, slots, s, exited); err != nil {
 			return fail(err)
 		}
