@@ -27,6 +27,7 @@ const clusterUsage = `usage:
   memrl cluster remove --dir DIR --node ID [--timeout 15s]
   memrl cluster add --dir DIR --new-shard [--replicas R] [--port P] [-- serve flags...]
   memrl cluster reshard --dir DIR --from S --to T --slots N
+  memrl cluster rebalance --dir DIR
 
 start runs S×R memrl serve processes in the background on 127.0.0.1, client
 ports P, P+1, … (raft ports 10000 above), node i in shard i/R, data in
@@ -49,6 +50,8 @@ add --new-shard starts a new shard: a raft group of R nodes (default: as
 many as shard 0 has) with no slots. reshard moves N slots from shard S to
 shard T (CLUSTER SETSLOT on both shards' leaders, then slots.tsv and CLUSTER
 RELOAD on every node); only slots without collections can move for now.
+rebalance gives every shard an even share of the slots, moving slots
+without collections from the shards that have more.
 
 Try it:  memrl cluster start --dir /tmp/c --shards 2 && redis-cli -c -p 7000
 
@@ -60,7 +63,7 @@ func init() { commands["cluster"] = clusterCmd }
 func clusterCmd(args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, clusterUsage)
-		return cliflag.Usagef("which action: start, stop, add, remove or reshard?")
+		return cliflag.Usagef("which action: start, stop, add, remove, reshard or rebalance?")
 	}
 	switch args[0] {
 	case "start":
@@ -74,13 +77,15 @@ func clusterCmd(args []string) error {
 		return clusterAdd(args[1:])
 	case "reshard":
 		return clusterReshard(args[1:]) // cluster_reshard.go
+	case "rebalance":
+		return clusterRebalance(args[1:]) // cluster_reshard.go
 	case "remove":
 		return clusterRemove(args[1:])
 	case "-h", "-help", "--help", "help":
 		fmt.Print(clusterUsage)
 		return cliflag.ErrHelp
 	}
-	return cliflag.Usagef("unknown action %q: want start, stop, add, remove or reshard", args[0])
+	return cliflag.Usagef("unknown action %q: want start, stop, add, remove, reshard or rebalance", args[0])
 }
 
 // startOptions are memrl cluster start's flags.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -155,5 +156,60 @@ func TestClusterAddShardReshard(t *testing.T) {
 	}
 	if err := cc2.Do(ctx, "MEM.GET", keep, 7).Err(); err != nil {
 		t.Fatalf("%s after the restart: %v", keep, err)
+	}
+}
+
+// TestPlanRebalance: a shard added with no slots gets an even share from
+// the others, taken only from their slots without collections; what
+// cannot move is counted; an even map plans nothing.
+func TestPlanRebalance(t *testing.T) {
+	slots := cluster.DefaultSlots(2) // shards 0 and 1 have 8192 each; shard 2 none
+	all := func(shard int) []int {
+		var out []int
+		for s := cluster.NumSlots - 1; s >= 0; s-- {
+			if int(slots[s]) == shard {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	plan, short := planRebalance(slots, 3, [][]int{all(0), all(1), nil})
+	if short != 0 || len(plan) != 2 {
+		t.Fatalf("plan %d moves, short %d", len(plan), short)
+	}
+	after := *slots
+	for _, m := range plan {
+		if m.to != 2 {
+			t.Fatalf("a move to shard %d", m.to)
+		}
+		for _, s := range m.slots {
+			if int(after[s]) != m.from {
+				t.Fatalf("slot %d is not shard %d's", s, m.from)
+			}
+			after[s] = uint16(m.to)
+		}
+	}
+	for k, want := range evenShares(3) {
+		if got := countSlots(&after, k); got != want {
+			t.Fatalf("shard %d has %d slots after the plan, want %d", k, got, want)
+		}
+	}
+	if want := []int{5462, 5461, 5461}; !slices.Equal(evenShares(3), want) {
+		t.Fatalf("even shares %v, want %v", evenShares(3), want)
+	}
+	// Shard 1 can give only 100 slots (the rest hold collections).
+	plan, short = planRebalance(slots, 3, [][]int{all(0), all(1)[:100], nil})
+	if short != 2731-100 {
+		t.Fatalf("short %d, want %d", short, 2731-100)
+	}
+	n := 0
+	for _, m := range plan {
+		n += len(m.slots)
+	}
+	if n != 2730+100 {
+		t.Fatalf("%d slots planned, want %d", n, 2730+100)
+	}
+	if plan, short := planRebalance(&after, 3, [][]int{all(0), all(1), nil}); len(plan) != 0 || short != 0 {
+		t.Fatalf("an even map planned %d moves, short %d", len(plan), short)
 	}
 }
