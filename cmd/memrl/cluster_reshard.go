@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -528,12 +529,28 @@ func retryable(msg string) bool {
 }
 
 // writeSlotsAndReload rewrites slots.tsv atomically and has every node
-// read it again.
+// read it again. A node that cannot be reached is only warned about: it
+// reads slots.tsv when it starts, and meanwhile the shards' SETSLOT NODE
+// states send its clients on; a node that answers with an error fails
+// the command.
 func writeSlotsAndReload(dir string, nodes []cluster.Node, slots *cluster.SlotMap, shards int) error {
 	if err := cluster.WriteSlots(filepath.Join(dir, cluster.SlotsFile), slots, shards); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return reloadAll(ctx, nodes)
+	var errs []error
+	for _, n := range nodes {
+		_, err := cluster.Do(ctx, n.Addr, 5*time.Second, "CLUSTER", "RELOAD")
+		var re cluster.RedisError
+		switch {
+		case err == nil:
+		case errors.As(err, &re):
+			errs = append(errs, fmt.Errorf("CLUSTER RELOAD on %s: %w", n.ID, err))
+		default:
+			fmt.Fprintf(os.Stderr, "memrl cluster: warning: CLUSTER RELOAD on %s: %v (it reads %s when it starts; send it CLUSTER RELOAD once it is back)\n",
+				n.ID, err, cluster.SlotsFile)
+		}
+	}
+	return errors.Join(errs...)
 }
