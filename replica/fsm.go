@@ -61,6 +61,14 @@ func (f fsm) Restore(rc io.ReadCloser) error {
 		os.RemoveAll(dir)
 		return fmt.Errorf("replica: open the restored engine: %w", err)
 	}
+	if h := n.cfg.EngineOpened; h != nil {
+		if err := h(db); err != nil {
+			db.Close()
+			os.RemoveAll(dir)
+			n.log.Error("replica: snapshot refused", "err", err)
+			return err
+		}
+	}
 	old := n.db.Swap(db)
 	if old != nil {
 		if err := old.Close(); err != nil {

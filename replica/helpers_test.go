@@ -10,12 +10,14 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/memrl/memrl/cluster"
 	"github.com/memrl/memrl/engine"
 	"github.com/memrl/memrl/server"
 	"github.com/memrl/memrl/wal"
@@ -35,6 +37,12 @@ type testNode struct {
 	serveErr chan error
 	// tweak, if set, adjusts the node's Config before Open.
 	tweak func(*Config)
+
+	// clustered, if set, makes start register slot states before the
+	// node opens and call it after, to set a cluster router
+	// (setslot_test.go); slots is the table of the running node.
+	clustered func(tn *testNode)
+	slots     *cluster.SlotStates
 }
 
 // testRaftConfig has timeouts that tolerate a loaded 2-core machine
@@ -119,9 +127,25 @@ func (tn *testNode) start(t testing.TB, peers []Peer) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var opened func(*engine.DB) error
+	if tn.clustered != nil {
+		var cur atomic.Pointer[engine.DB]
+		tn.slots = cluster.NewSlotStates()
+		srv.SetSlotStates(tn.slots, 0, func(name string) bool {
+			_, err := cur.Load().Collection(name)
+			return err == nil
+		})
+		opened = func(db *engine.DB) error {
+			if err := tn.slots.Load(db.Dir()); err != nil {
+				return err
+			}
+			cur.Store(db)
+			return nil
+		}
+	}
 	cfg := Config{ID: tn.id, Dir: tn.dir, Peers: peers, Raft: testRaftConfig(),
 		Engine:           engine.Options{Sync: wal.SyncNone, CheckpointInterval: -1, Logf: func(string, ...any) {}},
-		MaintainInterval: 100 * time.Millisecond, Logger: testLogger(t)}
+		MaintainInterval: 100 * time.Millisecond, Logger: testLogger(t), EngineOpened: opened}
 	if tn.trans != nil {
 		cfg.Transport = tn.trans
 	} else {
@@ -133,6 +157,10 @@ func (tn *testNode) start(t testing.TB, peers []Peer) {
 	node, err := Open(cfg, srv)
 	if err != nil {
 		t.Fatal(err)
+	}
+	tn.node, tn.srv = node, srv
+	if tn.clustered != nil {
+		tn.clustered(tn)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -90,6 +90,15 @@ type Config struct {
 	// nil means log the error and exit the process with status 70: a
 	// failed fsync is never retried.
 	Fatal func(error)
+	// EngineOpened, if set, is called each time the node opens an
+	// engine: the fresh one at Open, and a raft snapshot's once read and
+	// opened, before it replaces the old engine, on the FSM's goroutine
+	// (no entry applies meanwhile), so that db is the engine entries
+	// apply to from then on. State kept beside the engine's files in
+	// db.Dir(), such as the cluster's slot states
+	// (cluster.SlotStates.Load), is read back from it. An error fails
+	// Open, or refuses the snapshot (nothing changes).
+	EngineOpened func(db *engine.DB) error
 }
 
 // DefaultRaftConfig is hashicorp/raft's default configuration (heartbeat
@@ -195,6 +204,12 @@ func Open(cfg Config, srv *server.Server) (*Node, error) {
 	db, err := engine.Open(n.nextEngineDir(), n.engineOptions())
 	if err != nil {
 		return nil, err
+	}
+	if h := cfg.EngineOpened; h != nil {
+		if err := h(db); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	n.db.Store(db)
 	srv.RegisterMemFunc(n.DB)

@@ -33,7 +33,8 @@ func (s *Server) registerCluster() {
 	s.Register("readwrite", 0, cmdReadwrite, ReadOnly)
 	s.Register("asking", 0, cmdAsking, ReadOnly)
 	s.Register("role", 0, cmdRole, ReadOnly)
-	s.Register("cluster", 1, cmdCluster, ReadOnly) // CLUSTER RELOAD checks for a read-only user itself
+	s.Register("cluster", 1, cmdCluster, ReadOnly) // CLUSTER RELOAD and SETSLOT check for a read-only user themselves
+	s.registerSetSlot()                            // MEMRL.SETSLOT (commands_setslot.go)
 	s.AddInfoSection("Cluster", func() [][2]string {
 		return [][2]string{{"cluster_enabled", yesNo01(s.clusterRouter() != nil)}}
 	})
@@ -73,10 +74,10 @@ func cmdReadwrite(c *Ctx, args [][]byte) error {
 	return nil
 }
 
-// ASKING: sent by clients before a command that follows an -ASK redirect.
-// memrl does not migrate slots yet, so it never sends -ASK and ASKING
-// changes nothing; it answers +OK so that a client's redirect logic
-// works unchanged once it does.
+// ASKING: sent by clients before a command that follows an -ASK redirect:
+// the next command on the connection is served here if its slot is one
+// this node's shard is importing (route.go), though the slot is not yet
+// the shard's.
 func cmdAsking(c *Ctx, args [][]byte) error {
 	if len(args) != 0 {
 		return c.WrongArity()
@@ -84,6 +85,7 @@ func cmdAsking(c *Ctx, args [][]byte) error {
 	if c.Server().clusterRouter() == nil {
 		return errClusterDisabled
 	}
+	c.conn.asking = true
 	c.WriteOK()
 	return nil
 }
@@ -166,6 +168,7 @@ func cmdCluster(c *Ctx, args [][]byte) error {
 			"COUNTKEYSINSLOT <slot>", "    Return the number of collections of this node in <slot>.",
 			"GETKEYSINSLOT <slot> <count>", "    Return up to <count> collection names of this node in <slot>.",
 			"RELOAD", "    Read the nodes file and slots.tsv again.",
+			"SETSLOT <slot> MIGRATING|IMPORTING|NODE <shard> | STABLE", "    Set a slot's migration state on this shard (replicated).",
 		}
 		c.WriteArrayHeader(len(help))
 		for _, h := range help {
@@ -177,7 +180,7 @@ func cmdCluster(c *Ctx, args [][]byte) error {
 	if cr == nil {
 		return errClusterDisabled
 	}
-	v := newClusterView(cr.State())
+	v := newClusterView(cr)
 	want := func(n int) error {
 		if len(args) != n {
 			return errWrongArity("cluster|" + sub)
@@ -254,6 +257,8 @@ func cmdCluster(c *Ctx, args [][]byte) error {
 			return NewError("CLUSTER RELOAD: " + err.Error() + "; the old configuration stays")
 		}
 		c.WriteOK()
+	case "setslot":
+		return clusterSetSlot(c, cr, args[1:]) // commands_setslot.go
 	default:
 		return errUnknownSubcommand(string(args[0]), "cluster")
 	}
@@ -298,8 +303,14 @@ type clusterView struct {
 	led     []bool         // per shard: primary is a known leader
 }
 
-func newClusterView(st *cluster.State) *clusterView {
+func newClusterView(cr *ClusterRouter) *clusterView {
+	st := cr.State()
 	t := st.Topology()
+	if m := cr.SlotStates().Overlay(t.Slots); m != t.Slots { // SETSLOT NODE's owners
+		o := *t
+		o.Slots = m
+		t = &o
+	}
 	v := &clusterView{topo: t, self: st.Self(), primary: make([]cluster.Node, t.Shards), led: make([]bool, t.Shards)}
 	for s := range t.Shards {
 		if l, ok := st.Leader(s); ok {

@@ -101,6 +101,11 @@ type conn struct {
 	// does not lead their shard (route.go). Only the connection's
 	// goroutine touches it.
 	readonly bool
+	// asking is set by ASKING and cleared by the next command's routing
+	// (route.go takeAsking): it admits that command to a slot this
+	// node's shard is importing. Only the connection's goroutine
+	// touches it.
+	asking bool
 
 	// frameStart is when the command being read began to arrive (zero
 	// between commands); see readDeadline. Only the connection's goroutine

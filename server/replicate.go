@@ -359,6 +359,10 @@ func (cn *conn) applyOne(args [][]byte, start time.Duration) bool {
 		cn.w.WriteErr(NewError("'" + cmd.name + "' cannot be replicated"))
 		return true
 	}
+	if err := cn.srv.slotGuard(cmd, args); err != nil { // setslot_apply.go
+		cn.w.WriteErr(err)
+		return true
+	}
 	return cn.run(cmd, args, start)
 }
 

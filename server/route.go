@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,6 +48,9 @@ func (s *Server) SetRouter(r Router) {
 	if r == nil {
 		s.router.Store(nil)
 		return
+	}
+	if cr, ok := r.(*ClusterRouter); ok {
+		s.slots.CompareAndSwap(nil, cr.cfg.Slots)
 	}
 	s.router.Store(&routerBox{r})
 }
@@ -140,11 +144,6 @@ var (
 	errClusterDisabled = NewError("This instance has cluster support disabled")
 )
 
-// movedError is "-MOVED slot host:port".
-func movedError(slot int, addr string) *ReplyError {
-	return &ReplyError{Code: "MOVED", Msg: strconv.Itoa(slot) + " " + addr}
-}
-
 // ClusterConfig configures a ClusterRouter.
 type ClusterConfig struct {
 	// State is the cluster as this node knows it.
@@ -152,16 +151,29 @@ type ClusterConfig struct {
 	// Collections lists this node's collections (engine.DB.List), for
 	// CLUSTER COUNTKEYSINSLOT and GETKEYSINSLOT. Nil: none.
 	Collections func() []string
+	// Exists reports whether this node has the collection name; a
+	// migrating slot's commands for a collection it lacks are sent to
+	// the target with -ASK. Nil: looked up in Collections.
+	Exists func(name string) bool
+	// Slots is this shard's replicated slot-state table (CLUSTER
+	// SETSLOT). Nil: an empty table kept in memory only. It must be
+	// the table given to Server.SetSlotStates, if any.
+	Slots *cluster.SlotStates
 }
 
 // ClusterRouter is the Router of cluster mode: a command's collection
-// name gives its slot (cluster.HashSlot), the slot map its shard, and the
+// name gives its slot (cluster.HashSlot), the slot map its shard (an
+// owner set by CLUSTER SETSLOT NODE overrides slots.tsv), and the
 // shard's current leader serves it. It answers:
 //
 //   - keyless commands: served here;
 //   - a slot of this node's shard: served here if this node leads the
 //     shard, or if the command is a read and the connection sent
-//     READONLY; otherwise MOVED to the leader;
+//     READONLY; otherwise MOVED to the leader; but when the slot is
+//     MIGRATING and this node lacks the collection (moved already, or
+//     not yet created), ASK to the target shard's leader;
+//   - a slot of another shard that this shard is IMPORTING: served here
+//     if the command follows ASKING and this node leads its shard;
 //   - a slot of another shard: MOVED to that shard's leader;
 //   - a shard whose leader is not known: CLUSTERDOWN (clients retry).
 type ClusterRouter struct {
@@ -173,30 +185,75 @@ func NewClusterRouter(cfg ClusterConfig) *ClusterRouter {
 	if cfg.Collections == nil {
 		cfg.Collections = func() []string { return nil }
 	}
+	if cfg.Exists == nil {
+		list := cfg.Collections
+		cfg.Exists = func(name string) bool { return slices.Contains(list(), name) }
+	}
+	if cfg.Slots == nil {
+		cfg.Slots = cluster.NewSlotStates()
+	}
 	return &ClusterRouter{cfg: cfg}
 }
 
 // State returns the cluster state the router reads.
 func (r *ClusterRouter) State() *cluster.State { return r.cfg.State }
 
+// SlotStates returns the shard's slot-state table the router reads.
+func (r *ClusterRouter) SlotStates() *cluster.SlotStates { return r.cfg.Slots }
+
+// owner returns the shard that owns slot: SETSLOT NODE's, else slots.tsv's.
+func (r *ClusterRouter) owner(slot int) int {
+	if s, ok := r.cfg.Slots.Owner(slot); ok {
+		return s
+	}
+	return int(r.cfg.State.Topology().Slots[slot])
+}
+
 // Route implements Router.
 func (r *ClusterRouter) Route(c *Ctx, name string, args [][]byte, write bool) error {
+	asking := c.takeAsking(name)
 	ks := keySpecOf(name)
 	if ks.first == 0 || len(args) < ks.first {
 		return nil
 	}
-	slot := cluster.HashSlot(args[ks.first-1])
+	key := args[ks.first-1]
+	slot := cluster.HashSlot(key)
 	st := r.cfg.State
-	shard := int(st.Topology().Slots[slot])
-	if shard == st.Self().Shard {
+	shard := r.owner(slot)
+	self := st.Self().Shard
+	if shard == self {
 		if (!write && c.ReadOnlyReads()) || st.IsLeader() {
+			if m := r.cfg.Slots.Migration(slot); m.Mode == cluster.SlotMigrating && !r.cfg.Exists(string(key)) {
+				return r.redirect(slot, m.Shard, "ASK")
+			}
 			return nil
 		}
+	} else if asking && st.IsLeader() && r.cfg.Slots.Migration(slot).Mode == cluster.SlotImporting {
+		return nil
 	}
-	leader, ok := st.Leader(shard)
+	return r.redirect(slot, shard, "MOVED")
+}
+
+// redirect is "-MOVED|ASK slot leader-of-shard", or CLUSTERDOWN while the
+// shard has no known leader.
+func (r *ClusterRouter) redirect(slot, shard int, code string) error {
+	leader, ok := r.cfg.State.Leader(shard)
 	if !ok {
 		return &ReplyError{Code: "CLUSTERDOWN", Msg: "Hash slot " + strconv.Itoa(slot) +
 			" is served by shard " + strconv.Itoa(shard) + ", which has no leader now; retry"}
 	}
-	return movedError(slot, leader.Addr)
+	return &ReplyError{Code: code, Msg: strconv.Itoa(slot) + " " + leader.Addr}
+}
+
+// takeAsking reports whether the connection sent ASKING just before this
+// command, and clears it: ASKING admits one command (ASKING itself does
+// not consume it, so that ASKING twice is ASKING once).
+// REQUIRES: called by the connection's goroutine.
+func (c *Ctx) takeAsking(name string) bool {
+	if c == nil || name == "asking" { // nil: a caller without a connection (BenchmarkClusterRoute)
+		return false
+	}
+	a := c.conn.asking
+	c.conn.asking = false
+	return a
 }

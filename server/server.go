@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/memrl/memrl/cluster"
 )
 
 // Version is the server version reported by HELLO and INFO.
@@ -154,6 +156,12 @@ type Server struct {
 	repl atomic.Pointer[Replicator]
 	// router, if set, decides where each command is served (route.go).
 	router atomic.Pointer[routerBox]
+	// slots is the shard's slot-state table that MEMRL.SETSLOT applies
+	// to (commands_setslot.go), or nil.
+	slots atomic.Pointer[cluster.SlotStates]
+	// guard, if set, checks replicated writes against the slot states
+	// as they apply (setslot_apply.go).
+	guard atomic.Pointer[slotGuard]
 
 	// done is closed by the first Shutdown: it ends the waits of
 	// connections holding back a failed AUTH's answer (auth_throttle.go).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,6 +44,13 @@ follows the leader, then adds it to nodes.tsv for every router (CLUSTER
 RELOAD). remove has the shard's leader remove the node (RAFT.REMOVE), takes
 it out of nodes.tsv and the routers, then stops it; its data folder stays.
 
+add --new-shard starts a new shard: a raft group of R nodes (default: as
+many as shard 0 has) with no slots. reshard moves N slots from shard S to
+shard T (CLUSTER SETSLOT on both shards' leaders, then slots.tsv and CLUSTER
+RELOAD on every node); only slots without collections can move for now.
+rebalance gives every shard an even share of the slots, moving slots
+without collections from the shards that have more.
+
 Try it:  memrl cluster start --dir /tmp/c --shards 2 && redis-cli -c -p 7000
 
 Flags:
@@ -57,10 +65,21 @@ func init() {
 	clusterCommands = []subcommand{
 		{"start", "--dir DIR [--shards S] [--replicas R] [--port P] [-- serve flags...]", "", clusterStart},
 		{"stop", "--dir DIR [--timeout 15s]", "", clusterStop},
-		{"add", "--dir DIR --shard S [--port P] [-- serve flags...]", "", clusterAdd},
+		{"add", "--dir DIR (--shard S | --new-shard [--replicas R]) [--port P] [-- serve flags...]", "", clusterAddNodeOrShard},
 		{"remove", "--dir DIR --node ID [--timeout 15s] [-- serve flags...]", "", clusterRemove},
+		{"reshard", "--dir DIR --from S --to T --slots N", "", clusterReshard}, // cluster_reshard.go
+		{"rebalance", "--dir DIR", "", clusterRebalance},                       // cluster_rebalance.go
 	}
 	commands["cluster"] = clusterCmd
+}
+
+// clusterAddNodeOrShard is memrl cluster add: one more node for a shard
+// (--shard), or a new shard (--new-shard).
+func clusterAddNodeOrShard(args []string) error {
+	if slices.ContainsFunc(args, func(a string) bool { return a == "--new-shard" || a == "-new-shard" }) {
+		return clusterAddShard(args) // cluster_reshard.go
+	}
+	return clusterAdd(args)
 }
 
 // clusterUsage is memrl cluster --help's text, and every action's.
@@ -214,6 +233,12 @@ func startCluster(o startOptions, out *os.File) error {
 		return nil
 	}
 	for s := range cluster.Shards(nodes) {
+		if len(slots.Ranges(s)) == 0 { // a shard added with no slots yet: no write can reach it
+			if _, err := shardLeader(ctx, nodes, s); err != nil {
+				return fail(err)
+			}
+			continue
+		}
 		if err := probeShard(ctx, nodes, slots, s, exited); err != nil {
 			return fail(err)
 		}

@@ -31,6 +31,12 @@ type clusterFlags struct {
 	// auth is what this node sends other nodes' client ports (set with
 	// leader by the replication layer: replicaFlags.clientAuth).
 	auth cluster.Auth
+	// slots and exists, if set before start (the replication layer sets
+	// them), are the shard's replicated slot states and a look-up of
+	// this node's collections, for the router. Nil: an in-memory table,
+	// and a look-up in the collections' list.
+	slots  *cluster.SlotStates
+	exists func(name string) bool
 }
 
 // addClusterFlags defines the cluster-mode flags on fs.
@@ -95,7 +101,7 @@ func (f *clusterFlags) start(srv *server.Server, collections func() []string, lo
 	if err := needsReplication(st.Topology(), f.node.Shard, f.leader != nil); err != nil {
 		return nil, err
 	}
-	srv.SetRouter(server.NewClusterRouter(server.ClusterConfig{State: st, Collections: collections}))
+	srv.SetRouter(server.NewClusterRouter(server.ClusterConfig{State: st, Collections: collections, Exists: f.exists, Slots: f.slots}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

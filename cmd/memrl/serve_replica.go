@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/memrl/memrl/cluster"
@@ -192,8 +193,28 @@ func openReplica(f *replicaFlags, c *clusterFlags, o *serveOptions, eopts engine
 	if auth.Password == "" && len(o.cfg.Users) > 0 {
 		logger.Warn("users are set but no default user's password nor --masterauth: other nodes will answer this node's ROLE polls and MEM.LIST CLUSTER with NOAUTH")
 	}
+	// The shard's slot states (CLUSTER SETSLOT) are replicated: applied
+	// by every replica from the log, kept in its engine folder so that
+	// a raft snapshot ships them, read back when one is installed. They
+	// are registered before the group opens, since committed entries
+	// may apply before the router is set.
+	// cur is the engine entries apply to (set before any applies).
+	var cur atomic.Pointer[engine.DB]
+	c.slots = cluster.NewSlotStates()
+	c.exists = func(name string) bool {
+		_, err := cur.Load().Collection(name)
+		return err == nil
+	}
+	srv.SetSlotStates(c.slots, self.Shard, c.exists)
+	opened := func(db *engine.DB) error {
+		if err := c.slots.Load(db.Dir()); err != nil {
+			return err
+		}
+		cur.Store(db)
+		return nil
+	}
 	node, err := replica.Open(replica.Config{ID: self.ID, Dir: o.dir, RaftAddr: cluster.RaftAddr(self.Addr),
-		Security: f.security(), ClientAuth: auth, Peers: peers, Engine: eopts, Logger: logger}, srv)
+		Security: f.security(), ClientAuth: auth, Peers: peers, Engine: eopts, Logger: logger, EngineOpened: opened}, srv)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/memrl/memrl/cluster"
+	"github.com/memrl/memrl/internal/cliflag"
+)
+
+// memrl cluster rebalance (docs/CLUSTER.md "Resharding"): even slot
+// counts, by the moves of memrl cluster reshard (cluster_reshard.go).
+
+// clusterRebalance is memrl cluster rebalance: every shard gets
+// NumSlots/shards slots (the first NumSlots%shards one more), moving
+// slots without collections from the shards that have more to those that
+// have fewer.
+func clusterRebalance(args []string) error {
+	fs := flag.NewFlagSet("cluster rebalance", flag.ContinueOnError)
+	dir := fs.String("dir", "", "the running cluster's folder")
+	wait := fs.Duration("wait", 60*time.Second, "how long to wait for a shard's leader at each step")
+	fs.Usage = func() { fmt.Fprint(fs.Output(), clusterReshardUsage); fs.PrintDefaults() }
+	if err := cliflag.Parse(fs, args, 0); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return cliflag.Usagef("--dir is required")
+	}
+	nodes, err := cluster.ReadNodes(filepath.Join(*dir, cluster.NodesFile))
+	if err != nil {
+		return err
+	}
+	shards := cluster.Shards(nodes)
+	slots, err := cluster.ReadSlots(filepath.Join(*dir, cluster.SlotsFile), shards)
+	if err != nil {
+		return err
+	}
+	plan, short, err := rebalancePlan(nodes, slots, shards, *wait)
+	if err != nil {
+		return err
+	}
+	total := 0
+	var errs []error
+	for _, m := range plan {
+		moved, _, err := moveSlots(*wait, nodes, slots, m.slots, m.from, m.to)
+		total += moved
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+	}
+	if total > 0 {
+		errs = append(errs, writeSlotsAndReload(*dir, nodes, slots, shards))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w (%d slots moved)", err, total)
+	}
+	fmt.Printf("memrl cluster: moved %d slots; slots per shard:", total)
+	for k := range shards {
+		fmt.Printf(" %d", countSlots(slots, k))
+	}
+	fmt.Println()
+	if short > 0 {
+		fmt.Printf("%d slots could not move: they hold collections (%v)\n", short, errSlotHasData)
+	}
+	return nil
+}
+
+// slotMove is a batch of slots for moveSlots.
+type slotMove struct {
+	from, to int
+	slots    []int
+}
+
+// rebalancePlan asks each shard over its even share which of its slots
+// hold no collection, and plans their moves (planRebalance).
+func rebalancePlan(nodes []cluster.Node, slots *cluster.SlotMap, shards int, wait time.Duration) (plan []slotMove, short int, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	free := make([][]int, shards)
+	for k, want := range evenShares(shards) {
+		if countSlots(slots, k) <= want {
+			continue
+		}
+		if free[k], _, err = emptySlots(ctx, nodes, slots, k); err != nil {
+			return nil, 0, err
+		}
+	}
+	plan, short = planRebalance(slots, shards, free)
+	return plan, short, nil
+}
+
+// evenShares returns each shard's even share of the slots: NumSlots/shards,
+// the first NumSlots%shards one more.
+func evenShares(shards int) []int {
+	want := make([]int, shards)
+	for k := range want {
+		want[k] = cluster.NumSlots / shards
+		if k < cluster.NumSlots%shards {
+			want[k]++
+		}
+	}
+	return want
+}
+
+// planRebalance pairs the shards over their even share with those under
+// it, giving only the slots of free (per shard, its slots without
+// collections, in the order to give them); short counts the slots a shard
+// could not give because they hold collections.
+func planRebalance(slots *cluster.SlotMap, shards int, free [][]int) (plan []slotMove, short int) {
+	want := evenShares(shards)
+	need := make([]int, shards) // > 0: to receive; < 0: to give
+	for k := range shards {
+		need[k] = want[k] - countSlots(slots, k)
+	}
+	for from := range shards {
+		if need[from] >= 0 {
+			continue
+		}
+		give := min(-need[from], len(free[from]))
+		short += -need[from] - give
+		f := free[from][:give]
+		for to := range shards {
+			if need[to] <= 0 || len(f) == 0 {
+				continue
+			}
+			n := min(need[to], len(f))
+			plan = append(plan, slotMove{from: from, to: to, slots: f[:n]})
+			f, need[to] = f[n:], need[to]-n
+		}
+	}
+	return plan, short
+}
+
+func countSlots(slots *cluster.SlotMap, shard int) int {
+	n := 0
+	for _, s := range slots {
+		if int(s) == shard {
+			n++
+		}
+	}
+	return n
+}
