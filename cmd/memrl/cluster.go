@@ -28,7 +28,7 @@ DIR/<node-id>, logs in DIR/<node-id>.log; it writes DIR/nodes.tsv (node id,
 client address, shard, pid) and returns once every shard accepts a write.
 Flags after -- are passed to every memrl serve; with a password there
 (--requirepass-file, $MEMRL_PASSWORD, --masterauth) start and add send it to
-the nodes, over TLS if they speak it (remove takes the same flags after -- to
+the nodes, over TLS if they speak it (remove, reshard and rebalance take the same flags after -- to
 learn them). Unless those
 flags or $MEMRL_CLUSTER_SECRET give a cluster secret or TLS, start makes
 DIR/cluster.secret and passes it to every node for its raft port. A DIR
@@ -67,8 +67,8 @@ func init() {
 		{"stop", "--dir DIR [--timeout 15s]", "", clusterStop},
 		{"add", "--dir DIR (--shard S | --new-shard [--replicas R]) [--port P] [-- serve flags...]", "", clusterAddNodeOrShard},
 		{"remove", "--dir DIR --node ID [--timeout 15s] [-- serve flags...]", "", clusterRemove},
-		{"reshard", "--dir DIR --from S --to T --slots N", "", clusterReshard}, // cluster_reshard.go
-		{"rebalance", "--dir DIR", "", clusterRebalance},                       // cluster_rebalance.go
+		{"reshard", "--dir DIR --from S --to T --slots N [-- serve flags...]", "", clusterReshard}, // cluster_reshard.go
+		{"rebalance", "--dir DIR [-- serve flags...]", "", clusterRebalance},                       // cluster_rebalance.go
 	}
 	commands["cluster"] = clusterCmd
 }

@@ -20,6 +20,10 @@ import (
 // slots without collections from the shards that have more to those that
 // have fewer.
 func clusterRebalance(args []string) error {
+	args, err := setNodeAuth(args) // cluster_reshard.go
+	if err != nil {
+		return err
+	}
 	fs := flag.NewFlagSet("cluster rebalance", flag.ContinueOnError)
 	dir := fs.String("dir", "", "the running cluster's folder")
 	wait := fs.Duration("wait", 60*time.Second, "how long to wait for a shard's leader at each step")

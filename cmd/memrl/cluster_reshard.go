@@ -70,6 +70,13 @@ func clusterAddShard(args []string) error {
 	if *dir == "" {
 		return cliflag.Usagef("--dir is required")
 	}
+	var err error
+	if nodeAuth, err = toolAuth(serveArgs, os.LookupEnv); err != nil { // cluster_security.go
+		return cliflag.Usagef("%v", err)
+	}
+	if serveArgs, err = withClusterSecret(*dir, serveArgs, os.LookupEnv, false); err != nil {
+		return err
+	}
 	nodesPath := filepath.Join(*dir, cluster.NodesFile)
 	nodes, err := cluster.ReadNodes(nodesPath)
 	if err != nil {
@@ -170,6 +177,10 @@ var errSlotHasData = errors.New("the slot holds collections, and moving collecti
 
 // clusterReshard is memrl cluster reshard.
 func clusterReshard(args []string) error {
+	args, err := setNodeAuth(args)
+	if err != nil {
+		return err
+	}
 	fs := flag.NewFlagSet("cluster reshard", flag.ContinueOnError)
 	dir := fs.String("dir", "", "the running cluster's folder")
 	from := fs.Int("from", -1, "the shard to take slots from")
@@ -369,7 +380,7 @@ func leaderReply(ctx context.Context, nodes []cluster.Node, shard int, args ...s
 			leaderCache[shard] = l
 			leaderMu.Unlock()
 		}
-		v, err := cluster.Do(ctx, l.Addr, 10*time.Second, args...)
+		v, err := nodeAuth.Do(ctx, l.Addr, 10*time.Second, args...)
 		var re cluster.RedisError
 		if err == nil || (errors.As(err, &re) && !retryable(string(re))) {
 			return v, err
@@ -410,7 +421,7 @@ func writeSlotsAndReload(dir string, nodes []cluster.Node, slots *cluster.SlotMa
 	defer cancel()
 	var errs []error
 	for _, n := range nodes {
-		_, err := cluster.Do(ctx, n.Addr, 5*time.Second, "CLUSTER", "RELOAD")
+		_, err := nodeAuth.Do(ctx, n.Addr, 5*time.Second, "CLUSTER", "RELOAD")
 		var re cluster.RedisError
 		switch {
 		case err == nil:
@@ -422,4 +433,22 @@ func writeSlotsAndReload(dir string, nodes []cluster.Node, slots *cluster.SlotMa
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// setNodeAuth sets nodeAuth from the serve flags after "--" in args (the
+// password the nodes were started with, or $MEMRL_PASSWORD) and returns
+// the arguments before it.
+func setNodeAuth(args []string) ([]string, error) {
+	var serveArgs []string
+	for i, a := range args {
+		if a == "--" {
+			args, serveArgs = args[:i], args[i+1:]
+			break
+		}
+	}
+	var err error
+	if nodeAuth, err = toolAuth(serveArgs, os.LookupEnv); err != nil { // cluster_security.go
+		return nil, cliflag.Usagef("%v", err)
+	}
+	return args, nil
 }
