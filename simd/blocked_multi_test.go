@@ -22,6 +22,10 @@ func TestDotBlockedF16Multi(t *testing.T) {
 					randFloats(r, rows)
 					qs := tail(r, nq*dim, 1)
 					blk := BlockedF16(rows, dim)
+					rounded := make([]float32, len(rows))
+					for i, v := range rows {
+						rounded[i] = FromFloat16(ToFloat16(v))
+					}
 					out := make([]float32, nq*n+3)
 					for i := range out {
 						out[i] = 12345 // must be overwritten, but not past nq·n
@@ -43,11 +47,10 @@ func TestDotBlockedF16Multi(t *testing.T) {
 							if math.Float32bits(got) != math.Float32bits(one[j]) {
 								t.Fatalf("%s dim=%d n=%d nq=%d query %d row %d: %g, one-query kernel %g", level, dim, n, nq, i, j, got, one[j])
 							}
-							rounded := make([]float32, dim)
-							for d := range rounded {
-								rounded[d] = FromFloat16(ToFloat16(rows[j*dim+d]))
+							if n > 136 && j%17 != 0 {
+								continue // bit equality for every row; the sums' accuracy for a sample of the large shape
 							}
-							want, abs := exactDot(q, rounded)
+							want, abs := exactDot(q, rounded[j*dim:(j+1)*dim])
 							if !near(got, want, abs, dim) || !near(got, float64(ref[i*n+j]), abs, 2*dim) {
 								t.Fatalf("%s dim=%d n=%d nq=%d query %d row %d: %g, exact %g, reference %g", level, dim, n, nq, i, j, got, want, ref[i*n+j])
 							}

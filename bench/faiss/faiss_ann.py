@@ -5,7 +5,11 @@ Runs IndexIVFPQ wrapped in IndexRefineFlat (8-bit codes) or IndexIVFPQFastScan
 (4-bit codes; Debian's FAISS 1.7.3 aborts on an assertion when fast scan is
 asked for many neighbours, k=100 or inside a refine, so it runs without
 re-ranking), builds on --threads threads and searches on one thread, one
-query per call, as a server answers them. Writes the same JSON fields as
+query per call, as a server answers them; or, with --batch B, the query
+set in matrices of B rows, each one search call on --threads OpenMP threads
+(omp_set_num_threads), as `memrl bench ann --batch B --threads T` runs it:
+then qps is the queries over the sweep's wall time, cpu_us the process's
+CPU time (every thread) per query, and p50_us/p99_us a batch's latency. Writes the same JSON fields as
 memrl (nprobe, refine, recall1, recall10, qps, p50_us, p99_us, build_s,
 index_bytes).
 
@@ -59,7 +63,10 @@ def main():
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--nq", type=int, default=0)
     ap.add_argument("--train-size", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--threads", type=int, default=os.cpu_count(),
+                    help="threads for the build, and for the search with --batch")
+    ap.add_argument("--batch", type=int, default=0,
+                    help="search the queries as matrices of N rows on --threads threads (0: one query per call, one thread)")
     ap.add_argument("--json")
     ap.add_argument("--out-ids")
     ap.add_argument("--index-cache", help="reuse the built index in this file (build_s then comes from "
@@ -115,7 +122,7 @@ def main():
         # copy of the raw vectors is memrl's vector store.
         nbytes = index_bytes(base_index)
 
-    faiss.omp_set_num_threads(1)
+    faiss.omp_set_num_threads(a.threads if a.batch > 0 else 1)
     results = []
     print(f"{'index':<22} {'nprobe':>6} {'refine':>6} {'R@1':>8} {'R@10':>8} {'QPS':>9} {'mean_us':>9} "
           f"{'p99_us':>9} {'build_s':>8} {'index_MB':>12} {'rss_MB':>10}")
@@ -127,14 +134,28 @@ def main():
             nq = xq.shape[0]
             lat = np.empty(nq)
             ids = np.empty((nq, a.k), dtype=np.int32)
-            for i in range(nq):
-                q = xq[i:i + 1]
+            cpu0 = time.process_time_ns() if a.batch > 0 else time.thread_time_ns()
+            blat = []
+            step = a.batch if a.batch > 0 else 1
+            for lo in range(0, nq, step):
+                hi = min(lo + step, nq)
                 s = time.perf_counter()
-                _, I = index.search(q, a.k)
-                lat[i] = time.perf_counter() - s
-                ids[i] = I[0]
+                _, I = index.search(xq[lo:hi], a.k)
+                t = time.perf_counter() - s
+                blat.append(t)
+                lat[lo:hi] = t / (hi - lo)
+                ids[lo:hi] = I
+            if a.batch > 0:
+                cpu_us = (time.process_time_ns() - cpu0) / 1000 / nq
+            else:
+                cpu_us = (time.thread_time_ns() - cpu0) / 1000 / nq
             r = summarize(ids, gt, lat, nprobe=np_, refine=rf, build_s=build_s, index_bytes=nbytes,
-                          engine="faiss", index=name)
+                          engine="faiss", index=name, cpu_us=cpu_us,
+                          threads=a.threads if a.batch > 0 else 1, batch=max(a.batch, 1))
+            if a.batch > 0:
+                blat.sort()
+                r["p50_us"] = blat[len(blat) // 2] * 1e6
+                r["p99_us"] = blat[min(len(blat) - 1, len(blat) * 99 // 100)] * 1e6
             results.append(r)
             print(row_line(name, np_, rf, r), flush=True)
             if a.out_ids:

@@ -4,7 +4,11 @@
 Builds an HNSW graph with Debian's python3-hnswlib (M=16, efConstruction=200
 by default: the settings users pick and the issue measured against) on
 --threads threads, then sweeps the search breadth ef on one thread, one
-query per call, as a server answers them. Writes the same JSON fields as
+query per call, as a server answers them; or, with --batch B, the query set
+in matrices of B rows, each one knn_query call on --threads threads
+(num_threads), as `memrl bench ann --batch B --threads T` runs it: then qps
+is the queries over the sweep's wall time, cpu_us the process's CPU time
+(every thread) per query, and p50_us/p99_us a batch's latency. Writes the same JSON fields as
 memrl and bench/faiss (nprobe, refine, recall1, recall10, qps, mean_us,
 p50_us, p99_us, build_s, index_bytes, rss_bytes, engine, index); nprobe
 holds ef (the knob that trades recall for speed) and refine is 1; cpu_us
@@ -73,7 +77,10 @@ def main():
     ap.add_argument("--ef", default="16,32,64,128,256,512")
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--nq", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--threads", type=int, default=os.cpu_count(),
+                    help="threads for the build, and for the search with --batch")
+    ap.add_argument("--batch", type=int, default=0,
+                    help="search the queries as matrices of N rows on --threads threads (0: one query per call, one thread)")
     ap.add_argument("--json")
     ap.add_argument("--out-ids")
     ap.add_argument("--index-cache", help="reuse the built graph in this file (build_s then comes from "
@@ -113,7 +120,7 @@ def main():
                 f.write(str(build_s))
     nbytes = graph_bytes(index, n, a.M)
 
-    index.set_num_threads(1)
+    index.set_num_threads(a.threads if a.batch > 0 else 1)
     results = []
     print(f"{'index':<22} {'ef':>6} {'refine':>6} {'R@1':>8} {'R@10':>8} {'QPS':>9} {'mean_us':>9} "
           f"{'p99_us':>9} {'build_s':>8} {'index_MB':>12} {'rss_MB':>10}")
@@ -122,19 +129,39 @@ def main():
         nq = xq.shape[0]
         lat = np.empty(nq)
         ids = np.empty((nq, a.k), dtype=np.int64)
-        # Thread CPU time of the whole sweep (search runs on this thread:
-        # set_num_threads(1)), as memrl's cpu_us: unlike QPS it does not
-        # move with other work on the machine. It includes the Python call.
-        cpu0 = time.thread_time_ns()
-        for i in range(nq):
-            q = xq[i:i + 1]
-            s = time.perf_counter()
-            labels, _ = index.knn_query(q, k=a.k)
-            lat[i] = time.perf_counter() - s
-            ids[i] = labels[0]
-        cpu_us = (time.thread_time_ns() - cpu0) / 1000 / nq
-        r = summarize(ids, gt, lat, nprobe=ef, refine=1, ef=ef, build_s=build_s, index_bytes=nbytes,
-                      engine="hnswlib", index=name, cpu_us=cpu_us)
+        if a.batch > 0:
+            # Matrices of B queries on --threads threads; the process's
+            # CPU time (every thread), as memrl's --batch reports it.
+            cpu0 = time.process_time_ns()
+            blat = []
+            for lo in range(0, nq, a.batch):
+                hi = min(lo + a.batch, nq)
+                s = time.perf_counter()
+                labels, _ = index.knn_query(xq[lo:hi], k=a.k, num_threads=a.threads)
+                t = time.perf_counter() - s
+                blat.append(t)
+                lat[lo:hi] = t / (hi - lo)
+                ids[lo:hi] = labels
+            cpu_us = (time.process_time_ns() - cpu0) / 1000 / nq
+            r = summarize(ids, gt, lat, nprobe=ef, refine=1, ef=ef, build_s=build_s, index_bytes=nbytes,
+                          engine="hnswlib", index=name, cpu_us=cpu_us, threads=a.threads, batch=a.batch)
+            blat.sort()
+            r["p50_us"] = blat[len(blat) // 2] * 1e6
+            r["p99_us"] = blat[min(len(blat) - 1, len(blat) * 99 // 100)] * 1e6
+        else:
+            # Thread CPU time of the whole sweep (search runs on this thread:
+            # set_num_threads(1)), as memrl's cpu_us: unlike QPS it does not
+            # move with other work on the machine. It includes the Python call.
+            cpu0 = time.thread_time_ns()
+            for i in range(nq):
+                q = xq[i:i + 1]
+                s = time.perf_counter()
+                labels, _ = index.knn_query(q, k=a.k)
+                lat[i] = time.perf_counter() - s
+                ids[i] = labels[0]
+            cpu_us = (time.thread_time_ns() - cpu0) / 1000 / nq
+            r = summarize(ids, gt, lat, nprobe=ef, refine=1, ef=ef, build_s=build_s, index_bytes=nbytes,
+                          engine="hnswlib", index=name, cpu_us=cpu_us, threads=1, batch=1)
         results.append(r)
         print(row_line(name, ef, 1, r), flush=True)
         if a.out_ids:
