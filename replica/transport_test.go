@@ -156,15 +156,10 @@ func nonLoopbackIP(t *testing.T) string {
 func TestRaftPortRefusesStrangers(t *testing.T) {
 	sec := Security{Secret: testSecret}
 	nodes := startQuietGroup(t, 3, func() (*raft.NetworkTransport, error) { return ListenSecure("127.0.0.1:0", sec, nil) })
-	leader := waitLeader(t, nodes)
 	ctx := context.Background()
+	stableWrite(t, nodes, "already exists", "MEM.CREATE", "c", "DIM", 2)
+	leader := stableWrite(t, nodes, "already exists", "MEM.ADD", "c", "VALUES", 2, 1, 2, "PAYLOAD", "real", "ID", 1)
 	rdb := leader.client(t)
-	if err := rdb.Do(ctx, "MEM.CREATE", "c", "DIM", 2).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rdb.Do(ctx, "MEM.ADD", "c", "VALUES", 2, 1, 2, "PAYLOAD", "real").Err(); err != nil {
-		t.Fatal(err)
-	}
 	waitCaughtUp(t, leader, nodes)
 	var target *testNode
 	for _, tn := range nodes {
@@ -519,4 +514,28 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// stableWrite runs a setup write on the group's leader, and again on the
+// next leader while the outcome is unknown or the node no longer leads: on
+// a loaded machine a new leader can lose its place before its first
+// commit (the test failed so: "leadership lost while committing log").
+// An error containing applied (the write found done by its retry) counts
+// as success. It returns the leader that acknowledged.
+func stableWrite(t *testing.T, nodes []*testNode, applied string, args ...any) *testNode {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		leader := waitLeader(t, nodes)
+		err := leader.client(t).Do(context.Background(), args...).Err()
+		if err == nil || strings.Contains(err.Error(), applied) {
+			return leader
+		}
+		retry := strings.Contains(err.Error(), "may or may not have been applied") ||
+			strings.HasPrefix(err.Error(), "TRYAGAIN") || strings.HasPrefix(err.Error(), "MOVED") ||
+			strings.HasPrefix(err.Error(), "CLUSTERDOWN")
+		if !retry || time.Now().After(deadline) {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
 }

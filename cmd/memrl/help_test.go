@@ -45,7 +45,7 @@ func TestHelpListsEverySubcommand(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(top, "memrl cluster start|stop|add|remove ") {
+	if !strings.Contains(top, "memrl cluster start|stop|add|remove|reshard|rebalance ") {
 		t.Errorf("memrl help's cluster line:\n%s", top)
 	}
 	for _, b := range benchCommands {
