@@ -33,8 +33,12 @@ import (
 // Short by default (one round of each fault, about half a minute);
 // MEMRL_FAULT_ROUNDS=N runs N rounds of each (docs/CLUSTER.md, "Tested").
 
-// faultMemories is how many memories the clients reward and read.
-const faultMemories = 8
+// memoriesPerRound is how many memories the clients reward and read per
+// round of faults: spreading a longer history over more memories keeps
+// each memory's history (porcupine's partition, whose check time grows
+// fast with its operations of unknown outcome) about as short as in one
+// round.
+const memoriesPerRound = 8
 
 // faultNode is one `memrl serve` process of the shard, restarted with the
 // same arguments after a SIGKILL.
@@ -67,6 +71,21 @@ type faultShard struct {
 	nodesPath string
 	nodes     []*faultNode
 	leader    atomic.Pointer[faultNode] // the last node seen leading (the clients' target)
+	uids      bool                      // each node runs as its own uid
+}
+
+// othersReach reports whether every directory from dir up to / lets other
+// users through (o+x).
+func othersReach(dir string) bool {
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if d == filepath.Dir(d) {
+			return true
+		}
+	}
 }
 
 // startFaultShard starts three nodes of one shard, each as its own uid
@@ -77,6 +96,20 @@ func startFaultShard(t *testing.T, asUIDs bool) *faultShard {
 	bin := clusterBin(t)
 	dir := t.TempDir()
 	s := &faultShard{t: t, bin: bin, nodesPath: filepath.Join(dir, "nodes.tsv")}
+	if asUIDs {
+		// The nodes run as other uids: they must reach the binary, the
+		// nodes file and their directories.
+		for _, d := range []string{filepath.Dir(bin), dir, filepath.Dir(dir)} {
+			if err := os.Chmod(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !othersReach(filepath.Dir(bin)) || !othersReach(dir) {
+			t.Logf("%s or %s is closed to other users: the nodes run as this user", bin, dir)
+			asUIDs = false
+		}
+	}
+	s.uids = asUIDs
 	port := freePortRange(t, 3)
 	lines := "# memrl nodes v1\n"
 	for i := 0; i < 3; i++ {
@@ -116,15 +149,6 @@ func startFaultShard(t *testing.T, asUIDs bool) *faultShard {
 	}
 	if err := os.WriteFile(s.nodesPath, []byte(lines), 0o644); err != nil {
 		t.Fatal(err)
-	}
-	if asUIDs {
-		// The nodes run as other uids: they must reach the binary, the
-		// nodes file and their directories.
-		for _, d := range []string{filepath.Dir(bin), dir, filepath.Dir(dir)} {
-			if err := os.Chmod(d, 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
 	}
 	for _, n := range s.nodes {
 		s.start(n)
@@ -239,7 +263,7 @@ func (s *faultShard) waitCaughtUp(n *faultNode) {
 	})
 }
 
-// faultClients rewards and reads memories 1..faultMemories through the
+// faultClients rewards and reads memories 1..memories through the
 // shard's leader, recording the history.
 type faultClients struct {
 	start time.Time
@@ -248,7 +272,8 @@ type faultClients struct {
 	// unknown outcome when it was not refused (TRYAGAIN, CLUSTERDOWN,
 	// MOVED, LOADING: not applied) and did not answer.
 	history      []porcupine.Operation
-	acked, tried [faultMemories + 1]int64
+	memories     int
+	acked, tried []int64 // by memory id
 	ops, unknown atomic.Int64
 	ackCount     atomic.Int64 // acknowledged rewards
 }
@@ -303,7 +328,7 @@ func (w *faultClients) run(s *faultShard, n int, stop chan struct{}) chan struct
 						DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
 					conns[at] = rdb
 				}
-				id := uint64(1 + rng.Intn(faultMemories))
+				id := uint64(1 + rng.Intn(w.memories))
 				var in linearize.Input
 				var out linearize.Output
 				call := time.Since(w.start).Nanoseconds()
@@ -402,22 +427,27 @@ func faultRounds(t *testing.T) int {
 // visits, and the replicas hold the same memories.
 func TestFaultProcesses(t *testing.T) {
 	rounds := faultRounds(t)
+	memories := memoriesPerRound * rounds
 	// Clients meet refused dials by design here (killed nodes).
 	redis.SetLogger(quietDials{})
 	nft := newNftPartition(t)
 	s := startFaultShard(t, nft != nil)
+	if !s.uids {
+		nft = nil
+	}
 	ctx := context.Background()
 	l := s.waitLeader(nil)
 	if err := l.status.Do(ctx, "MEM.CREATE", "k", "DIM", 2, "ALPHA", 1, "GAMMA", 0, "QINIT", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	for id := 1; id <= faultMemories; id++ {
+	for id := 1; id <= memories; id++ {
 		if err := l.status.Do(ctx, "MEM.ADD", "k", "VALUES", 2, 1, float64(id), "ID", id).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	s.leader.Store(l)
-	w := &faultClients{start: time.Now()}
+	w := &faultClients{start: time.Now(), memories: memories,
+		acked: make([]int64, memories+1), tried: make([]int64, memories+1)}
 	stop := make(chan struct{})
 	clientsDone := w.run(s, 6, stop)
 	stopped := false
@@ -456,7 +486,7 @@ func TestFaultProcesses(t *testing.T) {
 			func(n *faultNode) { nft.isolate(n, s.nodes) },
 			func(n *faultNode) { time.Sleep(pause); nft.heal() }})
 	} else {
-		t.Log("partition nemesis skipped: needs root and nft")
+		t.Log("partition nemesis skipped: needs root, nft, and directories other uids can reach")
 	}
 	ran := map[string]int{}
 	for r := 0; r < rounds; r++ {
@@ -508,7 +538,7 @@ func TestFaultProcesses(t *testing.T) {
 		return true
 	})
 	final := s.waitLeader(nil)
-	for id := uint64(1); id <= faultMemories; id++ {
+	for id := uint64(1); id <= uint64(memories); id++ {
 		call := time.Since(w.start).Nanoseconds()
 		out, err := memGet(ctx, final.status, id)
 		if err != nil {
