@@ -38,7 +38,7 @@ import (
 // each memory's history (porcupine's partition, whose check time grows
 // fast with its operations of unknown outcome) about as short as in one
 // round.
-const memoriesPerRound = 8
+const memoriesPerRound = 32
 
 // faultNode is one `memrl serve` process of the shard, restarted with the
 // same arguments after a SIGKILL.
