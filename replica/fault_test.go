@@ -13,68 +13,13 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/hashicorp/raft"
+	"github.com/memrl/memrl/internal/linearize"
 	"github.com/redis/go-redis/v9"
 )
 
 // The history check: clients reward and read a few memories through
 // whichever node leads while the network misbehaves, and the history is
-// checked for linearizability with porcupine. The collection has α = 1
-// and γ = 0, so a reward r sets Q to r and adds a visit; every reward
-// value is unique, so a read's Q says which reward it saw.
-
-// histInput is an operation on memory id: a reward of r, or a read.
-type histInput struct {
-	read bool
-	id   uint64
-	r    float64
-}
-
-// histOutput is what the operation returned; unknown when the outcome is
-// unknown (a lost connection, leadership lost): such an operation may
-// take effect at any time after its call, so its return is the end of
-// the history.
-type histOutput struct {
-	unknown bool
-	q       float64
-	visits  int64
-}
-
-// memState is one memory's Q and visits in the model.
-type memState struct {
-	q      float64
-	visits int64
-}
-
-var memModel = porcupine.Model{
-	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
-		by := map[uint64][]porcupine.Operation{}
-		for _, op := range h {
-			id := op.Input.(histInput).id
-			by[id] = append(by[id], op)
-		}
-		out := make([][]porcupine.Operation, 0, len(by))
-		for _, ops := range by {
-			out = append(out, ops)
-		}
-		return out
-	},
-	Init: func() any { return memState{} },
-	Step: func(state, input, output any) (bool, any) {
-		s, in, out := state.(memState), input.(histInput), output.(histOutput)
-		if in.read {
-			return out.q == s.q && out.visits == s.visits, s
-		}
-		next := memState{q: in.r, visits: s.visits + 1}
-		return out.unknown || out.q == in.r, next
-	},
-	DescribeOperation: func(input, output any) string {
-		in, out := input.(histInput), output.(histOutput)
-		if in.read {
-			return fmt.Sprintf("get(%d) -> q=%v visits=%d", in.id, out.q, out.visits)
-		}
-		return fmt.Sprintf("reward(%d, %v) -> %+v", in.id, in.r, out)
-	},
-}
+// checked for linearizability with porcupine against linearize.MemModel.
 
 // faultWorkload runs clients against the group until stop, recording the
 // porcupine history of rewards and reads of memories 1..4 and the
@@ -118,8 +63,8 @@ func (w *faultWorkload) run(t *testing.T, nodes []*testNode, nodesMu *sync.Mutex
 					continue
 				}
 				id := uint64(1 + rng.Intn(4))
-				var in histInput
-				var out histOutput
+				var in linearize.Input
+				var out linearize.Output
 				call := time.Since(w.start).Nanoseconds()
 				var err error
 				switch k := rng.Intn(10); {
@@ -136,22 +81,22 @@ func (w *faultWorkload) run(t *testing.T, nodes []*testNode, nodesMu *sync.Mutex
 					}
 					continue
 				case k < 6:
-					in = histInput{id: id, r: float64(c*1_000_000 + seq + 1)}
+					in = linearize.Input{ID: id, R: float64(c*1_000_000 + seq + 1)}
 					var v []any
-					if v, err = rdb.Do(ctx, "MEM.REWARD", "k", in.r, id).Slice(); err == nil {
-						out.q, _ = strconv.ParseFloat(fmt.Sprint(v[0]), 64)
+					if v, err = rdb.Do(ctx, "MEM.REWARD", "k", in.R, id).Slice(); err == nil {
+						out.Q, _ = strconv.ParseFloat(fmt.Sprint(v[0]), 64)
 						w.acked.Add(1)
 					}
 				default:
-					in = histInput{read: true, id: id}
+					in = linearize.Input{Read: true, ID: id}
 					var v []any
 					if v, err = rdb.Do(ctx, "MEM.GET", "k", id).Slice(); err == nil {
 						for j := 0; j+1 < len(v); j += 2 {
 							switch v[j] {
 							case "q":
-								out.q, _ = strconv.ParseFloat(fmt.Sprint(v[j+1]), 64)
+								out.Q, _ = strconv.ParseFloat(fmt.Sprint(v[j+1]), 64)
 							case "visits":
-								out.visits = v[j+1].(int64)
+								out.Visits = v[j+1].(int64)
 							}
 						}
 					}
@@ -159,11 +104,11 @@ func (w *faultWorkload) run(t *testing.T, nodes []*testNode, nodesMu *sync.Mutex
 				ret := time.Since(w.start).Nanoseconds()
 				if err != nil {
 					time.Sleep(10 * time.Millisecond)
-					if strings.HasPrefix(err.Error(), "TRYAGAIN") || in.read {
+					if strings.HasPrefix(err.Error(), "TRYAGAIN") || in.Read {
 						continue // not applied, or a read that saw nothing
 					}
-					out = histOutput{unknown: true}
-					ret = 1 << 62
+					out = linearize.Output{Unknown: true}
+					ret = linearize.Never
 				}
 				w.mu.Lock()
 				w.history = append(w.history, porcupine.Operation{ClientId: c, Input: in, Call: call, Output: out, Return: ret})
@@ -189,10 +134,10 @@ func (w *faultWorkload) check(t *testing.T, nodes []*testNode) {
 			t.Fatalf("acknowledged add %d lost: %v", id, err)
 		}
 	}
-	res, info := porcupine.CheckOperationsVerbose(memModel, w.history, time.Minute)
+	res, info := porcupine.CheckOperationsVerbose(linearize.MemModel, w.history, time.Minute)
 	if res == porcupine.Illegal {
 		var b strings.Builder
-		porcupine.Visualize(memModel, info, &b)
+		porcupine.Visualize(linearize.MemModel, info, &b)
 		t.Fatalf("history of %d operations is not linearizable (visualization %d bytes)", len(w.history), b.Len())
 	}
 	t.Logf("%d acknowledged writes, %d adds; history of %d operations: %s", w.acked.Load(), len(w.added), len(w.history), res)
@@ -274,25 +219,4 @@ func TestDropsAndDelays(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 	w.check(t, nodes)
-}
-
-// TestHistoryModelCatchesStaleRead: the model refuses a read that misses
-// an acknowledged reward, and accepts a reward of unknown outcome as
-// applied or not.
-func TestHistoryModelCatchesStaleRead(t *testing.T) {
-	stale := []porcupine.Operation{
-		{ClientId: 0, Input: histInput{id: 1, r: 5}, Call: 0, Output: histOutput{q: 5}, Return: 10},
-		{ClientId: 1, Input: histInput{read: true, id: 1}, Call: 20, Output: histOutput{}, Return: 30},
-	}
-	if porcupine.CheckOperations(memModel, stale) {
-		t.Fatal("a stale read was accepted")
-	}
-	unknown := []porcupine.Operation{
-		{ClientId: 0, Input: histInput{id: 1, r: 5}, Call: 0, Output: histOutput{unknown: true}, Return: 1 << 62},
-		{ClientId: 1, Input: histInput{read: true, id: 1}, Call: 20, Output: histOutput{}, Return: 30},
-		{ClientId: 1, Input: histInput{read: true, id: 1}, Call: 40, Output: histOutput{q: 5, visits: 1}, Return: 50},
-	}
-	if !porcupine.CheckOperations(memModel, unknown) {
-		t.Fatal("a reward of unknown outcome seen late was refused")
-	}
 }
