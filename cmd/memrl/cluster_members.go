@@ -36,12 +36,9 @@ import (
 // sends it a client, and stops being one before it stops.
 
 func clusterAdd(args []string) error {
-	var serveArgs []string
-	for i, a := range args {
-		if a == "--" {
-			args, serveArgs = args[:i], args[i+1:]
-			break
-		}
+	args, serveArgs, err := setNodeAuth(args) // cluster_security.go
+	if err != nil {
+		return err
 	}
 	fs := flag.NewFlagSet("cluster add", flag.ContinueOnError)
 	dir := fs.String("dir", "", "the running cluster's folder")
@@ -54,10 +51,6 @@ func clusterAdd(args []string) error {
 	}
 	if *dir == "" {
 		return cliflag.Usagef("--dir is required")
-	}
-	var err error
-	if nodeAuth, err = toolAuth(serveArgs, os.LookupEnv); err != nil { // cluster_security.go
-		return cliflag.Usagef("%v", err)
 	}
 	if serveArgs, err = withClusterSecret(*dir, serveArgs, os.LookupEnv, false); err != nil {
 		return err
@@ -146,12 +139,10 @@ func clusterAdd(args []string) error {
 }
 
 func clusterRemove(args []string) error {
-	var serveArgs []string // only to learn the nodes' password and TLS
-	for i, a := range args {
-		if a == "--" {
-			args, serveArgs = args[:i], args[i+1:]
-			break
-		}
+	// The serve flags after "--" only tell the nodes' password and TLS.
+	args, _, err := setNodeAuth(args) // cluster_security.go
+	if err != nil {
+		return err
 	}
 	fs := flag.NewFlagSet("cluster remove", flag.ContinueOnError)
 	dir := fs.String("dir", "", "the running cluster's folder")
@@ -163,10 +154,6 @@ func clusterRemove(args []string) error {
 	}
 	if *dir == "" || *id == "" {
 		return cliflag.Usagef("--dir and --node are required")
-	}
-	var err error
-	if nodeAuth, err = toolAuth(serveArgs, os.LookupEnv); err != nil { // cluster_security.go
-		return cliflag.Usagef("%v", err)
 	}
 	nodesPath := filepath.Join(*dir, cluster.NodesFile)
 	nodes, err := cluster.ReadNodes(nodesPath)

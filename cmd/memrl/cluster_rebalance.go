@@ -20,7 +20,7 @@ import (
 // slots without collections from the shards that have more to those that
 // have fewer.
 func clusterRebalance(args []string) error {
-	args, err := setNodeAuth(args) // cluster_reshard.go
+	args, _, err := setNodeAuth(args) // cluster_security.go
 	if err != nil {
 		return err
 	}

@@ -50,12 +50,9 @@ const clusterReshardUsage = `usage:
 
 // clusterAddShard is memrl cluster add --new-shard.
 func clusterAddShard(args []string) error {
-	var serveArgs []string
-	for i, a := range args {
-		if a == "--" {
-			args, serveArgs = args[:i], args[i+1:]
-			break
-		}
+	args, serveArgs, err := setNodeAuth(args) // cluster_security.go
+	if err != nil {
+		return err
 	}
 	fs := flag.NewFlagSet("cluster add --new-shard", flag.ContinueOnError)
 	dir := fs.String("dir", "", "the running cluster's folder")
@@ -69,10 +66,6 @@ func clusterAddShard(args []string) error {
 	}
 	if *dir == "" {
 		return cliflag.Usagef("--dir is required")
-	}
-	var err error
-	if nodeAuth, err = toolAuth(serveArgs, os.LookupEnv); err != nil { // cluster_security.go
-		return cliflag.Usagef("%v", err)
 	}
 	if serveArgs, err = withClusterSecret(*dir, serveArgs, os.LookupEnv, false); err != nil {
 		return err
@@ -177,7 +170,7 @@ var errSlotHasData = errors.New("the slot holds collections, and moving collecti
 
 // clusterReshard is memrl cluster reshard.
 func clusterReshard(args []string) error {
-	args, err := setNodeAuth(args)
+	args, _, err := setNodeAuth(args) // cluster_security.go
 	if err != nil {
 		return err
 	}
@@ -433,22 +426,4 @@ func writeSlotsAndReload(dir string, nodes []cluster.Node, slots *cluster.SlotMa
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// setNodeAuth sets nodeAuth from the serve flags after "--" in args (the
-// password the nodes were started with, or $MEMRL_PASSWORD) and returns
-// the arguments before it.
-func setNodeAuth(args []string) ([]string, error) {
-	var serveArgs []string
-	for i, a := range args {
-		if a == "--" {
-			args, serveArgs = args[:i], args[i+1:]
-			break
-		}
-	}
-	var err error
-	if nodeAuth, err = toolAuth(serveArgs, os.LookupEnv); err != nil { // cluster_security.go
-		return nil, cliflag.Usagef("%v", err)
-	}
-	return args, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/memrl/memrl/cluster"
+	"github.com/memrl/memrl/internal/cliflag"
 )
 
 // Node security for memrl cluster start|add|remove (docs/CLUSTER.md
@@ -81,4 +82,21 @@ func withClusterSecret(dir string, serveArgs []string, env func(string) (string,
 		return nil, fmt.Errorf("cluster secret: %w", err)
 	}
 	return append([]string{"--cluster-secret-file", path}, serveArgs...), nil
+}
+
+// setNodeAuth splits args at "--" into the action's flags and the serve
+// flags after it, and sets nodeAuth from the serve flags (the password
+// the nodes were started with, or $MEMRL_PASSWORD).
+func setNodeAuth(args []string) (own, serveArgs []string, err error) {
+	own = args
+	for i, a := range args {
+		if a == "--" {
+			own, serveArgs = args[:i], args[i+1:]
+			break
+		}
+	}
+	if nodeAuth, err = toolAuth(serveArgs, os.LookupEnv); err != nil {
+		return nil, nil, cliflag.Usagef("%v", err)
+	}
+	return own, serveArgs, nil
 }
