@@ -202,7 +202,7 @@ func (b *batcher) propose(n *Node, ps []*proposal) {
 	}
 	go func() {
 		defer func() { <-b.window }()
-		err := f.Error()
+		err := n.futureErr(f)
 		if err != nil {
 			err = n.applyErr(err)
 		}
@@ -253,6 +253,41 @@ func (n *Node) applyErr(err error) error {
 	// ErrLeadershipLost and the like: the entry was appended and may yet
 	// commit under the next leader.
 	return server.NewError("replication failed (" + err.Error() + "): the command may or may not have been applied; read before retrying it")
+}
+
+// errNoAnswer: raft shut down without answering a future it had taken.
+var errNoAnswer = errors.New("raft shut down without answering")
+
+// futureErr waits for f's outcome. With BatchApplyCh, raft's apply queue
+// is buffered, and a future raft took into it but had not yet read when it
+// shut down is never answered: nothing drains the queue after shutdown
+// (found by TestBatchLeadershipLoss, whose clients then waited for good).
+// So the wait also ends once raft has shut down, with errNoAnswer: whether
+// the entry was appended is then unknown. The goroutine left waiting on
+// such a future ends with the process.
+func (n *Node) futureErr(f raft.ApplyFuture) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+			if n.raft.State() != raft.Shutdown {
+				continue
+			}
+			// Raft answers what it had read before it stopped: give
+			// those answers a moment to land.
+			select {
+			case err := <-done:
+				return err
+			case <-time.After(200 * time.Millisecond):
+				return errNoAnswer
+			}
+		}
+	}
 }
 
 // errFuture is an ApplyFuture that failed before raft saw it.
