@@ -123,16 +123,19 @@ func fuzzColls(t *testing.T) []*engine.Collection {
 // acceptable reports whether the engine may accept v in collection c:
 // finite components, of magnitude at most engine.MaxComponent in L2 and
 // IP collections (COSINE vectors are normalised, so any finite one is
-// safe there).
+// safe there, but not all zero).
 func acceptable(c *engine.Collection, v []float32) bool {
-	bounded := c.Config().Metric != engine.Cosine
+	cosine := c.Config().Metric == engine.Cosine
+	var norm float64
 	for _, x := range v {
 		f := math.Abs(float64(x))
-		if math.IsNaN(f) || math.IsInf(f, 0) || (bounded && f > engine.MaxComponent) {
+		if math.IsNaN(f) || math.IsInf(f, 0) || (!cosine && f > engine.MaxComponent) {
 			return false
 		}
+		norm += f * f
 	}
-	return true
+	// A COSINE collection refuses an all-zero vector: it has no direction.
+	return !cosine || norm > 0
 }
 
 // FuzzMemArgs parses arbitrary argument lists ('\n'-separated) the way
