@@ -443,9 +443,19 @@ func TestImportSurvivesCrash(t *testing.T) {
 	if d := want.diff(readXferState(t, c3)); d != "" {
 		t.Fatalf("after a crash: %s", d)
 	}
-	// Writes after the import replay over it.
-	if _, err := c3.Reward(1, []uint64{1}, nil); err != nil {
+	// Writes after the import replay over it, and extend its history
+	// (whose LSNs were the source log's, far above this log's).
+	hist, err := c3.History(ByID(1), 0)
+	if err != nil || len(hist) == 0 {
+		t.Fatalf("history of memory 1: %v, %v; the workload rewards it", hist, err)
+	}
+	qs, err := c3.Reward(0.75, []uint64{1}, nil)
+	if err != nil {
 		t.Fatal(err)
+	}
+	hist2, err := c3.History(ByID(1), 0)
+	if err != nil || len(hist2) != min(len(hist)+1, DefaultHistoryLen) || hist2[0].Reward != 0.75 || hist2[0].Q != qs[0] {
+		t.Fatalf("history after a reward: %d entries (before %d), newest %+v; want the reward 0.75, Q %v", len(hist2), len(hist), hist2[0], qs[0])
 	}
 	after := readXferState(t, c3)
 	if err := db2.Checkpoint(); err != nil { // a delta: it must hold every imported memory
