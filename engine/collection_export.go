@@ -167,8 +167,12 @@ func firstByte(b []byte) int {
 // that the catalog and the snapshot files opened agree.
 //
 // The caller must Close the export. Files are read by WriteTo through the
-// descriptors opened here, so a compaction or a snapshot deletion after
-// the cut (which remove files) does not disturb it.
+// descriptors opened here, so a snapshot deletion or an index save after
+// the cut (which unlink or replace files) does not disturb it; a
+// compaction's removal of the generation read (which shrinks the files
+// before unlinking them, vfs.ReleasePaced, so a descriptor would see it)
+// is deferred to Close. A Drop of the collection is not: WriteTo then
+// fails (the image would be cut short, and an importer refuses it).
 func (c *Collection) BeginExport() (*Export, error) {
 	c.snapMu.Lock()
 	defer c.snapMu.Unlock()

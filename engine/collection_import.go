@@ -169,6 +169,10 @@ func (db *DB) ImportCollection(name string, r io.Reader) (*Collection, error) {
 		db.mu.Unlock()
 		return nil, fmt.Errorf("%w: %q", ErrCollectionExists, name)
 	}
+	if max := db.opts.MaxCollections; max > 0 && len(db.colls) >= max {
+		db.mu.Unlock()
+		return nil, fmt.Errorf("%w: the database holds %d", ErrTooManyCollections, len(db.colls))
+	}
 	// The uid is taken now, so no create meets this folder.
 	uid := db.nextUID
 	db.nextUID++
