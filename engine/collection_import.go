@@ -487,9 +487,15 @@ func (db *DB) openImportedLocked(name string, uid uint64, cc ckptCollection) (*C
 	if err != nil {
 		return nil, err
 	}
-	c.loadCheckpointLocked(cc)
+	// loadCheckpointLocked, but with the entries marked dirty: they are
+	// in no checkpoint yet. An image holds each id once, in order.
+	c.nextID = max(cc.nextID, 1)
+	c.rowIDs = make([]uint64, cc.nrows)
 	for _, m := range cc.mems {
-		c.q.Put(m.id, qEntry(m)) // dirty: not in any checkpoint yet
+		c.mems[m.id] = m.m
+		c.liveIDs.add(m.id)
+		c.rowIDs[m.m.row] = m.id
+		c.q.Put(m.id, qEntry(m))
 		for i, s := range m.sections {
 			if s.tag == memSectHistory && len(s.data) > 1 {
 				m.sections[i].data = histWithLSN0(s.data)

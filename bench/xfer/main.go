@@ -25,7 +25,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/memrl/memrl/engine"
@@ -38,7 +40,16 @@ func main() {
 	n := flag.Int("n", 100000, "memories (build)")
 	dim := flag.Int("dim", 16, "dimension (build)")
 	index := flag.String("index", "flat", "flat or ivfpq (build)")
+	prof := flag.String("cpuprofile", "", "write a CPU profile of the phase here")
 	flag.Parse()
+	if *prof != "" {
+		f, err := os.Create(*prof)
+		if err != nil {
+			log.Fatal(err)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	if *dir == "" {
 		log.Fatal("-dir is required")
 	}
@@ -54,7 +65,7 @@ func main() {
 		log.Fatal("-phase must be build, export or import")
 	}
 	if err != nil {
-		log.Fatal(err)
+		log.Print(err)
 	}
 }
 
@@ -143,6 +154,7 @@ func export(dir string) error {
 		return err
 	}
 	base := rss()
+	c0 := cpu()
 	t0 := time.Now()
 	e, err := c.BeginExport()
 	if err != nil {
@@ -168,8 +180,8 @@ func export(dir string) error {
 	took := time.Since(t1)
 	f.Close()
 	e.Close()
-	fmt.Printf("export: %d memories; BeginExport held the collection %v; WriteTo %v, %d bytes (%.1f MB/s incl. fsync); RSS %s after open, peak %s\n",
-		e.Memories(), cut.Round(time.Microsecond), took.Round(time.Millisecond), nb, float64(nb)/1e6/took.Seconds(), base, peak())
+	fmt.Printf("export: %d memories; BeginExport held the collection %v; WriteTo %v, %d bytes (%.1f MB/s incl. fsync); CPU %v; RSS %s after open, peak %s\n",
+		e.Memories(), cut.Round(time.Microsecond), took.Round(time.Millisecond), nb, float64(nb)/1e6/took.Seconds(), (cpu() - c0).Round(time.Millisecond), base, peak())
 	return nil
 }
 
@@ -190,16 +202,17 @@ func imp(dir string) error {
 	defer f.Close()
 	st, _ := f.Stat()
 	base := rss()
+	c0 := cpu()
 	t0 := time.Now()
 	c, err := db.ImportCollection("c", bufio.NewReaderSize(f, 1<<20))
 	if err != nil {
 		return err
 	}
-	took := time.Since(t0)
+	took, used := time.Since(t0), cpu()-c0
 	info, _ := c.Info()
 	runtime.GC()
-	fmt.Printf("import: %d memories (%d rows), index %q, from %d bytes in %v (%.1f MB/s); RSS %s before, %s after, peak %s\n",
-		info.Count, info.Rows, info.Index, st.Size(), took.Round(time.Millisecond), float64(st.Size())/1e6/took.Seconds(), base, rss(), peak())
+	fmt.Printf("import: %d memories (%d rows), index %q, from %d bytes in %v (%.1f MB/s), CPU %v; RSS %s before, %s after, peak %s\n",
+		info.Count, info.Rows, info.Index, st.Size(), took.Round(time.Millisecond), float64(st.Size())/1e6/took.Seconds(), used.Round(time.Millisecond), base, rss(), peak())
 	return nil
 }
 
@@ -217,5 +230,13 @@ func status(field string) string {
 	return "?"
 }
 
-func rss() string  { return status("VmRSS") }
+func rss() string { return status("VmRSS") }
+
+// cpu returns the process's user and system CPU time so far: on a shared
+// machine, the work done, whatever the wall clock says.
+func cpu() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 func peak() string { return status("VmHWM") }
