@@ -319,7 +319,18 @@ func TestExportImportEveryField(t *testing.T) {
 			if !w.fired {
 				w.hook()
 			}
+			// The compaction during WriteTo left the generation the export
+			// read to Close, which removes it.
+			c.mu.RLock()
+			gen := c.gen
+			c.mu.RUnlock()
+			if !slices.Contains(genFilesIn(t, c), e.gen) || e.gen == gen {
+				t.Fatalf("generation %d read by the export: files of generations %v, current %d", e.gen, genFilesIn(t, c), gen)
+			}
 			e.Close()
+			if got := genFilesIn(t, c); !slices.Equal(got, []uint64{gen}) {
+				t.Fatalf("after Close, files of generations %v, want only %d", got, gen)
+			}
 			if d := want.diff(readXferState(t, c)); d == "" {
 				t.Fatal("the writes during WriteTo changed nothing: the test tests nothing")
 			}
@@ -361,6 +372,22 @@ func TestExportImportEveryField(t *testing.T) {
 			}
 		})
 	}
+}
+
+// genFilesIn lists the generations of c's folder's files.
+func genFilesIn(t *testing.T, c *Collection) []uint64 {
+	names, err := c.db.fs.List(c.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []uint64
+	for _, n := range names {
+		if g, ok := fileGen(n); ok && !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // mutateSource changes collection c in every way.
