@@ -789,3 +789,34 @@ func TestImportDeterministic(t *testing.T) {
 		t.Fatalf("next ids %d and %d", ids[0], ids[1])
 	}
 }
+
+// TestImportDropCrash: an import dropped before any checkpoint replays as
+// the import then the drop: no collection, and its folder goes with the
+// next checkpoint.
+func TestImportDropCrash(t *testing.T) {
+	_, c := sourceDB(t, flatXferConfig(), 30)
+	img := exportBytes(t, c)
+	fs := vfs.NewMemFS()
+	db := openXfer(t, fs)
+	mustColl(t, db, "other", NewConfig(4))
+	folders := collectionFolders(t, fs)
+	if _, err := db.ImportCollection("c", bytes.NewReader(img)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Drop("c"); err != nil {
+		t.Fatal(err)
+	}
+	crashed := fs.Crash(vfs.DropUnsynced, rand.New(rand.NewSource(1)))
+	db.Close()
+	db2 := openXfer(t, crashed)
+	defer db2.Close()
+	if got := db2.List(); !slices.Equal(got, []string{"other"}) {
+		t.Fatalf("collections %v after the crash", got)
+	}
+	if err := db2.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if got := collectionFolders(t, crashed); !slices.Equal(got, folders) {
+		t.Fatalf("folders %v after a checkpoint, want %v", got, folders)
+	}
+}
