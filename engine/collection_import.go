@@ -160,12 +160,52 @@ func (db *DB) ImportCollection(name string, r io.Reader) (*Collection, error) {
 	if err := validName(name); err != nil {
 		return nil, err
 	}
+	p, err := db.prepareImport(name, r)
+	if err != nil {
+		return nil, err
+	}
+	return p.Commit(name)
+}
+
+// errImportDone: Commit or Abort of a PreparedImport already committed or
+// aborted.
+var errImportDone = errors.New("engine: import already committed or aborted")
+
+// PreparedImport is an image read, verified and opened (PrepareImport),
+// not yet a collection of the database: ImportCollection in two steps, so
+// that the long one (reading, writing and verifying the image: seconds
+// at a million memories) can run where it stalls nothing, and the short
+// one (Commit: a log record and an index opened) where the order of
+// collection changes is decided (a raft FSM). It holds the collection's
+// files open and its state in memory until Commit or Abort, one of which
+// the caller must call (before closing the database); a process that
+// stops first leaves a marked folder, which the next Open removes. Safe
+// for concurrent use.
+type PreparedImport struct {
+	db  *DB
+	uid uint64
+	dir string
+
+	mu sync.Mutex  // guards c
+	c  *Collection // nil once committed or aborted
+}
+
+// PrepareImport reads and verifies a whole image and opens the collection
+// it holds, invisible: ImportCollection without its last step. Its errors
+// are ImportCollection's.
+func (db *DB) PrepareImport(r io.Reader) (*PreparedImport, error) {
+	return db.prepareImport("", r)
+}
+
+// prepareImport is PrepareImport, failing early when name (if not empty)
+// is taken.
+func (db *DB) prepareImport(name string, r io.Reader) (*PreparedImport, error) {
 	db.mu.Lock()
 	if db.closed || db.closing {
 		db.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if _, ok := db.colls[name]; ok {
+	if _, ok := db.colls[name]; ok && name != "" {
 		db.mu.Unlock()
 		return nil, fmt.Errorf("%w: %q", ErrCollectionExists, name)
 	}
@@ -178,24 +218,68 @@ func (db *DB) ImportCollection(name string, r io.Reader) (*Collection, error) {
 	db.nextUID++
 	db.imports.stage(uid, true)
 	db.mu.Unlock()
-	defer db.imports.stage(uid, false)
 
-	dir := collectionDir(db.dir, uid)
-	c, err := db.importStaged(name, uid, dir, r)
-	if err == nil {
-		err = db.commitImport(c)
+	p := &PreparedImport{db: db, uid: uid, dir: collectionDir(db.dir, uid)}
+	if name == "" {
+		name = "(import)" // named by Commit; this one appears in logs only
 	}
+	c, err := db.importStaged(name, uid, p.dir, r)
 	if err != nil {
-		if c != nil {
-			c.closeIndex(false)
-			c.closeFiles()
-		}
-		if rerr := vfs.RemoveAllPaced(db.fs, dir); rerr != nil {
-			db.opts.Logf("memrl: import of %q: removing its files: %v", name, rerr)
-		}
+		p.discard(c)
 		return nil, err
 	}
+	p.c = c
+	return p, nil
+}
+
+// Commit makes the prepared collection collection name of the database,
+// durably (ImportCollection's last step): ErrCollectionExists if the name
+// is taken by then. On any error the import is aborted (its files
+// removed).
+func (p *PreparedImport) Commit(name string) (*Collection, error) {
+	p.mu.Lock()
+	c := p.c
+	p.c = nil
+	p.mu.Unlock()
+	if c == nil {
+		return nil, errImportDone
+	}
+	err := validName(name)
+	if err == nil {
+		c.name = name // not yet shared
+		err = p.db.commitImport(c)
+	}
+	if err != nil {
+		p.discard(c)
+		return nil, err
+	}
+	p.db.imports.stage(p.uid, false) // known by its uid now
 	return c, nil
+}
+
+// Abort drops the prepared import: its files are removed.
+func (p *PreparedImport) Abort() error {
+	p.mu.Lock()
+	c := p.c
+	p.c = nil
+	p.mu.Unlock()
+	if c == nil {
+		return errImportDone
+	}
+	p.discard(c)
+	return nil
+}
+
+// discard closes c (if not nil) and removes the import's folder.
+func (p *PreparedImport) discard(c *Collection) {
+	if c != nil {
+		c.closeIndex(false)
+		c.closeFiles()
+	}
+	if err := vfs.RemoveAllPaced(p.db.fs, p.dir); err != nil {
+		p.db.opts.Logf("memrl: import: removing its files: %v", err)
+	}
+	p.db.imports.stage(p.uid, false)
 }
 
 // importStaged writes the image's files into dir (marked as an import in

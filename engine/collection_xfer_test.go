@@ -826,3 +826,81 @@ func TestImportDropCrash(t *testing.T) {
 		t.Fatalf("folders %v after a checkpoint, want %v", got, folders)
 	}
 }
+
+// TestPrepareImport: the two-step import. A checkpoint between the steps
+// leaves the prepared folder alone; Commit under a taken name fails and
+// leaves nothing; Abort leaves nothing; a prepared import commits once.
+func TestPrepareImport(t *testing.T) {
+	_, c := sourceDB(t, flatXferConfig(), 40)
+	want := readXferState(t, c)
+	img := exportBytes(t, c)
+	fs := vfs.NewMemFS()
+	db := openXfer(t, fs)
+	defer db.Close()
+	mustColl(t, db, "other", NewConfig(4))
+	folders := collectionFolders(t, fs)
+	if err := db.CheckpointFull(); err != nil {
+		t.Fatal(err)
+	}
+
+	p, err := db.PrepareImport(bytes.NewReader(img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if got := db.List(); !slices.Equal(got, []string{"other"}) {
+		t.Fatalf("collections %v before Commit", got)
+	}
+	c2, err := p.Commit("moved")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := want.diff(readXferState(t, c2)); d != "" {
+		t.Fatal(d)
+	}
+	if _, err := p.Commit("again"); err == nil {
+		t.Fatal("a second Commit succeeded")
+	}
+
+	folders = collectionFolders(t, fs)
+	p, err = db.PrepareImport(bytes.NewReader(img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Commit("other"); !errors.Is(err, ErrCollectionExists) {
+		t.Fatalf("Commit under a taken name: %v", err)
+	}
+	if got := collectionFolders(t, fs); !slices.Equal(got, folders) {
+		t.Fatalf("folders %v after a failed Commit, want %v", got, folders)
+	}
+	p, err = db.PrepareImport(bytes.NewReader(img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if got := collectionFolders(t, fs); !slices.Equal(got, folders) {
+		t.Fatalf("folders %v after Abort, want %v", got, folders)
+	}
+	if got := db.List(); !slices.Equal(got, []string{"moved", "other"}) {
+		t.Fatalf("collections %v", got)
+	}
+	// The files of the collection prepared across a checkpoint are all
+	// there: a reopen reads them.
+	crashed := fs.Crash(vfs.DropUnsynced, rand.New(rand.NewSource(1)))
+	db2, err := Open("/db", xferOpts(crashed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	c3, err := db2.Collection("moved")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := want.diff(readXferState(t, c3)); d != "" {
+		t.Fatalf("after reopening: %s", d)
+	}
+}
