@@ -273,6 +273,12 @@ func (p *PreparedImport) Abort() error {
 // discard closes c (if not nil) and removes the import's folder.
 func (p *PreparedImport) discard(c *Collection) {
 	if c != nil {
+		// Its figures went into the database's DataMemory when it was
+		// opened (accountLocked); take them out.
+		c.mu.Lock()
+		c.unaccountLocked()
+		c.dropped = true
+		c.mu.Unlock()
 		c.closeIndex(false)
 		c.closeFiles()
 	}

@@ -875,6 +875,7 @@ func TestPrepareImport(t *testing.T) {
 	if got := collectionFolders(t, fs); !slices.Equal(got, folders) {
 		t.Fatalf("folders %v after a failed Commit, want %v", got, folders)
 	}
+	before := db.DataMemory()
 	p, err = db.PrepareImport(bytes.NewReader(img))
 	if err != nil {
 		t.Fatal(err)
@@ -884,6 +885,9 @@ func TestPrepareImport(t *testing.T) {
 	}
 	if got := collectionFolders(t, fs); !slices.Equal(got, folders) {
 		t.Fatalf("folders %v after Abort, want %v", got, folders)
+	}
+	if after := db.DataMemory(); after != before {
+		t.Fatalf("DataMemory %+v after an aborted import, %+v before", after, before)
 	}
 	if got := db.List(); !slices.Equal(got, []string{"moved", "other"}) {
 		t.Fatalf("collections %v", got)
