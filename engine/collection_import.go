@@ -629,7 +629,10 @@ func (db *DB) commitImport(c *Collection) error {
 		db.mu.Unlock()
 		return fmt.Errorf("%w: the database holds %d", ErrTooManyCollections, len(db.colls))
 	}
-	lsn, err := db.logFor(c.name, encodeImport(c.uid, c.name))
+	// Straight to the log, never into a transaction's group (logFor): a
+	// group cut short by a crash is dropped whole at replay, and this
+	// record must stand once its wait below returns.
+	lsn, err := db.log.Enqueue(encodeImport(c.uid, c.name))
 	if err != nil {
 		db.mu.Unlock()
 		return err
