@@ -156,7 +156,7 @@ func openCollectionGen(db *DB, name string, uid uint64, cfg Config, gen uint64, 
 	if err != nil {
 		return nil, err
 	}
-	pays, err := openPayloadStore(db.files, filepath.Join(dir, genName(payBase, payExt, gen)), paySize, vecs.hdr.legacyPayloadEnd)
+	pays, err := openPayloadStore(db.files, filepath.Join(dir, genName(payBase, payExt, gen)), paySize, vecs.hdr.LegacyPayloadEnd)
 	if err != nil {
 		vecs.close()
 		return nil, err

@@ -144,7 +144,7 @@
 //	dir/CHECKPOINT.<n>              delta checkpoints of its chain (checkpoint_chain.go)
 //	dir/wal/                        the write-ahead log (package wal)
 //	dir/collections/<uid>/vectors.f32   row-major float32 vectors, copied into memory at open (Options.MapFiles: mapped)
-//	dir/collections/<uid>/vectors.sum   format header and a checksum per vector row (sums_format.go)
+//	dir/collections/<uid>/vectors.sum   format header and a checksum per vector row (package sumfile)
 //	dir/collections/<uid>/payloads.dat  payload records: bytes, then their checksum (payloads.go);
 //	                                    append-only: SetPayload appends the new record, and the
 //	                                    old one stays as garbage until compaction

@@ -406,15 +406,15 @@ func DumpVectors(w io.Writer, fs vfs.FS, path string) error {
 	}
 	rows := (len(b) - sumsHeaderSize) / 8
 	fmt.Fprintf(w, "vector checksums %s: %d bytes, version %d, dim %d, legacy payload end %d, %d row checksums",
-		sums, len(b), le.Uint32(b[8:12]), h.dim, h.legacyPayloadEnd, rows)
+		sums, len(b), le.Uint32(b[8:12]), h.Dim, h.LegacyPayloadEnd, rows)
 	if rest := (len(b) - sumsHeaderSize) % 8; rest != 0 {
 		fmt.Fprintf(w, " and %d trailing bytes (a torn last checksum)", rest)
 	}
 	fmt.Fprintln(w)
-	if st, err := fs.Stat(vecs); err == nil && h.dim > 0 {
-		row := 4 * int64(h.dim)
+	if st, err := fs.Stat(vecs); err == nil && h.Dim > 0 {
+		row := 4 * int64(h.Dim)
 		// The file grows in steps: the checksums count the rows written.
-		fmt.Fprintf(w, "vectors %s: %d bytes, room for %d rows of %d float32", vecs, st.Size(), st.Size()/row, h.dim)
+		fmt.Fprintf(w, "vectors %s: %d bytes, room for %d rows of %d float32", vecs, st.Size(), st.Size()/row, h.Dim)
 		if rest := st.Size() % row; rest != 0 {
 			fmt.Fprintf(w, " and %d trailing bytes (a torn last row)", rest)
 		}
