@@ -375,8 +375,8 @@ func dumpCkptCollection(w io.Writer, c ckptCollection, verbose bool) {
 				fmt.Fprintf(w, "      newest entry's record LSN %d\n", lsn)
 				for i := len(es) - 1; i >= 0; i-- {
 					e := es[i]
-					fmt.Fprintf(w, "      %s reward=%s q=%s visits=%d\n", time.UnixMilli(e.ms).UTC().Format("2006-01-02T15:04:05.000Z"),
-						fmtF(e.reward), fmtF(e.q), e.visits)
+					fmt.Fprintf(w, "      %s reward=%s q=%s visits=%d\n", time.UnixMilli(e.MS).UTC().Format("2006-01-02T15:04:05.000Z"),
+						fmtF(e.Reward), fmtF(e.Q), e.Visits)
 				}
 			}
 		}
