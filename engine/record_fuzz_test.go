@@ -35,8 +35,8 @@ func recordSeeds() map[string]corpus.Seed {
 		"delsnapshot": {encodeDelSnapshot(delSnapshotRec{uid: 3, seq: 2}), uint16(0)},
 		"rollback":    {encodeRollback(rollbackRec{uid: 3, seq: 2, n: 3}), uint16(0)},
 		"rollback-batch": {encodeRollbackBatch(3, rbBatch{dels: []uint64{9}, changes: []rbChange{
-			{kind: rbRestore, e: snapEntry{id: 2, q: 1.5, visits: 3, lastReward: -1, rewardSum: 2, updated: 5, expires: 6, key: "k", attrs: []byte(`{"a":1}`)}},
-			{kind: rbRevive, e: snapEntry{id: 3, q: 2}, m: memory{row: 4, payOff: 5, payLen: 6, created: 7}},
+			{kind: rbRestore, e: snapEntry{ID: 2, Q: 1.5, Visits: 3, LastReward: -1, RewardSum: 2, Updated: 5, Expires: 6, Key: "k", Attrs: []byte(`{"a":1}`)}},
+			{kind: rbRevive, e: snapEntry{ID: 3, Q: 2}, m: memory{row: 4, payOff: 5, payLen: 6, created: 7}},
 		}}), uint16(0)},
 		"group-member": {encodeGroupMember(1<<60, encodeAdd(addRec{uid: 3, id: 44, vec: []float32{1, 2, 3, 4},
 			key: "k6434"})), uint16(4)},

@@ -150,10 +150,10 @@ func (c *Collection) SnapshotDeferred(name string) (Ticket, error) {
 		return 0, fmt.Errorf("%w: collection %q holds %d", ErrTooManySnapshots, c.name, MaxSnapshots)
 	}
 	now := c.db.nowNanos()
-	f := snapFile{uid: c.uid, seq: max(c.snap.nextSeq, 1), created: now, name: name}
+	f := snapFile{UID: c.uid, Seq: max(c.snap.nextSeq, 1), Created: now, Name: name}
 	cp := c.copyStateLocked(now)
 	ids := cp.ids
-	r := snapshotRec{uid: c.uid, seq: f.seq, created: now, count: uint64(len(ids)), name: name}
+	r := snapshotRec{uid: c.uid, seq: f.Seq, created: now, count: uint64(len(ids)), name: name}
 	lsn, err := c.db.logFor(c.name, encodeSnapshot(r))
 	if err != nil {
 		c.mu.Unlock()
@@ -164,7 +164,7 @@ func (c *Collection) SnapshotDeferred(name string) (Ticket, error) {
 	if snapshotLockHeld != nil {
 		snapshotLockHeld(time.Since(locked))
 	}
-	f.entries = cp.entries()
+	f.Entries = cp.entries()
 
 	if err := c.writeSnapFile(f); err != nil {
 		// Take it back: logged, so that replay drops it too. (A failed
@@ -173,7 +173,7 @@ func (c *Collection) SnapshotDeferred(name string) (Ticket, error) {
 		if err := c.lockLive(); err != nil {
 			return 0, werr
 		}
-		d := delSnapshotRec{uid: c.uid, seq: f.seq}
+		d := delSnapshotRec{uid: c.uid, seq: f.Seq}
 		if _, err := c.db.logFor(c.name, encodeDelSnapshot(d)); err == nil {
 			c.applyDelSnapshotLocked(d)
 		}

@@ -124,17 +124,17 @@ func TestSnapshotRecordsRoundTrip(t *testing.T) {
 		t.Fatal(got, err)
 	}
 	rb := rbBatch{dels: []uint64{1}, changes: []rbChange{
-		{kind: rbRestore, e: snapEntry{id: 2, q: 1.5, visits: 3, lastReward: -1, rewardSum: 2, updated: 5, expires: 6, key: "k", attrs: []byte(`{"a":1}`)}},
-		{kind: rbRevive, e: snapEntry{id: 3, q: 2}, m: memory{row: 4, payOff: 5, payLen: 6, created: 7}},
+		{kind: rbRestore, e: snapEntry{ID: 2, Q: 1.5, Visits: 3, LastReward: -1, RewardSum: 2, Updated: 5, Expires: 6, Key: "k", Attrs: []byte(`{"a":1}`)}},
+		{kind: rbRevive, e: snapEntry{ID: 3, Q: 2}, m: memory{row: 4, payOff: 5, payLen: 6, created: 7}},
 	}}
 	recs := encodeRollbackBatches(3, rb)
 	if len(recs) != 1 {
 		t.Fatalf("%d batches", len(recs))
 	}
 	uid, got, err := decodeRollbackBatch(recs[0])
-	if err != nil || uid != 3 || got.len() != 3 || got.dels[0] != 1 || got.changes[0].e.key != "k" ||
-		string(got.changes[0].e.attrs) != `{"a":1}` || got.changes[1].m.row != 4 || got.changes[1].m.created != 7 ||
-		got.changes[1].e.q != 2 {
+	if err != nil || uid != 3 || got.len() != 3 || got.dels[0] != 1 || got.changes[0].e.Key != "k" ||
+		string(got.changes[0].e.Attrs) != `{"a":1}` || got.changes[1].m.row != 4 || got.changes[1].m.created != 7 ||
+		got.changes[1].e.Q != 2 {
 		t.Fatalf("%d %+v %v", uid, got, err)
 	}
 	// Not canonical: no change, or a delete after a restore.
@@ -170,7 +170,7 @@ func TestSnapshotRecordsRoundTrip(t *testing.T) {
 	// record limit.
 	big := rbBatch{dels: make([]uint64, 50000)}
 	for i := range 100 {
-		big.changes = append(big.changes, rbChange{kind: rbRestore, e: snapEntry{id: uint64(i), attrs: make([]byte, 30000)}})
+		big.changes = append(big.changes, rbChange{kind: rbRestore, e: snapEntry{ID: uint64(i), Attrs: make([]byte, 30000)}})
 	}
 	recs = encodeRollbackBatches(1, big)
 	total := 0

@@ -133,7 +133,7 @@ func encodeRollbackBatches(uid uint64, rb rbBatch) [][]byte {
 		}
 		for len(changes) > 0 && (part.len() == 0 || size < rbBatchBytes) {
 			part.changes, changes = append(part.changes, changes[0]), changes[1:]
-			size += 71 + len(part.changes[len(part.changes)-1].e.key) + len(part.changes[len(part.changes)-1].e.attrs)
+			size += 71 + len(part.changes[len(part.changes)-1].e.Key) + len(part.changes[len(part.changes)-1].e.Attrs)
 		}
 		out = append(out, encodeRollbackBatch(uid, part))
 	}
@@ -196,7 +196,7 @@ func decodeRollbackBatch(b []byte) (uint64, rbBatch, error) {
 		default:
 			return bad(fmt.Sprintf("change of kind %d", kind))
 		}
-		ch := rbChange{kind: kind, e: snapEntry{id: id}}
+		ch := rbChange{kind: kind, e: snapEntry{ID: id}}
 		decodeSnapEntryRest(&d, &ch.e)
 		if kind == rbRevive {
 			ch.m.row, ch.m.payOff, ch.m.payLen, ch.m.created = d.u32(), d.u64(), d.u32(), int64(d.u64())
