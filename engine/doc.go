@@ -211,7 +211,7 @@
 //
 // # Durability
 //
-// Every change is a WAL record (record.go, record_ext.go) logged before
+// Every change is a WAL record (bodies in package record) logged before
 // the change is acknowledged; with wal.SyncAlways, a method's return means the record is
 // fsynced, and concurrent writers share fsyncs (group commit). A change is
 // logged (Enqueue) and applied in memory under the same lock, then the

@@ -92,16 +92,16 @@ func (c *Collection) recordHistory(lsn uint64, r qRec) {
 	if max == 0 {
 		return
 	}
-	s := c.hist.stripe(r.id)
+	s := c.hist.stripe(r.ID)
 	s.mu.Lock()
 	if s.logs == nil {
 		s.logs = make(map[uint64][]byte)
 	}
-	b := s.logs[r.id]
+	b := s.logs[r.ID]
 	if len(b) == 0 || histLSN(b) < lsn {
-		nb := histlog.Push(b, lsn, histlog.Entry{MS: r.updated / int64(time.Millisecond),
-			Reward: r.lastReward, Q: r.q, Visits: r.visits}, max)
-		s.logs[r.id] = nb
+		nb := histlog.Push(b, lsn, histlog.Entry{MS: r.Updated / int64(time.Millisecond),
+			Reward: r.LastReward, Q: r.Q, Visits: r.Visits}, max)
+		s.logs[r.ID] = nb
 		c.addAcct(kindHistory, int64(cap(nb)-cap(b))) // datamem.go
 	}
 	s.mu.Unlock()

@@ -416,14 +416,14 @@ func benchRecordHistory(b *testing.B, n uint64) {
 	c := &Collection{db: &DB{}}
 	for id := uint64(1); id <= n; id++ {
 		for v := uint64(1); v <= DefaultHistoryLen; v++ {
-			c.recordHistory(v, qRec{id: id, q: float64(v) / 3, visits: v, lastReward: 1, updated: 1_800_000_000_000_000_000 + int64(v)*1e9})
+			c.recordHistory(v, qRec{ID: id, Q: float64(v) / 3, Visits: v, LastReward: 1, Updated: 1_800_000_000_000_000_000 + int64(v)*1e9})
 		}
 	}
 	b.ResetTimer()
 	for i := range b.N {
 		id := 1 + uint64(i)%n
 		v := DefaultHistoryLen + 1 + uint64(i)/n
-		c.recordHistory(v, qRec{id: id, q: float64(v) / 3, visits: v, lastReward: float64(i & 1), updated: 1_800_000_000_000_000_000 + int64(v)*1e9})
+		c.recordHistory(v, qRec{ID: id, Q: float64(v) / 3, Visits: v, LastReward: float64(i & 1), Updated: 1_800_000_000_000_000_000 + int64(v)*1e9})
 	}
 }
 
@@ -439,7 +439,7 @@ func BenchmarkHistoryHeap(b *testing.B) {
 		const n = 100_000
 		for id := uint64(1); id <= n; id++ {
 			for v := uint64(1); v <= DefaultHistoryLen; v++ {
-				c.recordHistory(v+id<<6, qRec{id: id, q: float64(v) / 3, visits: v, lastReward: float64(v & 1), updated: 1_800_000_000_000_000_000 + int64(v)*1_234_000_000})
+				c.recordHistory(v+id<<6, qRec{ID: id, Q: float64(v) / 3, Visits: v, LastReward: float64(v & 1), Updated: 1_800_000_000_000_000_000 + int64(v)*1_234_000_000})
 			}
 		}
 		runtime.GC()

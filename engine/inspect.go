@@ -109,43 +109,43 @@ func describeRecord(rec []byte, dims map[uint64]int) string {
 		}
 		var r addRec
 		if r, err = decodeAdd(rec, dim); err == nil {
-			s = fmt.Sprintf("uid=%d id=%d row=%d payoff=%d paylen=%d created=%s q=%s dim=%d", r.uid, r.id, r.row, r.payOff,
-				len(r.payload), fmtNanos(r.created), fmtF(r.q), len(r.vec))
-			if r.key != "" {
-				s += fmt.Sprintf(" key=%q", r.key)
+			s = fmt.Sprintf("uid=%d id=%d row=%d payoff=%d paylen=%d created=%s q=%s dim=%d", r.UID, r.ID, r.Row, r.PayOff,
+				len(r.Payload), fmtNanos(r.Created), fmtF(r.Q), len(r.Vec))
+			if r.Key != "" {
+				s += fmt.Sprintf(" key=%q", r.Key)
 			}
-			if r.expires != 0 {
-				s += " expires=" + fmtNanos(r.expires)
+			if r.Expires != 0 {
+				s += " expires=" + fmtNanos(r.Expires)
 			}
-			if len(r.attrs) > 0 {
-				s += " attrs=" + clip(r.attrs)
+			if len(r.Attrs) > 0 {
+				s += " attrs=" + clip(r.Attrs)
 			}
 		}
 	case recDelete:
 		var r deleteRec
 		if r, err = decodeDelete(rec); err == nil {
-			s = fmt.Sprintf("uid=%d n=%d ids=%s", r.uid, len(r.ids), fmtIDs(r.ids))
+			s = fmt.Sprintf("uid=%d n=%d ids=%s", r.UID, len(r.IDs), fmtIDs(r.IDs))
 		}
 	case recQ:
 		var r qRec
 		if r, err = decodeQ(rec); err == nil {
-			s = fmt.Sprintf("uid=%d id=%d q=%s visits=%d last_reward=%s reward_sum=%s updated=%s", r.uid, r.id, fmtF(r.q),
-				r.visits, fmtF(r.lastReward), fmtF(r.rewardSum), fmtNanos(r.updated))
+			s = fmt.Sprintf("uid=%d id=%d q=%s visits=%d last_reward=%s reward_sum=%s updated=%s", r.UID, r.ID, fmtF(r.Q),
+				r.Visits, fmtF(r.LastReward), fmtF(r.RewardSum), fmtNanos(r.Updated))
 		}
 	case recSetAttrs:
 		var r setAttrsRec
 		if r, err = decodeSetAttrs(rec); err == nil {
-			s = fmt.Sprintf("uid=%d id=%d attrs=%s", r.uid, r.id, clip(r.attrs))
+			s = fmt.Sprintf("uid=%d id=%d attrs=%s", r.UID, r.ID, clip(r.Attrs))
 		}
 	case recSetPayload:
 		var r setPayloadRec
 		if r, err = decodeSetPayload(rec); err == nil {
-			s = fmt.Sprintf("uid=%d id=%d payoff=%d paylen=%d", r.uid, r.id, r.payOff, len(r.payload))
+			s = fmt.Sprintf("uid=%d id=%d payoff=%d paylen=%d", r.UID, r.ID, r.PayOff, len(r.Payload))
 		}
 	case recExpire:
 		var r expireRec
 		if r, err = decodeExpire(rec); err == nil {
-			s = fmt.Sprintf("uid=%d id=%d expires=%s", r.uid, r.id, fmtNanos(r.expires))
+			s = fmt.Sprintf("uid=%d id=%d expires=%s", r.UID, r.ID, fmtNanos(r.Expires))
 		}
 	case recIndexed:
 		var r indexedRec
@@ -155,17 +155,17 @@ func describeRecord(rec []byte, dims map[uint64]int) string {
 	case recSnapshot:
 		var r snapshotRec
 		if r, err = decodeSnapshot(rec); err == nil {
-			s = fmt.Sprintf("uid=%d seq=%d name=%q created=%s memories=%d", r.uid, r.seq, r.name, fmtNanos(r.created), r.count)
+			s = fmt.Sprintf("uid=%d seq=%d name=%q created=%s memories=%d", r.UID, r.Seq, r.Name, fmtNanos(r.Created), r.Count)
 		}
 	case recDelSnapshot:
 		var r delSnapshotRec
 		if r, err = decodeDelSnapshot(rec); err == nil {
-			s = fmt.Sprintf("uid=%d seq=%d", r.uid, r.seq)
+			s = fmt.Sprintf("uid=%d seq=%d", r.UID, r.Seq)
 		}
 	case recRollback:
 		var r rollbackRec
 		if r, err = decodeRollback(rec); err == nil {
-			s = fmt.Sprintf("uid=%d seq=%d changed=%d", r.uid, r.seq, r.n)
+			s = fmt.Sprintf("uid=%d seq=%d changed=%d", r.UID, r.Seq, r.N)
 		}
 	case recRollbackBatch:
 		var uid uint64

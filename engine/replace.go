@@ -329,7 +329,7 @@ func (c *Collection) upsertLocked(r addRec, key string, now int64) (id uint64, t
 		return 0, 0, false, nil // the add purges the expired holder
 	}
 	rec := replaceRec{uid: c.uid, id: id, flags: replaceAttrs | replacePayload,
-		attrs: r.attrs, payload: r.payload, vec: r.vec}
+		attrs: r.Attrs, payload: r.Payload, vec: r.Vec}
 	t, err = c.replaceLocked(rec)
 	if err != nil {
 		return 0, 0, false, err

@@ -83,7 +83,7 @@ func (c *Collection) RollbackDeferred(name string) (int, Ticket, error) {
 		return 0, 0, err
 	}
 	recs := encodeRollbackBatches(c.uid, rb)
-	recs = append(recs, encodeRollback(rollbackRec{uid: c.uid, seq: seq, n: uint64(rb.len())}))
+	recs = append(recs, encodeRollback(rollbackRec{UID: c.uid, Seq: seq, N: uint64(rb.len())}))
 	lsn, err := c.db.logBatchFor(c.name, recs)
 	if err != nil {
 		return 0, 0, err
@@ -146,7 +146,7 @@ func sameState(q qtable.Entry, m memory, e snapEntry) bool {
 func (c *Collection) applyRollbackLocked(rb rbBatch) {
 	defer c.accountLocked() // datamem.go
 	if len(rb.dels) > 0 {
-		c.applyDeleteLocked(deleteRec{uid: c.uid, ids: rb.dels})
+		c.applyDeleteLocked(deleteRec{UID: c.uid, IDs: rb.dels})
 	}
 	// Keys first come off every restored memory: two memories may trade
 	// keys, and indexing one's new key before the other's old one is off
@@ -216,8 +216,8 @@ func (c *Collection) replayRollbackBatchLocked(rb rbBatch) {
 func (c *Collection) replayRollbackLocked(r rollbackRec) error {
 	rb := c.snap.replay
 	c.snap.replay = rbBatch{}
-	if uint64(rb.len()) != r.n {
-		return fmt.Errorf("%w: rollback of %d changes found %d in its batches", errBadRecord, r.n, rb.len())
+	if uint64(rb.len()) != r.N {
+		return fmt.Errorf("%w: rollback of %d changes found %d in its batches", errBadRecord, r.N, rb.len())
 	}
 	c.applyRollbackLocked(rb)
 	return nil

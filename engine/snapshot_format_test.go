@@ -111,15 +111,15 @@ func TestSnapshotSectionDamaged(t *testing.T) {
 // TestSnapshotRecordsRoundTrip: the records decode to what was encoded, and
 // a truncated or over-long body is errBadRecord.
 func TestSnapshotRecordsRoundTrip(t *testing.T) {
-	sr := snapshotRec{uid: 3, seq: 7, created: 99, count: 5, name: "n"}
+	sr := snapshotRec{UID: 3, Seq: 7, Created: 99, Count: 5, Name: "n"}
 	if got, err := decodeSnapshot(encodeSnapshot(sr)); err != nil || got != sr {
 		t.Fatal(got, err)
 	}
-	dr := delSnapshotRec{uid: 3, seq: 7}
+	dr := delSnapshotRec{UID: 3, Seq: 7}
 	if got, err := decodeDelSnapshot(encodeDelSnapshot(dr)); err != nil || got != dr {
 		t.Fatal(got, err)
 	}
-	rr := rollbackRec{uid: 3, seq: 7, n: 9}
+	rr := rollbackRec{UID: 3, Seq: 7, N: 9}
 	if got, err := decodeRollback(encodeRollback(rr)); err != nil || got != rr {
 		t.Fatal(got, err)
 	}

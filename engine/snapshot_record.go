@@ -1,6 +1,10 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/memrl/memrl/engine/record"
+)
 
 // Log records of snapshots and rollback (snapshot.go, rollback.go). Like
 // every record they log results: a rollback is logged as the changes it
@@ -22,11 +26,15 @@ import "fmt"
 // recRollback, so a log torn inside a rollback replays none of it. (One
 // EnqueueBatch also keeps a checkpoint's log position from falling inside
 // a rollback.)
+//
+// The bodies of recSnapshot, recDelSnapshot and recRollback are package
+// record's; recRollbackBatch's is defined here, as its changes carry the
+// engine's memory record.
 const (
-	recSnapshot      byte = 12
-	recDelSnapshot   byte = 13
-	recRollback      byte = 14
-	recRollbackBatch byte = 18
+	recSnapshot      = record.TypeSnapshot
+	recDelSnapshot   = record.TypeDelSnapshot
+	recRollback      = record.TypeRollback
+	recRollbackBatch = record.TypeRollbackBatch
 )
 
 // Kinds of rollback change.
@@ -36,16 +44,11 @@ const (
 	rbRevive  byte = 2 // a ghost the snapshot holds: live again, its state restored
 )
 
-type snapshotRec struct {
-	uid, seq uint64
-	created  int64
-	count    uint64
-	name     string
-}
-
-type delSnapshotRec struct{ uid, seq uint64 }
-
-type rollbackRec struct{ uid, seq, n uint64 }
+type (
+	snapshotRec    = record.Snapshot
+	delSnapshotRec = record.DelSnapshot
+	rollbackRec    = record.Rollback
+)
 
 // rbChange is one memory restored or revived by a rollback.
 type rbChange struct {
@@ -63,54 +66,27 @@ type rbBatch struct {
 
 func (b rbBatch) len() int { return len(b.dels) + len(b.changes) }
 
-func encodeSnapshot(r snapshotRec) []byte {
-	b := make([]byte, 0, 35+len(r.name))
-	b = append(b, recSnapshot)
-	b = le.AppendUint64(b, r.uid)
-	b = le.AppendUint64(b, r.seq)
-	b = le.AppendUint64(b, uint64(r.created))
-	b = le.AppendUint64(b, r.count)
-	b = le.AppendUint16(b, uint16(len(r.name)))
-	return append(b, r.name...)
-}
+func encodeSnapshot(r snapshotRec) []byte { return record.EncodeSnapshot(r) }
 
+// decodeSnapshot decodes a recSnapshot body and checks its name.
 func decodeSnapshot(b []byte) (snapshotRec, error) {
-	d := decoder{b: b[1:]}
-	var r snapshotRec
-	r.uid, r.seq, r.created, r.count = d.u64(), d.u64(), int64(d.u64()), d.u64()
-	r.name = string(d.take(int(d.u16())))
-	if err := d.done("snapshot"); err != nil {
+	r, err := record.DecodeSnapshot(b)
+	if err != nil {
 		return r, err
 	}
-	if err := checkSnapshotName(r.name); err != nil {
+	if err := checkSnapshotName(r.Name); err != nil {
 		return r, fmt.Errorf("%w: snapshot record: %v", errBadRecord, err)
 	}
 	return r, nil
 }
 
-func encodeDelSnapshot(r delSnapshotRec) []byte {
-	b := append(make([]byte, 0, 17), recDelSnapshot)
-	b = le.AppendUint64(b, r.uid)
-	return le.AppendUint64(b, r.seq)
-}
-
+func encodeDelSnapshot(r delSnapshotRec) []byte { return record.EncodeDelSnapshot(r) }
 func decodeDelSnapshot(b []byte) (delSnapshotRec, error) {
-	d := decoder{b: b[1:]}
-	r := delSnapshotRec{uid: d.u64(), seq: d.u64()}
-	return r, d.done("delsnapshot")
+	return record.DecodeDelSnapshot(b)
 }
-
-func encodeRollback(r rollbackRec) []byte {
-	b := append(make([]byte, 0, 25), recRollback)
-	b = le.AppendUint64(b, r.uid)
-	b = le.AppendUint64(b, r.seq)
-	return le.AppendUint64(b, r.n)
-}
-
+func encodeRollback(r rollbackRec) []byte { return record.EncodeRollback(r) }
 func decodeRollback(b []byte) (rollbackRec, error) {
-	d := decoder{b: b[1:]}
-	r := rollbackRec{uid: d.u64(), seq: d.u64(), n: d.u64()}
-	return r, d.done("rollback")
+	return record.DecodeRollback(b)
 }
 
 // rbBatchBytes bounds a recRollbackBatch body (far below
