@@ -149,7 +149,7 @@
 //	                                    append-only: SetPayload appends the new record, and the
 //	                                    old one stays as garbage until compaction
 //	dir/collections/<uid>/ivfpq/        the IVF-PQ index once trained (index.go)
-//	dir/collections/<uid>/snapshots/    snapshot files: every memory's state at a named point (snapshot_file.go)
+//	dir/collections/<uid>/snapshots/    snapshot files: every memory's state at a named point (package snapfile)
 //
 // After a compaction the four carry its generation g (compact_files.go):
 // vectors.<g>.f32, vectors.<g>.sum, payloads.<g>.dat and ivfpq.<g>/, and

@@ -9,7 +9,7 @@ import (
 
 // Snapshots (MEM.SNAPSHOT, MEM.SNAPSHOTS, MEM.DELSNAPSHOT; rollback.go has
 // MEM.ROLLBACK). A snapshot is a named point of a collection: a file of
-// every live memory's state (snapshot_file.go) and an entry of the
+// every live memory's state (package snapfile) and an entry of the
 // collection's catalog, logged (recSnapshot, recDelSnapshot) and carried by
 // the checkpoint's collection section sectSnapshots. No vector is copied:
 // instead, a memory deleted (or pruned, or expired and swept) while a

@@ -10,7 +10,7 @@ import "fmt"
 //	nghost u32  | nghost × (id u64 | row u32 | payOff u64 | payLen u32 | created i64 |
 //	                        expires i64 | key u16-len bytes | attrs u32-len bytes)
 //
-// The snapshots' memories are in their files (snapshot_file.go), read when
+// The snapshots' memories are in their files (package snapfile), read when
 // the section is loaded. The checkpoint's checksum covers the section; a
 // section that does not decode is a damaged checkpoint.
 const snapSectionVersion = 1
