@@ -263,28 +263,28 @@ func (m ckptMemory) inBounds(nrows uint32, paySize uint64) bool {
 
 func decodeCkptMemory(d *decoder, version uint32) (ckptMemory, error) {
 	var m ckptMemory
-	m.id = d.u64()
-	m.m.row = d.u32()
-	m.m.payOff = d.u64()
-	m.m.payLen = d.u32()
-	m.m.created = int64(d.u64())
-	m.q = d.f64()
-	m.visits = d.u64()
-	m.lastReward = d.f64()
-	m.rewardSum = d.f64()
-	m.updated = int64(d.u64())
+	m.id = d.U64()
+	m.m.row = d.U32()
+	m.m.payOff = d.U64()
+	m.m.payLen = d.U32()
+	m.m.created = int64(d.U64())
+	m.q = d.F64()
+	m.visits = d.U64()
+	m.lastReward = d.F64()
+	m.rewardSum = d.F64()
+	m.updated = int64(d.U64())
 	if version >= 4 {
-		expires := int64(d.u64())
-		key := string(d.take(int(d.u16())))
+		expires := int64(d.U64())
+		key := string(d.Take(int(d.U16())))
 		var attrs []byte
-		if n := d.u32(); n > 0 {
-			attrs = bytes.Clone(d.take(int(n))) // the file's buffer is not kept
+		if n := d.U32(); n > 0 {
+			attrs = bytes.Clone(d.Take(int(n))) // the file's buffer is not kept
 		}
 		m.m.ext = makeExt(attrs, key, expires)
 	}
 	if version >= 6 {
 		var err error
-		m.sections, err = decodeSections(d, int(d.u8()), func() uint16 { return uint16(d.u8()) }, knownMemSection)
+		m.sections, err = decodeSections(d, int(d.U8()), func() uint16 { return uint16(d.U8()) }, knownMemSection)
 		if err == nil {
 			err = checkMemSections(m.sections)
 		}
@@ -313,50 +313,50 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 // where it stopped: on an error, the collections decoded before it, for
 // inspection (memrl dump checkpoint).
 func decodeCheckpointBody(body []byte) (checkpoint, int, error) {
-	d := &decoder{b: body[len(ckptMagic):]}
+	d := &decoder{B: body[len(ckptMagic):]}
 	cp, err := decodeCheckpointFrom(d)
-	return cp, len(body) - len(d.b), err
+	return cp, len(body) - len(d.B), err
 }
 
 func decodeCheckpointFrom(d *decoder) (checkpoint, error) {
 	var cp checkpoint
-	version := d.u32()
+	version := d.U32()
 	if version < 1 || version > ckptVersion {
 		return cp, fmt.Errorf("%w: version %d, this build reads 1 to %d", ErrCorruptCheckpoint, version, ckptVersion)
 	}
 	if version >= 3 {
-		cp.kind = d.u8()
-		cp.chainID = d.u64()
-		cp.seq = d.u32()
-		if !d.err && (cp.kind > ckptDelta || (cp.kind == ckptFull) != (cp.seq == 0)) {
+		cp.kind = d.U8()
+		cp.chainID = d.U64()
+		cp.seq = d.U32()
+		if !d.Err && (cp.kind > ckptDelta || (cp.kind == ckptFull) != (cp.seq == 0)) {
 			return cp, fmt.Errorf("%w: kind %d with sequence number %d", ErrCorruptCheckpoint, cp.kind, cp.seq)
 		}
 	}
-	cp.walLSN = d.u64()
-	cp.nextUID = d.u64()
-	ncoll := d.u32()
-	for i := uint32(0); i < ncoll && !d.err; i++ {
+	cp.walLSN = d.U64()
+	cp.nextUID = d.U64()
+	ncoll := d.U32()
+	for i := uint32(0); i < ncoll && !d.Err; i++ {
 		var c ckptCollection
-		c.uid = d.u64()
-		c.name = string(d.take(int(d.u16())))
+		c.uid = d.U64()
+		c.name = string(d.Take(int(d.U16())))
 		c.cfg = decodeConfig(d)
 		if version >= 5 {
 			c.cfg.Indexed = decodeFieldList(d)
-			if err := checkFieldList(c.cfg.Indexed); !d.err && err != nil {
+			if err := checkFieldList(c.cfg.Indexed); !d.Err && err != nil {
 				return cp, fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, c.name, err)
 			}
 		}
 		// Only valid configs are ever written; an invalid one (a zero
 		// dimension would divide by a zero row size) is damage.
-		if err := c.cfg.Validate(); !d.err && err != nil {
+		if err := c.cfg.Validate(); !d.Err && err != nil {
 			return cp, fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, c.name, err)
 		}
 		if version == 1 {
-			c.nrows = d.u32()
-			c.paySize = d.u64()
-			c.nextID = d.u64()
-			nmem := d.u64()
-			if nmem > uint64(len(d.b))/ckptMemSize {
+			c.nrows = d.U32()
+			c.paySize = d.U64()
+			c.nextID = d.U64()
+			nmem := d.U64()
+			if nmem > uint64(len(d.B))/ckptMemSize {
 				return cp, fmt.Errorf("%w: collection %q claims %d memories", ErrCorruptCheckpoint, c.name, nmem)
 			}
 			for range nmem {
@@ -364,19 +364,19 @@ func decodeCheckpointFrom(d *decoder) (checkpoint, error) {
 				c.mems = append(c.mems, m)
 			}
 		} else {
-			for version >= 3 && !d.err {
-				n := d.u32()
+			for version >= 3 && !d.Err {
+				n := d.U32()
 				if n == 0 {
 					break
 				}
 				if cp.kind == ckptFull {
 					return cp, fmt.Errorf("%w: collection %q: tombstones in a full checkpoint", ErrCorruptCheckpoint, c.name)
 				}
-				if n > ckptMaxBatch || uint64(n) > uint64(len(d.b))/8 {
+				if n > ckptMaxBatch || uint64(n) > uint64(len(d.B))/8 {
 					return cp, fmt.Errorf("%w: collection %q: batch of %d tombstones", ErrCorruptCheckpoint, c.name, n)
 				}
 				for range n {
-					c.tombs = append(c.tombs, d.u64())
+					c.tombs = append(c.tombs, d.U64())
 				}
 			}
 			// Each batch is decoded into a slice of its own size and the
@@ -386,12 +386,12 @@ func decodeCheckpointFrom(d *decoder) (checkpoint, error) {
 			// 1M (growslice's memmove and page faults).
 			var batches [][]ckptMemory
 			total := 0
-			for !d.err {
-				n := d.u32()
+			for !d.Err {
+				n := d.U32()
 				if n == 0 {
 					break
 				}
-				if n > ckptMaxBatch || uint64(n) > uint64(len(d.b))/ckptMemSize {
+				if n > ckptMaxBatch || uint64(n) > uint64(len(d.B))/ckptMemSize {
 					return cp, fmt.Errorf("%w: collection %q: batch of %d memories", ErrCorruptCheckpoint, c.name, n)
 				}
 				batch := make([]ckptMemory, 0, n)
@@ -409,12 +409,12 @@ func decodeCheckpointFrom(d *decoder) (checkpoint, error) {
 			for _, b := range batches {
 				c.mems = append(c.mems, b...)
 			}
-			c.nrows = d.u32()
-			c.paySize = d.u64()
-			c.nextID = d.u64()
+			c.nrows = d.U32()
+			c.paySize = d.U64()
+			c.nextID = d.U64()
 			if version >= 6 {
 				var err error
-				c.sections, err = decodeSections(d, int(d.u16()), d.u16, knownCollSection)
+				c.sections, err = decodeSections(d, int(d.U16()), d.U16, knownCollSection)
 				if err != nil {
 					return cp, fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, c.name, err)
 				}
@@ -424,13 +424,13 @@ func decodeCheckpointFrom(d *decoder) (checkpoint, error) {
 		// checksum verifies but that points past its own file sizes (a
 		// bug, never a torn write) is refused, not indexed.
 		for _, m := range c.mems {
-			if !d.err && !m.inBounds(c.nrows, c.paySize) {
+			if !d.Err && !m.inBounds(c.nrows, c.paySize) {
 				return cp, fmt.Errorf("%w: collection %q: memory %d lies past the recorded file sizes", ErrCorruptCheckpoint, c.name, m.id)
 			}
 		}
 		cp.colls = append(cp.colls, c)
 	}
-	if err := d.done("checkpoint"); err != nil {
+	if err := d.Done("checkpoint"); err != nil {
 		return cp, fmt.Errorf("%w: %v", ErrCorruptCheckpoint, err)
 	}
 	return cp, nil

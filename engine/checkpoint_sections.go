@@ -177,12 +177,12 @@ func appendMemSections(b []byte, s []ckptSection) []byte {
 func decodeSections(d *decoder, n int, tag func() uint16, known func(uint16) bool) ([]ckptSection, error) {
 	var s []ckptSection
 	for range n {
-		if d.err {
-			return nil, nil // d.done reports it
+		if d.Err {
+			return nil, nil // d.Done reports it
 		}
 		t := tag()
-		data := d.take(int(d.u32()))
-		if d.err {
+		data := d.Take(int(d.U32()))
+		if d.Err {
 			return nil, nil
 		}
 		if !known(t) {

@@ -95,55 +95,27 @@ func decodeExpire(b []byte) (expireRec, error) { return record.DecodeExpire(b) }
 // qRecSize is the size of a recQ body.
 const qRecSize = record.QSize
 
-// decoder reads little-endian fields and remembers the first short read.
-type decoder struct {
-	b   []byte
-	err bool
-}
-
-// take returns the next n bytes. On a short read it sets d.err and
-// returns 8 zero bytes (or fewer), enough for the fixed-size readers
-// below: never a buffer of the length asked for, which may be a
-// length field read from damaged input (up to 4 GiB).
-func (d *decoder) take(n int) []byte {
-	if d.err || n < 0 || len(d.b) < n {
-		d.err = true
-		return make([]byte, min(max(n, 0), 8))
-	}
-	p := d.b[:n]
-	d.b = d.b[n:]
-	return p
-}
-func (d *decoder) u8() byte     { return d.take(1)[0] }
-func (d *decoder) u16() uint16  { return le.Uint16(d.take(2)) }
-func (d *decoder) u32() uint32  { return le.Uint32(d.take(4)) }
-func (d *decoder) u64() uint64  { return le.Uint64(d.take(8)) }
-func (d *decoder) f64() float64 { return math.Float64frombits(d.u64()) }
-
-// done reports a short or over-long body as errBadRecord.
-func (d *decoder) done(kind string) error {
-	if d.err || len(d.b) != 0 {
-		return fmt.Errorf("%w: bad %s record", errBadRecord, kind)
-	}
-	return nil
-}
+// decoder reads little-endian fields and remembers the first short read
+// (record.Decoder: one decoder for every body and section the engine
+// decodes).
+type decoder = record.Decoder
 
 func decodeCreate(b []byte) (createRec, error) {
-	d := decoder{b: b[1:]}
+	d := decoder{B: b[1:]}
 	var r createRec
-	r.uid = d.u64()
-	r.name = string(d.take(int(d.u16())))
+	r.uid = d.U64()
+	r.name = string(d.Take(int(d.U16())))
 	r.cfg = decodeConfig(&d)
 	if b[0] == recCreateIndexed {
 		r.cfg.Indexed = decodeFieldList(&d)
-		if !d.err && len(r.cfg.Indexed) == 0 {
+		if !d.Err && len(r.cfg.Indexed) == 0 {
 			return r, fmt.Errorf("%w: create record with an empty list of indexed fields", errBadRecord)
 		}
-		if err := checkFieldList(r.cfg.Indexed); !d.err && err != nil {
+		if err := checkFieldList(r.cfg.Indexed); !d.Err && err != nil {
 			return r, err
 		}
 	}
-	if err := d.done("create"); err != nil {
+	if err := d.Done("create"); err != nil {
 		return r, err
 	}
 	// Create logs only validated configs; replaying an invalid one (a

@@ -66,7 +66,7 @@ func appendSnapEntry(b []byte, e snapEntry) []byte { return snapfile.AppendEntry
 
 // decodeSnapEntryRest decodes what follows the id in appendSnapEntry's
 // layout into e; the key and attributes are copied. A short input sets
-// d.err.
+// d.Err.
 func decodeSnapEntryRest(d *decoder, e *snapEntry) {
-	d.b = snapfile.DecodeEntryRest(d.b, e, &d.err)
+	d.B = snapfile.DecodeEntryRest(d.B, e, &d.Err)
 }

@@ -149,18 +149,18 @@ func appendRBChange(b []byte, ch rbChange) []byte {
 // the rest. Slices grow as changes are decoded, never to a count read from
 // the record.
 func decodeRollbackBatch(b []byte) (uint64, rbBatch, error) {
-	d := decoder{b: b[1:]}
-	uid := d.u64()
-	n := d.u32()
+	d := decoder{B: b[1:]}
+	uid := d.U64()
+	n := d.U32()
 	var rb rbBatch
 	bad := func(why string) (uint64, rbBatch, error) {
 		return 0, rbBatch{}, fmt.Errorf("%w: bad rollback batch record: %s", errBadRecord, why)
 	}
-	if d.err || n == 0 || uint64(n)*9 > uint64(len(d.b)) {
+	if d.Err || n == 0 || uint64(n)*9 > uint64(len(d.B)) {
 		return bad("count")
 	}
-	for i := uint32(0); i < n && !d.err; i++ {
-		kind, id := d.u8(), d.u64()
+	for i := uint32(0); i < n && !d.Err; i++ {
+		kind, id := d.U8(), d.U64()
 		switch kind {
 		case rbDelete:
 			if len(rb.changes) > 0 {
@@ -175,9 +175,9 @@ func decodeRollbackBatch(b []byte) (uint64, rbBatch, error) {
 		ch := rbChange{kind: kind, e: snapEntry{ID: id}}
 		decodeSnapEntryRest(&d, &ch.e)
 		if kind == rbRevive {
-			ch.m.row, ch.m.payOff, ch.m.payLen, ch.m.created = d.u32(), d.u64(), d.u32(), int64(d.u64())
+			ch.m.row, ch.m.payOff, ch.m.payLen, ch.m.created = d.U32(), d.U64(), d.U32(), int64(d.U64())
 		}
 		rb.changes = append(rb.changes, ch)
 	}
-	return uid, rb, d.done("rollback batch")
+	return uid, rb, d.Done("rollback batch")
 }
