@@ -2,82 +2,36 @@ package engine
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/memrl/memrl/engine/ckptfile"
 )
 
 // A checkpoint is a chain of files: a full checkpoint, CHECKPOINT, and the
 // deltas written after it, CHECKPOINT.1, CHECKPOINT.2, ..., each holding
 // only the memories changed (and the ids deleted) since the one before.
-// Every file is replaced atomically (written to a temporary file, fsynced,
-// renamed, folder fsynced). Together they hold the state of every
-// collection as of some moment during the last checkpoint, and the WAL
-// position from which replay must start to reach the present.
-//
-// Version 6, written as the collections are copied (a streaming encoder
-// needs no buffer the size of the file):
-//
-//	+-----------+---------+------+---------+-----+---------+---------+-----------+----------------+-------+
-//	| "MEMRLCKP"| version | kind | chainID | seq | walLSN  | nextUID | ncoll u32 | collections... | xxh64 |
-//	| 8 bytes   | u32 = 6 | u8   | u64     | u32 | u64     | u64     |           |                | u64   |
-//	+-----------+---------+------+---------+-----+---------+---------+-----------+----------------+-------+
-//
-//	kind:       0 full (seq 0), 1 delta (seq 1, 2, ... within the chain of the full
-//	            checkpoint with the same chainID)
-//	collection: uid u64 | name u16-len bytes | config (engine/config.go encodeConfig) |
-//	            indexed fields (n u8 | n × name u8-len bytes; filter_index.go) |
-//	            tombstone batches... | u32 0 | memory batches... | u32 0 |
-//	            nrows u32 | paySize u64 | nextID u64 | collection sections
-//	tombstone batch: count u32 (1..ckptMaxBatch) | count × id u64    (deltas only)
-//	memory batch:    count u32 (1..ckptMaxBatch) | count × memory
-//	memory:     id u64 | row u32 | payOff u64 | payLen u32 | created i64 | q f64 | visits u64 |
-//	            lastReward f64 | rewardSum f64 | updated i64 |                   (72 bytes, then)
-//	            expires i64 | key u16-len bytes | attrs u32-len bytes |         (15 bytes and up)
-//	            memory sections
-//
-// expires is the absolute expiry (unix nanoseconds; 0: never), key the
-// external key ("" for none), attrs the compact JSON attributes (empty for
-// none); see attrs.go.
-//
-// A delta lists every live collection (one missing was dropped); applying
-// it removes its tombstones, then inserts or replaces its memories, then
-// takes its sizes and next id. The file sizes and next id follow the
-// memories because they are read with the last chunk of the copy.
-//
-// Sections (checkpoint_sections.go) carry the state of later features:
-// ghosts, compaction, history and so on, each under its own tag.
-//
-// Versions 1 to 5 are still read. Version 5 is version 6 without the
-// collection and memory sections. Version 4 is version 5 without the
-// indexed fields. Version 3 is version 4 with the memory
-// record's first 72 bytes only (no expiry, key or attributes). Versions 1
-// and 2 (full checkpoints only) are version 3 without kind, chainID, seq
-// and tombstones. Version 1 held the
-// sizes, and a u64 memory count, before one run of memories:
-//
-//	collection v1: uid | name | config | nrows u32 | paySize u64 | nextID u64 |
-//	               nmem u64 | nmem × memory
-//
-// The trailing xxh64 covers every byte before it. nrows and paySize are the
-// vector and payload file sizes that were fsynced before the checkpoint was
-// written; recovery trusts nothing past them.
+// Package ckptfile is the format's specification (its doc.go draws the
+// layout of every version) and codes the file's frame: magic, header,
+// trailing checksum. This file encodes and decodes what lies between them:
+// collections and memories, which are the engine's types.
 const (
-	ckptMagic     = "MEMRLCKP"
-	ckptVersion   = 6
+	ckptMagic     = ckptfile.Magic
+	ckptVersion   = ckptfile.Version
 	ckptName      = "CHECKPOINT"
-	ckptMemSize   = 72      // a memory of versions 1 to 3; the least a version-4 memory takes too
-	ckptMaxBatch  = 1 << 16 // memories per batch, at most
-	ckptFlushSize = 1 << 20 // bytes the writer buffers before writing
+	ckptMemSize   = ckptfile.MemSize  // a memory of versions 1 to 3; the least a version-4 memory takes too
+	ckptMaxBatch  = ckptfile.MaxBatch // memories per batch, at most
+	ckptFlushSize = 1 << 20           // bytes the writer buffers before writing
 )
 
 // ErrCorruptCheckpoint is returned by Open when the checkpoint file fails
 // its checksum, has an unknown version, or cannot be decoded. memrl never
 // guesses past a damaged checkpoint: the operator restores it.
-var ErrCorruptCheckpoint = errors.New("engine: corrupt checkpoint")
+// It is ckptfile.ErrCorrupt, so errors.Is matches either.
+var ErrCorruptCheckpoint = ckptfile.ErrCorrupt
 
 type ckptMemory struct {
 	sections   []ckptSection // version 6 on (checkpoint_sections.go)
@@ -106,8 +60,8 @@ type ckptCollection struct {
 
 // Checkpoint kinds.
 const (
-	ckptFull  = 0
-	ckptDelta = 1
+	ckptFull  = ckptfile.KindFull
+	ckptDelta = ckptfile.KindDelta
 )
 
 type checkpoint struct {
@@ -137,14 +91,8 @@ func newCkptWriter(w io.Writer) *ckptWriter {
 }
 
 func (cw *ckptWriter) header(kind uint8, chainID uint64, seq uint32, walLSN, nextUID uint64, ncoll int) {
-	cw.buf = append(cw.buf, ckptMagic...)
-	cw.buf = le.AppendUint32(cw.buf, cw.version)
-	cw.buf = append(cw.buf, kind)
-	cw.buf = le.AppendUint64(cw.buf, chainID)
-	cw.buf = le.AppendUint32(cw.buf, seq)
-	cw.buf = le.AppendUint64(cw.buf, walLSN)
-	cw.buf = le.AppendUint64(cw.buf, nextUID)
-	cw.buf = le.AppendUint32(cw.buf, uint32(ncoll))
+	cw.buf = ckptfile.AppendHeader(cw.buf, ckptfile.Header{Version: cw.version, Kind: kind, ChainID: chainID,
+		Seq: seq, WalLSN: walLSN, NextUID: nextUID, NColl: uint32(ncoll)})
 }
 
 func (cw *ckptWriter) beginCollection(uid uint64, name string, cfg Config) {
@@ -296,13 +244,9 @@ func decodeCkptMemory(d *decoder, version uint32) (ckptMemory, error) {
 }
 
 func decodeCheckpoint(b []byte) (checkpoint, error) {
-	var cp checkpoint
-	if len(b) < len(ckptMagic)+4+8 || string(b[:len(ckptMagic)]) != ckptMagic {
-		return cp, fmt.Errorf("%w: bad magic", ErrCorruptCheckpoint)
-	}
-	body, sum := b[:len(b)-8], le.Uint64(b[len(b)-8:])
-	if xxhash.Sum64(body) != sum {
-		return cp, fmt.Errorf("%w: checksum mismatch", ErrCorruptCheckpoint)
+	body, err := ckptfile.Verify(b)
+	if err != nil {
+		return checkpoint{}, err
 	}
 	cp, _, err := decodeCheckpointBody(body)
 	return cp, err
@@ -320,21 +264,13 @@ func decodeCheckpointBody(body []byte) (checkpoint, int, error) {
 
 func decodeCheckpointFrom(d *decoder) (checkpoint, error) {
 	var cp checkpoint
-	version := d.U32()
-	if version < 1 || version > ckptVersion {
-		return cp, fmt.Errorf("%w: version %d, this build reads 1 to %d", ErrCorruptCheckpoint, version, ckptVersion)
+	h, err := ckptfile.DecodeHeader(d)
+	// On an error too: what was read is shown by memrl dump checkpoint.
+	cp.kind, cp.chainID, cp.seq, cp.walLSN, cp.nextUID = h.Kind, h.ChainID, h.Seq, h.WalLSN, h.NextUID
+	if err != nil {
+		return cp, err
 	}
-	if version >= 3 {
-		cp.kind = d.U8()
-		cp.chainID = d.U64()
-		cp.seq = d.U32()
-		if !d.Err && (cp.kind > ckptDelta || (cp.kind == ckptFull) != (cp.seq == 0)) {
-			return cp, fmt.Errorf("%w: kind %d with sequence number %d", ErrCorruptCheckpoint, cp.kind, cp.seq)
-		}
-	}
-	cp.walLSN = d.U64()
-	cp.nextUID = d.U64()
-	ncoll := d.U32()
+	version, ncoll := h.Version, h.NColl
 	for i := uint32(0); i < ncoll && !d.Err; i++ {
 		var c ckptCollection
 		c.uid = d.U64()
