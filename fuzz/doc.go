@@ -148,7 +148,7 @@
 // TestFuzzSeeds* test, which fails when a committed seed differs from
 // what the encoders produce now. After a format change, regenerate them:
 //
-//	go test ./engine -run 'TestFuzzSeeds' -update-fuzz-seeds
+//	go test ./engine/... -run 'TestFuzzSeeds' -update-fuzz-seeds
 //
 // A crasher found by fuzzing is kept by copying its file from
 // testdata/fuzz/FuzzXxx/ (go test writes it there and prints its name)
