@@ -205,7 +205,7 @@ func (c *Collection) historySection(id uint64) (ckptSection, bool) {
 	if len(b) == 0 {
 		return ckptSection{}, false
 	}
-	return ckptSection{tag: memSectHistory, data: histlog.Section(b)}, true
+	return ckptSection{Tag: memSectHistory, Data: histlog.Section(b)}, true
 }
 
 // checkHistorySection validates a checkpoint's history section.
@@ -221,7 +221,7 @@ func (c *Collection) loadHistoryLocked(cc ckptCollection) {
 			continue
 		}
 		for _, s := range m.sections {
-			if s.tag != memSectHistory {
+			if s.Tag != memSectHistory {
 				continue
 			}
 			if max == 0 {
@@ -231,7 +231,7 @@ func (c *Collection) loadHistoryLocked(cc ckptCollection) {
 			if st.logs == nil {
 				st.logs = make(map[uint64][]byte)
 			}
-			nb := histTrim(s.data[1:], max) // s.data is the decoder's copy
+			nb := histTrim(s.Data[1:], max) // s.data is the decoder's copy
 			c.addAcct(kindHistory, int64(cap(nb)-cap(st.logs[m.id])))
 			st.logs[m.id] = nb
 		}

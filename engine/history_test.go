@@ -251,7 +251,7 @@ func TestHistoryRestart(t *testing.T) {
 	}
 	cp := readCkpt(t, fs, "/db/CHECKPOINT.1")
 	for _, mem := range cp.colls[0].mems {
-		if len(mem.sections) != 1 || mem.sections[0].tag != memSectHistory {
+		if len(mem.sections) != 1 || mem.sections[0].Tag != memSectHistory {
 			t.Fatalf("delta memory %d sections %v", mem.id, mem.sections)
 		}
 	}
@@ -340,7 +340,7 @@ func TestHistorySectionCorruptRefused(t *testing.T) {
 	var sect []byte
 	for _, m := range good.colls[0].mems {
 		if len(m.sections) > 0 {
-			sect = m.sections[0].data
+			sect = m.sections[0].Data
 		}
 	}
 	if sect == nil {
@@ -358,7 +358,7 @@ func TestHistorySectionCorruptRefused(t *testing.T) {
 		cp := readCkpt(t, fs, "/db/CHECKPOINT")
 		for i, m := range cp.colls[0].mems {
 			if len(m.sections) > 0 {
-				cp.colls[0].mems[i].sections[0].data = f(append([]byte(nil), sect...))
+				cp.colls[0].mems[i].sections[0].Data = f(append([]byte(nil), sect...))
 			}
 		}
 		fs2 := fs.Crash(vfs.DropUnsynced, rand.New(rand.NewSource(1)))

@@ -334,9 +334,9 @@ func dumpCkptCollection(w io.Writer, c ckptCollection, verbose bool) {
 			withSect++
 		}
 		for _, s := range m.sections {
-			if s.tag == memSectHistory {
+			if s.Tag == memSectHistory {
 				hist++
-				if es, _, err := decodeHistLog(s.data[1:]); err == nil {
+				if es, _, err := decodeHistLog(s.Data[1:]); err == nil {
 					histEntries += len(es)
 				}
 			}
@@ -345,7 +345,7 @@ func dumpCkptCollection(w io.Writer, c ckptCollection, verbose bool) {
 	fmt.Fprintf(w, "  memories=%d tombstones=%d rows=%d payload_bytes=%d next_id=%d memories_with_sections=%d histories=%d history_entries=%d\n",
 		len(c.mems), len(c.tombs), c.nrows, c.paySize, c.nextID, withSect, hist, histEntries)
 	for _, s := range c.sections {
-		fmt.Fprintf(w, "  section %s (tag %d): %d bytes\n", collSectionName(s.tag), s.tag, len(s.data))
+		fmt.Fprintf(w, "  section %s (tag %d): %d bytes\n", collSectionName(s.Tag), s.Tag, len(s.Data))
 	}
 	if !verbose {
 		return
@@ -369,9 +369,9 @@ func dumpCkptCollection(w io.Writer, c ckptCollection, verbose bool) {
 		}
 		fmt.Fprintln(w)
 		for _, s := range m.sections {
-			fmt.Fprintf(w, "    section %s (tag %d): %d bytes\n", memSectionName(s.tag), s.tag, len(s.data))
-			if s.tag == memSectHistory {
-				es, lsn, _ := decodeHistLog(s.data[1:]) // checked when decoded
+			fmt.Fprintf(w, "    section %s (tag %d): %d bytes\n", memSectionName(s.Tag), s.Tag, len(s.Data))
+			if s.Tag == memSectHistory {
+				es, lsn, _ := decodeHistLog(s.Data[1:]) // checked when decoded
 				fmt.Fprintf(w, "      newest entry's record LSN %d\n", lsn)
 				for i := len(es) - 1; i >= 0; i-- {
 					e := es[i]

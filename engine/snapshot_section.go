@@ -46,7 +46,7 @@ func (c *Collection) snapSectionLocked() []ckptSection {
 		b = le.AppendUint32(b, uint32(len(m.attrs())))
 		b = append(b, m.attrs()...)
 	}
-	return []ckptSection{{tag: sectSnapshots, data: b}}
+	return []ckptSection{{Tag: sectSnapshots, Data: b}}
 }
 
 // loadSnapSectionLocked loads the section's catalog and ghosts, and reads

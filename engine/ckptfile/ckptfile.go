@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -96,4 +97,64 @@ func DecodeHeader(d *record.Decoder) (Header, error) {
 	h.NextUID = d.U64()
 	h.NColl = d.U32()
 	return h, nil
+}
+
+// Section is one section of a collection or a memory (doc.go, Sections):
+// state under a tag whose owner defines Data.
+type Section struct {
+	Tag  uint16 // a memory's fit a byte
+	Data []byte
+}
+
+// AppendCollSections appends a collection's sections: n u16, then each
+// as tag u16 | len u32 | bytes.
+// REQUIRES: fewer than 2^16 sections, each under 4 GiB.
+func AppendCollSections(b []byte, s []Section) []byte {
+	b = le.AppendUint16(b, uint16(len(s)))
+	for _, x := range s {
+		b = le.AppendUint16(b, x.Tag)
+		b = le.AppendUint32(b, uint32(len(x.Data)))
+		b = append(b, x.Data...)
+	}
+	return b
+}
+
+// AppendMemSections appends a memory's sections: n u8, then each as
+// tag u8 | len u32 | bytes.
+// REQUIRES: fewer than 256 sections, tags below 256, each under 4 GiB.
+func AppendMemSections(b []byte, s []Section) []byte {
+	b = append(b, byte(len(s)))
+	for _, x := range s {
+		b = append(b, byte(x.Tag))
+		b = le.AppendUint32(b, uint32(len(x.Data)))
+		b = append(b, x.Data...)
+	}
+	return b
+}
+
+// DecodeSections reads n sections from d whose tags are read by tag and
+// checked by known; the data is copied (the file's buffer is not kept).
+// An unknown tag, or a tag twice, is an error (the caller wraps its
+// corruption error around it); a short read returns no sections and
+// leaves d.Err for the caller's d.Done.
+func DecodeSections(d *record.Decoder, n int, tag func() uint16, known func(uint16) bool) ([]Section, error) {
+	var s []Section
+	for range n {
+		if d.Err {
+			return nil, nil // d.Done reports it
+		}
+		t := tag()
+		data := d.Take(int(d.U32()))
+		if d.Err {
+			return nil, nil
+		}
+		if !known(t) {
+			return nil, fmt.Errorf("unknown section tag %d (written by a newer build?)", t)
+		}
+		if slices.ContainsFunc(s, func(x Section) bool { return x.Tag == t }) {
+			return nil, fmt.Errorf("section tag %d twice", t)
+		}
+		s = append(s, Section{Tag: t, Data: slices.Clone(data)})
+	}
+	return s, nil
 }

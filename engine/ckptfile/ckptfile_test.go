@@ -85,3 +85,37 @@ func TestHeaderRefusals(t *testing.T) {
 		t.Fatalf("a header cut short: err %v, short %v (the caller's Done reports it)", err, d.Err)
 	}
 }
+
+// TestSections: sections round-trip in both framings; an unknown tag and
+// a tag twice are refused; a cut list leaves d.Err for the caller.
+func TestSections(t *testing.T) {
+	s := []Section{{Tag: 1, Data: []byte("one")}, {Tag: 3, Data: nil}, {Tag: 200, Data: []byte{0}}}
+	known := func(t uint16) bool { return t == 1 || t == 3 || t == 200 }
+	for _, mem := range []bool{false, true} {
+		d := &record.Decoder{B: AppendCollSections(nil, s)}
+		n, tag := int(d.U16()), d.U16
+		if mem {
+			d = &record.Decoder{B: AppendMemSections(nil, s)}
+			n, tag = int(d.U8()), func() uint16 { return uint16(d.U8()) }
+		}
+		got, err := DecodeSections(d, n, tag, known)
+		if err != nil || len(d.B) != 0 || len(got) != 3 || string(got[0].Data) != "one" || got[2].Tag != 200 || len(got[1].Data) != 0 {
+			t.Fatalf("mem %v: %+v, %v, %d bytes left", mem, got, err, len(d.B))
+		}
+	}
+	b := AppendCollSections(nil, s)
+	d := &record.Decoder{B: b[2:]}
+	if _, err := DecodeSections(d, 3, d.U16, func(t uint16) bool { return t != 3 }); err == nil || !strings.Contains(err.Error(), "unknown section tag 3") {
+		t.Fatalf("unknown tag: err %v", err)
+	}
+	b = AppendCollSections(nil, []Section{{Tag: 1}, {Tag: 1}})
+	d = &record.Decoder{B: b[2:]}
+	if _, err := DecodeSections(d, 2, d.U16, known); err == nil || !strings.Contains(err.Error(), "section tag 1 twice") {
+		t.Fatalf("a tag twice: err %v", err)
+	}
+	b = AppendCollSections(nil, s)
+	d = &record.Decoder{B: b[2 : len(b)-1]}
+	if got, err := DecodeSections(d, 3, d.U16, known); err != nil || got != nil || !d.Err {
+		t.Fatalf("cut short: %+v, %v, short %v", got, err, d.Err)
+	}
+}
