@@ -120,7 +120,7 @@ func (c *Collection) addDeferred(reqs []AddRequest) (ids []uint64, t Ticket, bad
 	}
 	ids = make([]uint64, len(recs))
 	for i := range recs {
-		ids[i] = recs[i].id
+		ids[i] = recs[i].ID
 	}
 	// Keys (and ids) still held by expired memories: those memories are
 	// deleted first, as their sweep would (expiry.go): to a client they are
@@ -138,7 +138,7 @@ func (c *Collection) addDeferred(reqs []AddRequest) (ids []uint64, t Ticket, bad
 	}
 	for i := range recs {
 		if reqs[i].TTL > 0 {
-			recs[i].expires = now + int64(reqs[i].TTL)
+			recs[i].Expires = now + int64(reqs[i].TTL)
 		}
 	}
 	// The files are written before the records are logged so that a full
@@ -152,7 +152,7 @@ func (c *Collection) addDeferred(reqs []AddRequest) (ids []uint64, t Ticket, bad
 	}
 	bufs := make([][]byte, len(recs))
 	for i := range recs {
-		recs[i].created = created
+		recs[i].Created = created
 		bufs[i] = encodeAdd(recs[i])
 	}
 	lsn, err := c.db.logBatchFor(c.name, bufs)
@@ -162,7 +162,7 @@ func (c *Collection) addDeferred(reqs []AddRequest) (ids []uint64, t Ticket, bad
 	}
 	for _, r := range recs {
 		c.applyAddLocked(r)
-		c.indexAddLocked(r.row, r.vec)
+		c.indexAddLocked(r.Row, r.Vec)
 	}
 	return ids, Ticket(lsn), -1, nil
 }
@@ -200,7 +200,7 @@ func (c *Collection) checkAdd(req *AddRequest) (addRec, error) {
 		}
 		q = req.Q
 	}
-	return addRec{uid: c.uid, q: q, payload: req.Payload, vec: vec, attrs: attrs, key: req.Key}, nil
+	return addRec{UID: c.uid, Q: q, Payload: req.Payload, Vec: vec, Attrs: attrs, Key: req.Key}, nil
 }
 
 // assignIDsLocked sets recs[i].id for each request, as that many single
@@ -259,7 +259,7 @@ func (c *Collection) assignIDsLocked(reqs []AddRequest, recs []addRec, now int64
 		if above != 0 && id >= above {
 			above = id + 1
 		}
-		recs[i].id = id
+		recs[i].ID = id
 	}
 	return -1, nil
 }

@@ -19,9 +19,9 @@ const batchWriteChunk = 1 << 20
 func (c *Collection) placeLocked(recs []addRec) {
 	off := c.pays.size
 	for i := range recs {
-		recs[i].row = c.vecs.nrows + uint32(i)
-		recs[i].payOff = off
-		off += c.pays.recordSize(off, len(recs[i].payload))
+		recs[i].Row = c.vecs.nrows + uint32(i)
+		recs[i].PayOff = off
+		off += c.pays.recordSize(off, len(recs[i].Payload))
 	}
 }
 
@@ -33,24 +33,24 @@ func (c *Collection) writeBatchFilesLocked(recs []addRec) error {
 	rows := make([][]float32, 0, min(len(recs), batchWriteChunk/int(c.vecs.rowSize)+1))
 	first := 0
 	for i := range recs {
-		rows = append(rows, recs[i].vec)
+		rows = append(rows, recs[i].Vec)
 		if len(rows)*int(c.vecs.rowSize) >= batchWriteChunk || i == len(recs)-1 {
-			if err := c.vecs.putRows(recs[first].row, rows); err != nil {
+			if err := c.vecs.putRows(recs[first].Row, rows); err != nil {
 				return err
 			}
 			rows, first = rows[:0], i+1
 		}
 	}
 	var buf []byte
-	start := recs[0].payOff
+	start := recs[0].PayOff
 	for i := range recs {
 		r := &recs[i]
-		buf = c.pays.appendRecord(buf, r.id, r.payOff, r.payload)
+		buf = c.pays.appendRecord(buf, r.ID, r.PayOff, r.Payload)
 		if len(buf) >= batchWriteChunk || i == len(recs)-1 {
 			if err := c.pays.putRecords(start, buf); err != nil {
 				return err
 			}
-			buf, start = buf[:0], r.payOff+c.pays.recordSize(r.payOff, len(r.payload))
+			buf, start = buf[:0], r.PayOff+c.pays.recordSize(r.PayOff, len(r.Payload))
 		}
 	}
 	return nil

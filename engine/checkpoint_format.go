@@ -2,82 +2,36 @@ package engine
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/memrl/memrl/engine/ckptfile"
 )
 
 // A checkpoint is a chain of files: a full checkpoint, CHECKPOINT, and the
 // deltas written after it, CHECKPOINT.1, CHECKPOINT.2, ..., each holding
 // only the memories changed (and the ids deleted) since the one before.
-// Every file is replaced atomically (written to a temporary file, fsynced,
-// renamed, folder fsynced). Together they hold the state of every
-// collection as of some moment during the last checkpoint, and the WAL
-// position from which replay must start to reach the present.
-//
-// Version 6, written as the collections are copied (a streaming encoder
-// needs no buffer the size of the file):
-//
-//	+-----------+---------+------+---------+-----+---------+---------+-----------+----------------+-------+
-//	| "MEMRLCKP"| version | kind | chainID | seq | walLSN  | nextUID | ncoll u32 | collections... | xxh64 |
-//	| 8 bytes   | u32 = 6 | u8   | u64     | u32 | u64     | u64     |           |                | u64   |
-//	+-----------+---------+------+---------+-----+---------+---------+-----------+----------------+-------+
-//
-//	kind:       0 full (seq 0), 1 delta (seq 1, 2, ... within the chain of the full
-//	            checkpoint with the same chainID)
-//	collection: uid u64 | name u16-len bytes | config (engine/config.go encodeConfig) |
-//	            indexed fields (n u8 | n × name u8-len bytes; filter_index.go) |
-//	            tombstone batches... | u32 0 | memory batches... | u32 0 |
-//	            nrows u32 | paySize u64 | nextID u64 | collection sections
-//	tombstone batch: count u32 (1..ckptMaxBatch) | count × id u64    (deltas only)
-//	memory batch:    count u32 (1..ckptMaxBatch) | count × memory
-//	memory:     id u64 | row u32 | payOff u64 | payLen u32 | created i64 | q f64 | visits u64 |
-//	            lastReward f64 | rewardSum f64 | updated i64 |                   (72 bytes, then)
-//	            expires i64 | key u16-len bytes | attrs u32-len bytes |         (15 bytes and up)
-//	            memory sections
-//
-// expires is the absolute expiry (unix nanoseconds; 0: never), key the
-// external key ("" for none), attrs the compact JSON attributes (empty for
-// none); see attrs.go.
-//
-// A delta lists every live collection (one missing was dropped); applying
-// it removes its tombstones, then inserts or replaces its memories, then
-// takes its sizes and next id. The file sizes and next id follow the
-// memories because they are read with the last chunk of the copy.
-//
-// Sections (checkpoint_sections.go) carry the state of later features:
-// ghosts, compaction, history and so on, each under its own tag.
-//
-// Versions 1 to 5 are still read. Version 5 is version 6 without the
-// collection and memory sections. Version 4 is version 5 without the
-// indexed fields. Version 3 is version 4 with the memory
-// record's first 72 bytes only (no expiry, key or attributes). Versions 1
-// and 2 (full checkpoints only) are version 3 without kind, chainID, seq
-// and tombstones. Version 1 held the
-// sizes, and a u64 memory count, before one run of memories:
-//
-//	collection v1: uid | name | config | nrows u32 | paySize u64 | nextID u64 |
-//	               nmem u64 | nmem × memory
-//
-// The trailing xxh64 covers every byte before it. nrows and paySize are the
-// vector and payload file sizes that were fsynced before the checkpoint was
-// written; recovery trusts nothing past them.
+// Package ckptfile is the format's specification (its doc.go draws the
+// layout of every version) and codes the file's frame: magic, header,
+// trailing checksum. This file encodes and decodes what lies between them:
+// collections and memories, which are the engine's types.
 const (
-	ckptMagic     = "MEMRLCKP"
-	ckptVersion   = 6
+	ckptMagic     = ckptfile.Magic
+	ckptVersion   = ckptfile.Version
 	ckptName      = "CHECKPOINT"
-	ckptMemSize   = 72      // a memory of versions 1 to 3; the least a version-4 memory takes too
-	ckptMaxBatch  = 1 << 16 // memories per batch, at most
-	ckptFlushSize = 1 << 20 // bytes the writer buffers before writing
+	ckptMemSize   = ckptfile.MemSize  // a memory of versions 1 to 3; the least a version-4 memory takes too
+	ckptMaxBatch  = ckptfile.MaxBatch // memories per batch, at most
+	ckptFlushSize = 1 << 20           // bytes the writer buffers before writing
 )
 
 // ErrCorruptCheckpoint is returned by Open when the checkpoint file fails
 // its checksum, has an unknown version, or cannot be decoded. memrl never
 // guesses past a damaged checkpoint: the operator restores it.
-var ErrCorruptCheckpoint = errors.New("engine: corrupt checkpoint")
+// It is ckptfile.ErrCorrupt, so errors.Is matches either.
+var ErrCorruptCheckpoint = ckptfile.ErrCorrupt
 
 type ckptMemory struct {
 	sections   []ckptSection // version 6 on (checkpoint_sections.go)
@@ -106,8 +60,8 @@ type ckptCollection struct {
 
 // Checkpoint kinds.
 const (
-	ckptFull  = 0
-	ckptDelta = 1
+	ckptFull  = ckptfile.KindFull
+	ckptDelta = ckptfile.KindDelta
 )
 
 type checkpoint struct {
@@ -137,14 +91,8 @@ func newCkptWriter(w io.Writer) *ckptWriter {
 }
 
 func (cw *ckptWriter) header(kind uint8, chainID uint64, seq uint32, walLSN, nextUID uint64, ncoll int) {
-	cw.buf = append(cw.buf, ckptMagic...)
-	cw.buf = le.AppendUint32(cw.buf, cw.version)
-	cw.buf = append(cw.buf, kind)
-	cw.buf = le.AppendUint64(cw.buf, chainID)
-	cw.buf = le.AppendUint32(cw.buf, seq)
-	cw.buf = le.AppendUint64(cw.buf, walLSN)
-	cw.buf = le.AppendUint64(cw.buf, nextUID)
-	cw.buf = le.AppendUint32(cw.buf, uint32(ncoll))
+	cw.buf = ckptfile.AppendHeader(cw.buf, ckptfile.Header{Version: cw.version, Kind: kind, ChainID: chainID,
+		Seq: seq, WalLSN: walLSN, NextUID: nextUID, NColl: uint32(ncoll)})
 }
 
 func (cw *ckptWriter) beginCollection(uid uint64, name string, cfg Config) {
@@ -263,28 +211,28 @@ func (m ckptMemory) inBounds(nrows uint32, paySize uint64) bool {
 
 func decodeCkptMemory(d *decoder, version uint32) (ckptMemory, error) {
 	var m ckptMemory
-	m.id = d.u64()
-	m.m.row = d.u32()
-	m.m.payOff = d.u64()
-	m.m.payLen = d.u32()
-	m.m.created = int64(d.u64())
-	m.q = d.f64()
-	m.visits = d.u64()
-	m.lastReward = d.f64()
-	m.rewardSum = d.f64()
-	m.updated = int64(d.u64())
+	m.id = d.U64()
+	m.m.row = d.U32()
+	m.m.payOff = d.U64()
+	m.m.payLen = d.U32()
+	m.m.created = int64(d.U64())
+	m.q = d.F64()
+	m.visits = d.U64()
+	m.lastReward = d.F64()
+	m.rewardSum = d.F64()
+	m.updated = int64(d.U64())
 	if version >= 4 {
-		expires := int64(d.u64())
-		key := string(d.take(int(d.u16())))
+		expires := int64(d.U64())
+		key := string(d.Take(int(d.U16())))
 		var attrs []byte
-		if n := d.u32(); n > 0 {
-			attrs = bytes.Clone(d.take(int(n))) // the file's buffer is not kept
+		if n := d.U32(); n > 0 {
+			attrs = bytes.Clone(d.Take(int(n))) // the file's buffer is not kept
 		}
 		m.m.ext = makeExt(attrs, key, expires)
 	}
 	if version >= 6 {
 		var err error
-		m.sections, err = decodeSections(d, int(d.u8()), func() uint16 { return uint16(d.u8()) }, knownMemSection)
+		m.sections, err = decodeSections(d, int(d.U8()), func() uint16 { return uint16(d.U8()) }, knownMemSection)
 		if err == nil {
 			err = checkMemSections(m.sections)
 		}
@@ -296,13 +244,9 @@ func decodeCkptMemory(d *decoder, version uint32) (ckptMemory, error) {
 }
 
 func decodeCheckpoint(b []byte) (checkpoint, error) {
-	var cp checkpoint
-	if len(b) < len(ckptMagic)+4+8 || string(b[:len(ckptMagic)]) != ckptMagic {
-		return cp, fmt.Errorf("%w: bad magic", ErrCorruptCheckpoint)
-	}
-	body, sum := b[:len(b)-8], le.Uint64(b[len(b)-8:])
-	if xxhash.Sum64(body) != sum {
-		return cp, fmt.Errorf("%w: checksum mismatch", ErrCorruptCheckpoint)
+	body, err := ckptfile.Verify(b)
+	if err != nil {
+		return checkpoint{}, err
 	}
 	cp, _, err := decodeCheckpointBody(body)
 	return cp, err
@@ -313,50 +257,42 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 // where it stopped: on an error, the collections decoded before it, for
 // inspection (memrl dump checkpoint).
 func decodeCheckpointBody(body []byte) (checkpoint, int, error) {
-	d := &decoder{b: body[len(ckptMagic):]}
+	d := &decoder{B: body[len(ckptMagic):]}
 	cp, err := decodeCheckpointFrom(d)
-	return cp, len(body) - len(d.b), err
+	return cp, len(body) - len(d.B), err
 }
 
 func decodeCheckpointFrom(d *decoder) (checkpoint, error) {
 	var cp checkpoint
-	version := d.u32()
-	if version < 1 || version > ckptVersion {
-		return cp, fmt.Errorf("%w: version %d, this build reads 1 to %d", ErrCorruptCheckpoint, version, ckptVersion)
+	h, err := ckptfile.DecodeHeader(d)
+	// On an error too: what was read is shown by memrl dump checkpoint.
+	cp.kind, cp.chainID, cp.seq, cp.walLSN, cp.nextUID = h.Kind, h.ChainID, h.Seq, h.WalLSN, h.NextUID
+	if err != nil {
+		return cp, err
 	}
-	if version >= 3 {
-		cp.kind = d.u8()
-		cp.chainID = d.u64()
-		cp.seq = d.u32()
-		if !d.err && (cp.kind > ckptDelta || (cp.kind == ckptFull) != (cp.seq == 0)) {
-			return cp, fmt.Errorf("%w: kind %d with sequence number %d", ErrCorruptCheckpoint, cp.kind, cp.seq)
-		}
-	}
-	cp.walLSN = d.u64()
-	cp.nextUID = d.u64()
-	ncoll := d.u32()
-	for i := uint32(0); i < ncoll && !d.err; i++ {
+	version, ncoll := h.Version, h.NColl
+	for i := uint32(0); i < ncoll && !d.Err; i++ {
 		var c ckptCollection
-		c.uid = d.u64()
-		c.name = string(d.take(int(d.u16())))
+		c.uid = d.U64()
+		c.name = string(d.Take(int(d.U16())))
 		c.cfg = decodeConfig(d)
 		if version >= 5 {
 			c.cfg.Indexed = decodeFieldList(d)
-			if err := checkFieldList(c.cfg.Indexed); !d.err && err != nil {
+			if err := checkFieldList(c.cfg.Indexed); !d.Err && err != nil {
 				return cp, fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, c.name, err)
 			}
 		}
 		// Only valid configs are ever written; an invalid one (a zero
 		// dimension would divide by a zero row size) is damage.
-		if err := c.cfg.Validate(); !d.err && err != nil {
+		if err := c.cfg.Validate(); !d.Err && err != nil {
 			return cp, fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, c.name, err)
 		}
 		if version == 1 {
-			c.nrows = d.u32()
-			c.paySize = d.u64()
-			c.nextID = d.u64()
-			nmem := d.u64()
-			if nmem > uint64(len(d.b))/ckptMemSize {
+			c.nrows = d.U32()
+			c.paySize = d.U64()
+			c.nextID = d.U64()
+			nmem := d.U64()
+			if nmem > uint64(len(d.B))/ckptMemSize {
 				return cp, fmt.Errorf("%w: collection %q claims %d memories", ErrCorruptCheckpoint, c.name, nmem)
 			}
 			for range nmem {
@@ -364,19 +300,19 @@ func decodeCheckpointFrom(d *decoder) (checkpoint, error) {
 				c.mems = append(c.mems, m)
 			}
 		} else {
-			for version >= 3 && !d.err {
-				n := d.u32()
+			for version >= 3 && !d.Err {
+				n := d.U32()
 				if n == 0 {
 					break
 				}
 				if cp.kind == ckptFull {
 					return cp, fmt.Errorf("%w: collection %q: tombstones in a full checkpoint", ErrCorruptCheckpoint, c.name)
 				}
-				if n > ckptMaxBatch || uint64(n) > uint64(len(d.b))/8 {
+				if n > ckptMaxBatch || uint64(n) > uint64(len(d.B))/8 {
 					return cp, fmt.Errorf("%w: collection %q: batch of %d tombstones", ErrCorruptCheckpoint, c.name, n)
 				}
 				for range n {
-					c.tombs = append(c.tombs, d.u64())
+					c.tombs = append(c.tombs, d.U64())
 				}
 			}
 			// Each batch is decoded into a slice of its own size and the
@@ -386,12 +322,12 @@ func decodeCheckpointFrom(d *decoder) (checkpoint, error) {
 			// 1M (growslice's memmove and page faults).
 			var batches [][]ckptMemory
 			total := 0
-			for !d.err {
-				n := d.u32()
+			for !d.Err {
+				n := d.U32()
 				if n == 0 {
 					break
 				}
-				if n > ckptMaxBatch || uint64(n) > uint64(len(d.b))/ckptMemSize {
+				if n > ckptMaxBatch || uint64(n) > uint64(len(d.B))/ckptMemSize {
 					return cp, fmt.Errorf("%w: collection %q: batch of %d memories", ErrCorruptCheckpoint, c.name, n)
 				}
 				batch := make([]ckptMemory, 0, n)
@@ -409,12 +345,12 @@ func decodeCheckpointFrom(d *decoder) (checkpoint, error) {
 			for _, b := range batches {
 				c.mems = append(c.mems, b...)
 			}
-			c.nrows = d.u32()
-			c.paySize = d.u64()
-			c.nextID = d.u64()
+			c.nrows = d.U32()
+			c.paySize = d.U64()
+			c.nextID = d.U64()
 			if version >= 6 {
 				var err error
-				c.sections, err = decodeSections(d, int(d.u16()), d.u16, knownCollSection)
+				c.sections, err = decodeSections(d, int(d.U16()), d.U16, knownCollSection)
 				if err != nil {
 					return cp, fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, c.name, err)
 				}
@@ -424,13 +360,13 @@ func decodeCheckpointFrom(d *decoder) (checkpoint, error) {
 		// checksum verifies but that points past its own file sizes (a
 		// bug, never a torn write) is refused, not indexed.
 		for _, m := range c.mems {
-			if !d.err && !m.inBounds(c.nrows, c.paySize) {
+			if !d.Err && !m.inBounds(c.nrows, c.paySize) {
 				return cp, fmt.Errorf("%w: collection %q: memory %d lies past the recorded file sizes", ErrCorruptCheckpoint, c.name, m.id)
 			}
 		}
 		cp.colls = append(cp.colls, c)
 	}
-	if err := d.done("checkpoint"); err != nil {
+	if err := d.Done("checkpoint"); err != nil {
 		return cp, fmt.Errorf("%w: %v", ErrCorruptCheckpoint, err)
 	}
 	return cp, nil

@@ -2,7 +2,8 @@ package engine
 
 import (
 	"fmt"
-	"slices"
+
+	"github.com/memrl/memrl/engine/ckptfile"
 )
 
 // Sections are how a checkpoint carries state that is neither a memory's
@@ -23,10 +24,11 @@ import (
 // An unknown tag is refused as damage (ErrCorruptCheckpoint): a section is
 // state, and a build that does not know it would silently drop it at its
 // next checkpoint. A tag appears at most once per collection or memory.
-type ckptSection struct {
-	tag  uint16
-	data []byte
-}
+//
+// The sections' framing is package ckptfile's (ckptfile.Section,
+// AppendCollSections, AppendMemSections, DecodeSections); the tags, and
+// which owner defines each one's bytes, are the engine's, below.
+type ckptSection = ckptfile.Section
 
 // Collection section tags.
 const (
@@ -78,8 +80,8 @@ func knownMemSection(tag uint16) bool {
 // a format of their own (decodeCkptMemory refuses the checkpoint if not).
 func checkMemSections(s []ckptSection) error {
 	for _, x := range s {
-		if x.tag == memSectHistory {
-			if err := checkHistorySection(x.data); err != nil {
+		if x.Tag == memSectHistory {
+			if err := checkHistorySection(x.Data); err != nil {
 				return err
 			}
 		}
@@ -103,10 +105,10 @@ var (
 func (c *Collection) ckptSectionsLocked() []ckptSection {
 	s := c.snapSectionLocked() // snapshot_section.go
 	if b := c.encodePruneSectionLocked(); b != nil {
-		s = append(s, ckptSection{tag: sectPrunePolicy, data: b})
+		s = append(s, ckptSection{Tag: sectPrunePolicy, Data: b})
 	}
 	if c.gen > 0 {
-		s = append(s, ckptSection{tag: sectCompact, data: encodeCompactSection(c.gen)})
+		s = append(s, ckptSection{Tag: sectCompact, Data: encodeCompactSection(c.gen)})
 	}
 	if testCollSections != nil {
 		s = append(s, testCollSections(c)...)
@@ -134,13 +136,13 @@ func (c *Collection) memSectionsLocked(id uint64) []ckptSection {
 // REQUIRES: c not yet shared.
 func (c *Collection) loadSectionsLocked(cc ckptCollection) error {
 	for _, s := range cc.sections {
-		switch s.tag {
+		switch s.Tag {
 		case sectPrunePolicy:
-			if err := c.loadPruneSectionLocked(s.data); err != nil {
+			if err := c.loadPruneSectionLocked(s.Data); err != nil {
 				return err // already an ErrCorruptCheckpoint
 			}
 		case sectSnapshots:
-			if err := c.loadSnapSectionLocked(s.data, cc.nrows); err != nil {
+			if err := c.loadSnapSectionLocked(s.Data, cc.nrows); err != nil {
 				return fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, cc.name, err)
 			}
 		}
@@ -152,46 +154,10 @@ func (c *Collection) loadSectionsLocked(cc ckptCollection) error {
 	return nil
 }
 
-func appendCollSections(b []byte, s []ckptSection) []byte {
-	b = le.AppendUint16(b, uint16(len(s)))
-	for _, x := range s {
-		b = le.AppendUint16(b, x.tag)
-		b = le.AppendUint32(b, uint32(len(x.data)))
-		b = append(b, x.data...)
-	}
-	return b
-}
+func appendCollSections(b []byte, s []ckptSection) []byte { return ckptfile.AppendCollSections(b, s) }
+func appendMemSections(b []byte, s []ckptSection) []byte  { return ckptfile.AppendMemSections(b, s) }
 
-func appendMemSections(b []byte, s []ckptSection) []byte {
-	b = append(b, byte(len(s)))
-	for _, x := range s {
-		b = append(b, byte(x.tag))
-		b = le.AppendUint32(b, uint32(len(x.data)))
-		b = append(b, x.data...)
-	}
-	return b
-}
-
-// decodeSections reads n sections whose tags are read by tag and checked
-// by known; the data is copied (the file's buffer is not kept).
+// decodeSections reads n sections (ckptfile.DecodeSections).
 func decodeSections(d *decoder, n int, tag func() uint16, known func(uint16) bool) ([]ckptSection, error) {
-	var s []ckptSection
-	for range n {
-		if d.err {
-			return nil, nil // d.done reports it
-		}
-		t := tag()
-		data := d.take(int(d.u32()))
-		if d.err {
-			return nil, nil
-		}
-		if !known(t) {
-			return nil, fmt.Errorf("unknown section tag %d (written by a newer build?)", t)
-		}
-		if slices.ContainsFunc(s, func(x ckptSection) bool { return x.tag == t }) {
-			return nil, fmt.Errorf("section tag %d twice", t)
-		}
-		s = append(s, ckptSection{tag: t, data: slices.Clone(data)})
-	}
-	return s, nil
+	return ckptfile.DecodeSections(d, n, tag, known)
 }

@@ -16,11 +16,11 @@ func withSections(cp checkpoint) checkpoint {
 	out := cp
 	out.colls = append([]ckptCollection(nil), cp.colls...)
 	for i := range out.colls {
-		out.colls[i].sections = []ckptSection{{tag: sectTest, data: []byte{byte(i), 1, 2, 3}}}
+		out.colls[i].sections = []ckptSection{{Tag: sectTest, Data: []byte{byte(i), 1, 2, 3}}}
 		mems := append([]ckptMemory(nil), out.colls[i].mems...)
 		for j := range mems {
 			if j%2 == 0 {
-				mems[j].sections = []ckptSection{{tag: memSectTest, data: []byte{byte(j), 9}}}
+				mems[j].sections = []ckptSection{{Tag: memSectTest, Data: []byte{byte(j), 9}}}
 			}
 		}
 		out.colls[i].mems = mems
@@ -93,7 +93,7 @@ func TestCheckpointRefusesUnknownSection(t *testing.T) {
 	}
 	testSections = true
 	twice := randomCheckpointLike(cp)
-	twice.colls[0].sections = []ckptSection{{tag: sectTest, data: []byte{1}}, {tag: sectTest, data: []byte{2}}}
+	twice.colls[0].sections = []ckptSection{{Tag: sectTest, Data: []byte{1}}, {Tag: sectTest, Data: []byte{2}}}
 	if _, err := decodeCheckpoint(encodeCheckpoint(twice)); !errors.Is(err, ErrCorruptCheckpoint) {
 		t.Fatalf("a tag twice: got %v, want ErrCorruptCheckpoint", err)
 	}
@@ -111,13 +111,13 @@ func TestSectionsSurviveCheckpointChain(t *testing.T) {
 	testCollSections = func(c *Collection) []ckptSection {
 		mu.Lock()
 		defer mu.Unlock()
-		return []ckptSection{{tag: sectTest, data: append([]byte(nil), collData...)}}
+		return []ckptSection{{Tag: sectTest, Data: append([]byte(nil), collData...)}}
 	}
 	testMemSections = func(c *Collection, id uint64) []ckptSection {
 		mu.Lock()
 		defer mu.Unlock()
 		if d, ok := memData[id]; ok {
-			return []ckptSection{{tag: memSectTest, data: append([]byte(nil), d...)}}
+			return []ckptSection{{Tag: memSectTest, Data: append([]byte(nil), d...)}}
 		}
 		return nil
 	}
@@ -166,13 +166,13 @@ func TestSectionsSurviveCheckpointChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if want := []ckptSection{{tag: sectTest, data: []byte("v2")}}; !reflect.DeepEqual(loaded.sections, want) {
+	if want := []ckptSection{{Tag: sectTest, Data: []byte("v2")}}; !reflect.DeepEqual(loaded.sections, want) {
 		t.Fatalf("collection sections %v, want %v (the delta's)", loaded.sections, want)
 	}
 	got := map[uint64]string{}
 	for _, m := range loaded.mems {
 		for _, s := range m.sections {
-			got[m.id] = string(s.data)
+			got[m.id] = string(s.Data)
 		}
 	}
 	if want := map[uint64]string{ids[0]: "m0", ids[1]: "m1"}; !reflect.DeepEqual(got, want) {
@@ -185,7 +185,7 @@ func TestSectionsSurviveCheckpointChain(t *testing.T) {
 func TestCheckpointSectionPastTheEnd(t *testing.T) {
 	setTestSections(t)
 	cp := randomCheckpointLike(randomCheckpoint(rand.New(rand.NewSource(5)), 0))
-	cp.colls[0].sections = []ckptSection{{tag: sectTest, data: []byte("abcd")}}
+	cp.colls[0].sections = []ckptSection{{Tag: sectTest, Data: []byte("abcd")}}
 	b := encodeCheckpoint(cp)
 	at := len(b) - 8 - 4 // the checksum, the data
 	if string(b[at:at+4]) != "abcd" || le.Uint32(b[at-4:]) != 4 {

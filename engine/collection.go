@@ -158,7 +158,7 @@ func openCollectionGen(db *DB, name string, uid uint64, cfg Config, gen uint64, 
 	if err != nil {
 		return nil, err
 	}
-	pays, err := openPayloadStore(db.files, filepath.Join(dir, genName(payBase, payExt, gen)), paySize, vecs.hdr.legacyPayloadEnd)
+	pays, err := openPayloadStore(db.files, filepath.Join(dir, genName(payBase, payExt, gen)), paySize, vecs.hdr.LegacyPayloadEnd)
 	if err != nil {
 		vecs.close()
 		return nil, err
@@ -341,10 +341,10 @@ func (c *Collection) scanAboveLiveLocked() uint64 {
 }
 
 func (c *Collection) writeFilesLocked(r addRec) error {
-	if err := c.vecs.put(r.row, r.vec); err != nil {
+	if err := c.vecs.put(r.Row, r.Vec); err != nil {
 		return err
 	}
-	return c.pays.put(r.id, r.payOff, r.payload)
+	return c.pays.put(r.ID, r.PayOff, r.Payload)
 }
 
 // unwriteFilesLocked forgets the rows writeFilesLocked wrote for an add
@@ -353,8 +353,8 @@ func (c *Collection) writeFilesLocked(r addRec) error {
 // index). The next add overwrites them.
 // REQUIRES: c.mu held for writing since writeFilesLocked(r).
 func (c *Collection) unwriteFilesLocked(r addRec) {
-	c.vecs.nrows = min(c.vecs.nrows, r.row)
-	c.pays.size = min(c.pays.size, r.payOff)
+	c.vecs.nrows = min(c.vecs.nrows, r.Row)
+	c.pays.size = min(c.pays.size, r.PayOff)
 }
 
 // applyAddLocked applies a logged add to memory (not the files). Replay
@@ -362,42 +362,42 @@ func (c *Collection) unwriteFilesLocked(r addRec) {
 // caught it), so it replaces rather than assumes.
 // REQUIRES: c.mu held for writing.
 func (c *Collection) applyAddLocked(r addRec) {
-	if old, ok := c.mems[r.id]; ok {
-		if old.row != r.row {
+	if old, ok := c.mems[r.ID]; ok {
+		if old.row != r.Row {
 			c.dead.Add(old.row)
 		}
-		c.unindexKeyLocked(r.id, old.key())
+		c.unindexKeyLocked(r.ID, old.key())
 		c.filterIndexRemoveLocked(old.row, old.attrs())
 		// Replay only (a live add never reuses a live id): the log holds
 		// every update after this add, and rebuilds the history from them.
-		c.removeHistory(r.id)
+		c.removeHistory(r.ID)
 	}
 	// A re-added id cancels its pending tombstone: the add marks it dirty,
 	// and the delta that takes the mark replaces the memory whole. Left in
 	// place, the tombstone could land in a later delta than the memory's
 	// new state and delete it there.
-	delete(c.deleted, r.id)
-	c.unpinLocked(r.id) // snapshot.go: only replay over a fuzzy checkpoint meets a ghost here
+	delete(c.deleted, r.ID)
+	c.unpinLocked(r.ID) // snapshot.go: only replay over a fuzzy checkpoint meets a ghost here
 	// Replay's attributes alias the log's buffer: keep a copy.
-	c.mems[r.id] = memory{row: r.row, payLen: uint32(len(r.payload)), payOff: r.payOff, created: r.created,
-		ext: makeExt(bytes.Clone(r.attrs), r.key, r.expires)}
-	c.indexKeyLocked(r.id, r.key)
-	c.trackExpiryLocked(r.id, r.expires)
-	c.filterIndexAddLocked(r.row, c.mems[r.id].attrs())
-	c.liveIDs.add(r.id)
+	c.mems[r.ID] = memory{row: r.Row, payLen: uint32(len(r.Payload)), payOff: r.PayOff, created: r.Created,
+		ext: makeExt(bytes.Clone(r.Attrs), r.Key, r.Expires)}
+	c.indexKeyLocked(r.ID, r.Key)
+	c.trackExpiryLocked(r.ID, r.Expires)
+	c.filterIndexAddLocked(r.Row, c.mems[r.ID].attrs())
+	c.liveIDs.add(r.ID)
 	defer c.accountLocked() // datamem.go
-	for uint32(len(c.rowIDs)) <= r.row {
+	for uint32(len(c.rowIDs)) <= r.Row {
 		c.rowIDs = append(c.rowIDs, 0)
 	}
-	c.rowIDs[r.row] = r.id
-	c.dead.Remove(r.row)
-	if r.id >= c.nextID {
-		c.nextID = r.id + 1 // r.id <= MaxID: no wrap
+	c.rowIDs[r.Row] = r.ID
+	c.dead.Remove(r.Row)
+	if r.ID >= c.nextID {
+		c.nextID = r.ID + 1 // r.id <= MaxID: no wrap
 	}
-	if c.aboveLive != 0 && r.id >= c.aboveLive {
-		c.aboveLive = r.id + 1
+	if c.aboveLive != 0 && r.ID >= c.aboveLive {
+		c.aboveLive = r.ID + 1
 	}
-	c.q.Put(r.id, qtable.Entry{Q: r.q, Updated: r.created})
+	c.q.Put(r.ID, qtable.Entry{Q: r.Q, Updated: r.Created})
 }
 
 // Delete removes the memories named and returns how many existed, once the
@@ -461,7 +461,7 @@ func (c *Collection) DeleteRefsDeferred(refs []Ref) (int, Ticket, error) {
 // deleteIDsLocked logs and applies the delete of ids, which must be
 // present and distinct. REQUIRES: c.mu held for writing.
 func (c *Collection) deleteIDsLocked(ids []uint64) (wal.LSN, error) {
-	r := deleteRec{uid: c.uid, ids: ids}
+	r := deleteRec{UID: c.uid, IDs: ids}
 	lsn, err := c.db.logFor(c.name, encodeDelete(r))
 	if err != nil {
 		return 0, err
@@ -473,7 +473,7 @@ func (c *Collection) deleteIDsLocked(ids []uint64) (wal.LSN, error) {
 // REQUIRES: c.mu held for writing.
 func (c *Collection) applyDeleteLocked(r deleteRec) {
 	defer c.accountLocked() // datamem.go
-	for _, id := range r.ids {
+	for _, id := range r.IDs {
 		if m, ok := c.mems[id]; ok {
 			c.pinIfHeldLocked(id, m) // snapshot.go: a snapshot holding it keeps it as a ghost
 			c.dead.Add(m.row)
@@ -513,7 +513,7 @@ func (c *Collection) Reward(reward float64, ids []uint64, nextQ *float64) ([]flo
 }
 
 func applyQ(e *qtable.Entry, r qRec) {
-	e.Q, e.Visits, e.LastReward, e.RewardSum, e.Updated = r.q, r.visits, r.lastReward, r.rewardSum, r.updated
+	e.Q, e.Visits, e.LastReward, e.RewardSum, e.Updated = r.Q, r.Visits, r.LastReward, r.RewardSum, r.Updated
 }
 
 // MemoryInfo is what Get returns about a memory.

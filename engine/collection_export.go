@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/memrl/memrl/engine/histlog"
 	"github.com/memrl/memrl/engine/image"
 	"github.com/memrl/memrl/ivfpq"
 	"github.com/memrl/memrl/qtable"
@@ -137,10 +138,10 @@ func decodeXferMeta(b []byte) (xferMetaRec, error) {
 		return xferMetaRec{}, fmt.Errorf("%w: meta of %d bytes, version %d (this build reads version %d, %d bytes)",
 			ErrBadImage, len(b), firstByte(b), xferVersion, xferMetaSize)
 	}
-	d := decoder{b: b[1:]}
-	m := xferMetaRec{srcUID: d.u64(), dim: d.u32(), nrows: d.u32(), paySize: d.u64(), legacyEnd: d.u64(),
-		nextID: d.u64(), memories: d.u64(), snapFiles: d.u32()}
-	switch d.u8() {
+	d := decoder{B: b[1:]}
+	m := xferMetaRec{srcUID: d.U64(), dim: d.U32(), nrows: d.U32(), paySize: d.U64(), legacyEnd: d.U64(),
+		nextID: d.U64(), memories: d.U64(), snapFiles: d.U32()}
+	switch d.U8() {
 	case 0:
 	case 1:
 		m.index = true
@@ -188,7 +189,7 @@ func (c *Collection) BeginExport() (*Export, error) {
 	e.cut = c.copyCutLocked()
 	e.meta.memories = uint64(len(e.cut.mems))
 	for _, s := range c.ckptSectionsLocked() {
-		if s.tag != sectCompact { // the image's files are generation 0
+		if s.Tag != sectCompact { // the image's files are generation 0
 			e.sections = append(e.sections, s)
 		}
 	}
@@ -307,9 +308,9 @@ func (cut exportCut) join() []ckptMemory {
 		if hi < len(cut.hist) && cut.hist[hi].id == x.id {
 			h := cut.hist[hi]
 			data := make([]byte, 1+h.end-h.off)
-			data[0] = histSectionVersion
+			data[0] = histlog.SectionVersion
 			copy(data[1:], cut.logs[h.off:h.end])
-			cm.sections = []ckptSection{{tag: memSectHistory, data: data}}
+			cm.sections = []ckptSection{{Tag: memSectHistory, Data: data}}
 		}
 		out[i] = cm
 	}

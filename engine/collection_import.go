@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/memrl/memrl/engine/histlog"
 	"github.com/memrl/memrl/engine/image"
+	"github.com/memrl/memrl/engine/record"
 	"github.com/memrl/memrl/ivfpq"
 	"github.com/memrl/memrl/vfs"
 	"github.com/memrl/memrl/wal"
@@ -29,7 +31,7 @@ var ErrBadImage = errors.New("engine: invalid collection image")
 // Replay opens the collection from them (loadImportLocked); the first
 // checkpoint after the record holds the collection like any other (its
 // memories are all marked dirty), and removes import.ckpt.
-const recImport byte = 24
+const recImport = record.TypeImport
 
 const importRecVersion = 1
 
@@ -123,13 +125,13 @@ func encodeImport(uid uint64, name string) []byte {
 }
 
 func decodeImport(rec []byte) (uid uint64, name string, err error) {
-	d := decoder{b: rec[1:]}
-	if v := d.u8(); v != importRecVersion && !d.err {
+	d := decoder{B: rec[1:]}
+	if v := d.U8(); v != importRecVersion && !d.Err {
 		return 0, "", fmt.Errorf("%w: import record version %d", errBadRecord, v)
 	}
-	uid = d.u64()
-	name = string(d.take(int(d.u16())))
-	return uid, name, d.done("import")
+	uid = d.U64()
+	name = string(d.Take(int(d.U16())))
+	return uid, name, d.Done("import")
 }
 
 // ImportCollection reads a whole collection image (Export.WriteTo) from r
@@ -437,7 +439,7 @@ func (db *DB) receiveImage(uid uint64, dir string, r io.Reader) (xferMetaRec, er
 				return meta, err
 			}
 		case xferSums:
-			hdr := encodeSumsHeader(sumsHeader{dim: meta.dim, legacyPayloadEnd: meta.legacyEnd})
+			hdr := encodeSumsHeader(sumsHeader{Dim: meta.dim, LegacyPayloadEnd: meta.legacyEnd})
 			n, err := write(filepath.Join(dir, genName(vecBase, sumsExt, 0)), hdr)
 			if err == nil {
 				err = want("checksum file", n, 8*int64(meta.nrows))
@@ -519,7 +521,7 @@ func (db *DB) receiveSnapFile(ir *image.Reader, path string, srcUID, seq, uid ui
 		return fmt.Errorf("%w: snapshot file %d above %d bytes", ErrBadImage, seq, maxSnapFile)
 	}
 	if f, err := decodeSnapFile(b, srcUID, seq); err == nil {
-		f.uid = uid
+		f.UID = uid
 		b = encodeSnapFile(f)
 	}
 	return vfs.WriteFileAtomic(db.fs, path, b)
@@ -558,7 +560,7 @@ func decodeImportState(b []byte, meta xferMetaRec) (ckptCollection, error) {
 		seen[m.id] = true
 	}
 	for _, s := range cc.sections {
-		if s.tag == sectCompact {
+		if s.Tag == sectCompact {
 			return cc, fmt.Errorf("%w: a compaction generation in the state", ErrBadImage)
 		}
 	}
@@ -587,8 +589,8 @@ func (db *DB) openImportedLocked(name string, uid uint64, cc ckptCollection) (*C
 		c.rowIDs[m.m.row] = m.id
 		c.q.Put(m.id, qEntry(m))
 		for i, s := range m.sections {
-			if s.tag == memSectHistory && len(s.data) > 1 {
-				m.sections[i].data = histWithLSN0(s.data)
+			if s.Tag == memSectHistory && len(s.Data) > 1 {
+				m.sections[i].Data = histWithLSN0(s.Data)
 			}
 		}
 	}
@@ -603,14 +605,7 @@ func (db *DB) openImportedLocked(name string, uid uint64, cc ckptCollection) (*C
 // with the log's LSN set to 0; data that does not decode is returned as
 // it is (checkMemSections has already checked it).
 func histWithLSN0(data []byte) []byte {
-	d := histDecoder{b: data[1:]}
-	d.uvarint() // lsn
-	n, ms, visits := d.uvarint(), d.uvarint(), d.uvarint()
-	if d.err != nil {
-		return data
-	}
-	out := append([]byte{data[0]}, appendHistHeader(nil, 0, int(n), unzigzag(ms), visits)...)
-	return append(out, data[1+d.off:]...)
+	return append([]byte{data[0]}, histlog.WithLSN(data[1:], 0)...)
 }
 
 // commitImport logs the import and makes the collection visible, then

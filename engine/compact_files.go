@@ -155,13 +155,13 @@ var errBadCompactSection = errors.New("compaction section: want 9 bytes of versi
 // collGen returns the file generation a checkpointed collection records.
 func collGen(cc ckptCollection) (uint64, error) {
 	for _, s := range cc.sections {
-		if s.tag != sectCompact {
+		if s.Tag != sectCompact {
 			continue
 		}
-		if len(s.data) != 9 || s.data[0] != compactSectVersion {
+		if len(s.Data) != 9 || s.Data[0] != compactSectVersion {
 			return 0, fmt.Errorf("%w: collection %q: %w", ErrCorruptCheckpoint, cc.name, errBadCompactSection)
 		}
-		return le.Uint64(s.data[1:]), nil
+		return le.Uint64(s.Data[1:]), nil
 	}
 	return 0, nil
 }

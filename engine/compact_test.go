@@ -365,12 +365,12 @@ func TestCompactSectionCorruptionIsRefused(t *testing.T) {
 		"version": append([]byte{9}, make([]byte, 8)...),
 		"short":   {compactSectVersion, 1, 0, 0},
 	} {
-		cc := ckptCollection{name: "c", sections: []ckptSection{{tag: sectCompact, data: data}}}
+		cc := ckptCollection{name: "c", sections: []ckptSection{{Tag: sectCompact, Data: data}}}
 		if _, err := collGen(cc); !errors.Is(err, ErrCorruptCheckpoint) {
 			t.Fatalf("%s: %v, want ErrCorruptCheckpoint", name, err)
 		}
 	}
-	if g, err := collGen(ckptCollection{sections: []ckptSection{{tag: sectCompact, data: encodeCompactSection(7)}}}); g != 7 || err != nil {
+	if g, err := collGen(ckptCollection{sections: []ckptSection{{Tag: sectCompact, Data: encodeCompactSection(7)}}}); g != 7 || err != nil {
 		t.Fatalf("round trip: %d, %v", g, err)
 	}
 
@@ -406,7 +406,7 @@ func TestCompactSectionCorruptionIsRefused(t *testing.T) {
 		if g, _ := collGen(cp.colls[0]); g != 1 {
 			t.Fatalf("%s records generation %d, want 1", path, g)
 		}
-		cp.colls[0].sections[0].data[0] = 9
+		cp.colls[0].sections[0].Data[0] = 9
 		if err := vfs.WriteFileAtomic(fs, path, encodeCheckpoint(cp)); err != nil {
 			t.Fatal(err)
 		}

@@ -114,16 +114,16 @@ func encodeConfig(b []byte, c Config) []byte {
 
 func decodeConfig(d *decoder) Config {
 	var c Config
-	c.Dim = int(d.u32())
-	c.Metric = Metric(d.u8())
-	c.Alpha = d.f64()
-	c.Gamma = d.f64()
-	c.QInit = d.f64()
-	c.Index.Kind = IndexKind(d.u8())
-	c.Index.NList = int(d.u32())
-	c.Index.PQM = int(d.u32())
-	c.Index.PQBits = int(d.u8())
-	c.Index.TrainThreshold = int(d.u32())
+	c.Dim = int(d.U32())
+	c.Metric = Metric(d.U8())
+	c.Alpha = d.F64()
+	c.Gamma = d.F64()
+	c.QInit = d.F64()
+	c.Index.Kind = IndexKind(d.U8())
+	c.Index.NList = int(d.U32())
+	c.Index.PQM = int(d.U32())
+	c.Index.PQBits = int(d.U8())
+	c.Index.TrainThreshold = int(d.U32())
 	return c
 }
 

@@ -33,8 +33,8 @@ func TestConfigFieldsFitTheirDiskWidth(t *testing.T) {
 		if err := cfg.Validate(); err != nil {
 			t.Fatalf("%+v: %v", cfg, err)
 		}
-		d := decoder{b: encodeConfig(nil, cfg)}
-		if got := decodeConfig(&d); !reflect.DeepEqual(got, cfg) || d.done("config") != nil {
+		d := decoder{B: encodeConfig(nil, cfg)}
+		if got := decodeConfig(&d); !reflect.DeepEqual(got, cfg) || d.Done("config") != nil {
 			t.Fatalf("config round trip: %+v, want %+v", got, cfg)
 		}
 	}

@@ -65,7 +65,7 @@ func (c *Collection) dedupLocked(req *AddRequest, rec addRec, now int64) (uint64
 	if len(c.expiring) > 0 {
 		so.Match = func(row uint32) bool { return !c.mems[c.rowIDs[row]].expiredAt(now) }
 	}
-	cands, err := c.index.search(rec.vec, so)
+	cands, err := c.index.search(rec.Vec, so)
 	if err != nil || len(cands) == 0 || float64(cands[0].sim) < req.Dedup {
 		return 0, 0, false, err
 	}
@@ -75,12 +75,12 @@ func (c *Collection) dedupLocked(req *AddRequest, rec addRec, now int64) (uint64
 	}
 	var lsn Ticket
 	_, err = c.q.Update(id, func(e *qtable.Entry) error {
-		nq := max(e.Q, rec.q)
+		nq := max(e.Q, rec.Q)
 		if req.DedupMerge == DedupAvg {
-			nq = (e.Q + rec.q) / 2
+			nq = (e.Q + rec.Q) / 2
 		}
-		r := qRec{uid: c.uid, id: id, q: nq, visits: e.Visits, lastReward: e.LastReward,
-			rewardSum: e.RewardSum, updated: now}
+		r := qRec{UID: c.uid, ID: id, Q: nq, Visits: e.Visits, LastReward: e.LastReward,
+			RewardSum: e.RewardSum, Updated: now}
 		l, err := c.db.logFor(c.name, encodeQ(r))
 		if err != nil {
 			return err

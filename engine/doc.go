@@ -144,12 +144,12 @@
 //	dir/CHECKPOINT.<n>              delta checkpoints of its chain (checkpoint_chain.go)
 //	dir/wal/                        the write-ahead log (package wal)
 //	dir/collections/<uid>/vectors.f32   row-major float32 vectors, copied into memory at open (Options.MapFiles: mapped)
-//	dir/collections/<uid>/vectors.sum   format header and a checksum per vector row (sums_format.go)
+//	dir/collections/<uid>/vectors.sum   format header and a checksum per vector row (package sumfile)
 //	dir/collections/<uid>/payloads.dat  payload records: bytes, then their checksum (payloads.go);
 //	                                    append-only: SetPayload appends the new record, and the
 //	                                    old one stays as garbage until compaction
 //	dir/collections/<uid>/ivfpq/        the IVF-PQ index once trained (index.go)
-//	dir/collections/<uid>/snapshots/    snapshot files: every memory's state at a named point (snapshot_file.go)
+//	dir/collections/<uid>/snapshots/    snapshot files: every memory's state at a named point (package snapfile)
 //
 // After a compaction the four carry its generation g (compact_files.go):
 // vectors.<g>.f32, vectors.<g>.sum, payloads.<g>.dat and ivfpq.<g>/, and
@@ -211,7 +211,7 @@
 //
 // # Durability
 //
-// Every change is a WAL record (record.go, record_ext.go) logged before
+// Every change is a WAL record (bodies in package record) logged before
 // the change is acknowledged; with wal.SyncAlways, a method's return means the record is
 // fsynced, and concurrent writers share fsyncs (group commit). A change is
 // logged (Enqueue) and applied in memory under the same lock, then the

@@ -134,8 +134,8 @@ func (c *Collection) rewardLocked(reward float64, ids []uint64, next float64) ([
 			if !finite(nq) { // unreachable with values within MaxValue
 				return fmt.Errorf("%w: the update overflows Q", ErrBadNumber)
 			}
-			r := qRec{uid: c.uid, id: id, q: nq, visits: e.Visits + 1, lastReward: reward,
-				rewardSum: e.RewardSum + reward, updated: now}
+			r := qRec{UID: c.uid, ID: id, Q: nq, Visits: e.Visits + 1, LastReward: reward,
+				RewardSum: e.RewardSum + reward, Updated: now}
 			// Logged under the stripe lock: the log order of one memory's
 			// updates is the order they were applied in.
 			lsn, err := c.db.logFor(c.name, appendQ(buf[:0], r))

@@ -82,7 +82,7 @@ func (c *Collection) ExpireDeferred(r Ref, ttl time.Duration) (Ticket, error) {
 		lsn, err := c.deleteIDsLocked([]uint64{id})
 		return Ticket(lsn), err
 	}
-	return c.logExpireLocked(expireRec{uid: c.uid, id: id, expires: now + int64(ttl)})
+	return c.logExpireLocked(expireRec{UID: c.uid, ID: id, Expires: now + int64(ttl)})
 }
 
 // PersistDeferred removes memory r's expiry. It reports whether the memory
@@ -99,7 +99,7 @@ func (c *Collection) PersistDeferred(r Ref) (bool, Ticket, error) {
 	if m.expires() == 0 {
 		return false, 0, nil
 	}
-	t, err := c.logExpireLocked(expireRec{uid: c.uid, id: id})
+	t, err := c.logExpireLocked(expireRec{UID: c.uid, ID: id})
 	return err == nil, t, err
 }
 
@@ -132,14 +132,14 @@ func (c *Collection) logExpireLocked(rec expireRec) (Ticket, error) {
 // memories that may since have been deleted (then it does nothing).
 // REQUIRES: c.mu held for writing.
 func (c *Collection) applyExpireLocked(r expireRec) {
-	m, ok := c.mems[r.id]
+	m, ok := c.mems[r.ID]
 	if !ok {
 		return
 	}
-	m.ext = makeExt(m.attrs(), m.key(), r.expires)
-	c.mems[r.id] = m
-	c.trackExpiryLocked(r.id, r.expires)
-	c.markDirtyLocked(r.id)
+	m.ext = makeExt(m.attrs(), m.key(), r.Expires)
+	c.mems[r.ID] = m
+	c.trackExpiryLocked(r.ID, r.Expires)
+	c.markDirtyLocked(r.ID)
 }
 
 // sweepExpired deletes up to sweepBatch of the collection's expired

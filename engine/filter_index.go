@@ -60,20 +60,20 @@ func appendFieldList(b []byte, fields []string) []byte {
 }
 
 func decodeFieldList(d *decoder) []string {
-	n := int(d.u8())
+	n := int(d.U8())
 	var fields []string
-	for i := 0; i < n && !d.err; i++ {
-		fields = append(fields, string(d.take(int(d.u8()))))
+	for i := 0; i < n && !d.Err; i++ {
+		fields = append(fields, string(d.Take(int(d.U8()))))
 	}
 	return fields
 }
 
 func decodeIndexed(b []byte) (indexedRec, error) {
-	d := decoder{b: b[1:]}
+	d := decoder{B: b[1:]}
 	var r indexedRec
-	r.uid = d.u64()
+	r.uid = d.U64()
 	r.fields = decodeFieldList(&d)
-	if err := d.done("indexed-fields"); err != nil {
+	if err := d.Done("indexed-fields"); err != nil {
 		return r, err
 	}
 	if err := checkFieldList(r.fields); err != nil {

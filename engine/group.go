@@ -291,9 +291,9 @@ type groupCommitRec struct {
 }
 
 func decodeGroupCommit(b []byte) (groupCommitRec, error) {
-	d := decoder{b: b[1:]}
-	r := groupCommitRec{gid: d.u64(), n: d.u32(), sum: d.u64()}
-	if err := d.done("group commit"); err != nil {
+	d := decoder{B: b[1:]}
+	r := groupCommitRec{gid: d.U64(), n: d.U32(), sum: d.U64()}
+	if err := d.Done("group commit"); err != nil {
 		return r, err
 	}
 	if r.n == 0 {
@@ -303,7 +303,7 @@ func decodeGroupCommit(b []byte) (groupCommitRec, error) {
 }
 
 func decodeGroupAbort(b []byte) (uint64, error) {
-	d := decoder{b: b[1:]}
-	gid := d.u64()
-	return gid, d.done("group abort")
+	d := decoder{B: b[1:]}
+	gid := d.U64()
+	return gid, d.Done("group abort")
 }

@@ -287,7 +287,7 @@ func TestGroupReplayOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a, d := encodeDrop(1), encodeDelete(deleteRec{uid: 1, ids: []uint64{7}})
+	a, d := encodeDrop(1), encodeDelete(deleteRec{UID: 1, IDs: []uint64{7}})
 	feed(1, a)
 	feed(2, encodeGroupMember(5, d))
 	feed(3, a) // held behind group 5

@@ -1,12 +1,12 @@
 package engine
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"time"
+
+	"github.com/memrl/memrl/engine/histlog"
 )
 
 // History: each memory's recent updates (MEM.HISTORY), newest first.
@@ -36,7 +36,7 @@ const DefaultHistoryLen = 32
 
 // MaxHistoryLen bounds Options.HistoryLen, and the entries a checkpoint's
 // history section may hold.
-const MaxHistoryLen = 1024
+const MaxHistoryLen = histlog.MaxLen
 
 // ErrBadHistoryLen: Options.HistoryLen is at most MaxHistoryLen.
 var ErrBadHistoryLen = errors.New("engine: Options.HistoryLen above MaxHistoryLen")
@@ -92,16 +92,16 @@ func (c *Collection) recordHistory(lsn uint64, r qRec) {
 	if max == 0 {
 		return
 	}
-	s := c.hist.stripe(r.id)
+	s := c.hist.stripe(r.ID)
 	s.mu.Lock()
 	if s.logs == nil {
 		s.logs = make(map[uint64][]byte)
 	}
-	b := s.logs[r.id]
+	b := s.logs[r.ID]
 	if len(b) == 0 || histLSN(b) < lsn {
-		nb := histPush(b, lsn, histEntry{ms: r.updated / int64(time.Millisecond),
-			reward: r.lastReward, q: r.q, visits: r.visits}, max)
-		s.logs[r.id] = nb
+		nb := histlog.Push(b, lsn, histlog.Entry{MS: r.Updated / int64(time.Millisecond),
+			Reward: r.LastReward, Q: r.Q, Visits: r.Visits}, max)
+		s.logs[r.ID] = nb
 		c.addAcct(kindHistory, int64(cap(nb)-cap(b))) // datamem.go
 	}
 	s.mu.Unlock()
@@ -154,7 +154,7 @@ func (c *Collection) History(r Ref, count int) ([]HistoryEntry, error) {
 	out := make([]HistoryEntry, 0, len(es))
 	for i := len(es) - 1; i >= 0 && (count <= 0 || len(out) < count); i-- {
 		e := es[i]
-		out = append(out, HistoryEntry{Time: time.UnixMilli(e.ms), Reward: e.reward, Q: e.q, Visits: e.visits})
+		out = append(out, HistoryEntry{Time: time.UnixMilli(e.MS), Reward: e.Reward, Q: e.Q, Visits: e.Visits})
 	}
 	return out, nil
 }
@@ -184,251 +184,15 @@ func (c *Collection) HistoryMemory() HistoryMemory {
 	return m
 }
 
-// Checkpoint section (memory tag memSectHistory):
-//
-//	version u8 = 1 | histLog
-//
-// histLog, the same bytes as in memory:
-//
-//	header:  lsn uvarint | n uvarint (1..MaxHistoryLen) | ms zigzag varint | visits uvarint
-//	entries: n × (dms zigzag varint | dvisits zigzag varint | reward | q f64)
-//	reward:  kind u8: 0..250 the integer kind-125; 0xFE f32 follows; 0xFF f64 follows
-//
-// Entries are oldest first. The header holds the LSN of the newest entry's
-// record and its time (unix milliseconds) and visits; each entry holds
-// the differences of its time and visits from the entry before it (the
-// oldest's are unused: dropping it needs no rewrite of its successor), so
-// absolute values are recovered from the newest backwards. Integer rewards
-// (the common 0, 1, -1) take one byte. The checkpoint's checksum covers
-// the section; a section that does not decode exactly is damage.
-const histSectionVersion = 1
+// The log's bytes, in memory and in a checkpoint's history section (memory
+// tag memSectHistory), are package histlog's. These names keep the
+// engine's code short.
 
-// histEntry is one decoded entry.
-type histEntry struct {
-	ms     int64
-	reward float64
-	q      float64
-	visits uint64
-}
-
-const (
-	rewardF32 = 0xFE
-	rewardF64 = 0xFF
-	rewardInt = 125 // kinds 0..250 hold the integers -125..125
-)
-
-func zigzag(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
-func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
-
-// appendHistEntry appends an entry with the given differences.
-func appendHistEntry(b []byte, dms int64, dvisits int64, reward, q float64) []byte {
-	b = binary.AppendUvarint(b, zigzag(dms))
-	b = binary.AppendUvarint(b, zigzag(dvisits))
-	switch {
-	case reward == math.Trunc(reward) && math.Abs(reward) <= rewardInt && (reward != 0 || !math.Signbit(reward)):
-		b = append(b, byte(int(reward)+rewardInt)) // -0 takes the f32 form: kept exactly
-	case float64(float32(reward)) == reward:
-		b = append(b, rewardF32)
-		b = le.AppendUint32(b, math.Float32bits(float32(reward)))
-	default:
-		b = append(b, rewardF64)
-		b = putF64(b, reward)
-	}
-	return putF64(b, q)
-}
-
-func appendHistHeader(b []byte, lsn uint64, n int, ms int64, visits uint64) []byte {
-	b = binary.AppendUvarint(b, lsn)
-	b = binary.AppendUvarint(b, uint64(n))
-	b = binary.AppendUvarint(b, zigzag(ms))
-	return binary.AppendUvarint(b, visits)
-}
-
-// histHeader decodes a log's header: it returns the header's length and
-// n, or an error. Only the length and n are needed by most callers.
-func histHeader(b []byte) (hlen, n int, err error) {
-	d := histDecoder{b: b}
-	d.uvarint() // lsn
-	nn := d.uvarint()
-	d.uvarint() // ms
-	d.uvarint() // visits
-	if d.err != nil {
-		return 0, 0, d.err
-	}
-	if nn == 0 || nn > MaxHistoryLen {
-		return 0, 0, fmt.Errorf("history of %d entries", nn)
-	}
-	return d.off, int(nn), nil
-}
-
-// histLSN returns the LSN in a log's header. REQUIRES: b a valid log.
-func histLSN(b []byte) uint64 {
-	lsn, _ := binary.Uvarint(b)
-	return lsn
-}
-
-// histPush appends e, of the record at lsn, to log b (nil for none),
-// dropping the oldest entries beyond max, and returns the log. It reuses
-// b's array when it has room: the caller must hold the only reference.
-// REQUIRES: b nil or a valid log; max >= 1.
-func histPush(b []byte, lsn uint64, e histEntry, max int) []byte {
-	var scratch [64]byte
-	if len(b) == 0 {
-		out := make([]byte, 0, 32) // a first entry of an integer reward fits
-		out = appendHistHeader(out, lsn, 1, e.ms, e.visits)
-		return appendHistEntry(out, 0, 0, e.reward, e.q)
-	}
-	d := histDecoder{b: b}
-	d.uvarint()
-	n := int(d.uvarint())
-	ms := unzigzag(d.uvarint())
-	visits := d.uvarint()
-	body := b[d.off:]
-	for ; n >= max; n-- { // drop the oldest
-		body = body[histEntryLen(body):]
-	}
-	ent := appendHistEntry(scratch[:0], e.ms-ms, int64(e.visits-visits), e.reward, e.q)
-	var hdr [4 * binary.MaxVarintLen64]byte
-	h := appendHistHeader(hdr[:0], lsn, n+1, e.ms, e.visits)
-	total := len(h) + len(body) + len(ent)
-	if cap(b) < total {
-		out := make([]byte, total, total+total/4)
-		copy(out, h)
-		copy(out[len(h):], body)
-		copy(out[len(h)+len(body):], ent)
-		return out
-	}
-	b = b[:cap(b)]
-	copy(b[len(h):], body) // memmove: body aliases b
-	copy(b, h)
-	copy(b[len(h)+len(body):], ent)
-	return b[:total]
-}
-
-// histEntryLen returns the length of the entry at the start of b.
-// REQUIRES: b starts with a valid entry.
-func histEntryLen(b []byte) int {
-	d := histDecoder{b: b}
-	d.entry()
-	return d.off
-}
-
-// histTrim drops the oldest entries of a valid log beyond max, returning
-// a log that may share b's array.
-func histTrim(b []byte, max int) []byte {
-	d := histDecoder{b: b}
-	lsn := d.uvarint()
-	n := int(d.uvarint())
-	ms := unzigzag(d.uvarint())
-	visits := d.uvarint()
-	if n <= max {
-		return b
-	}
-	body := b[d.off:]
-	for ; n > max; n-- {
-		body = body[histEntryLen(body):]
-	}
-	return append(appendHistHeader(nil, lsn, n, ms, visits), body...)
-}
-
-// decodeHistLog decodes a log strictly: every varint and kind valid, no
-// byte left over, no visit count below zero. It returns the entries oldest
-// first and the header's LSN.
-func decodeHistLog(b []byte) ([]histEntry, uint64, error) {
-	d := histDecoder{b: b}
-	lsn := d.uvarint()
-	n := d.uvarint()
-	ms := unzigzag(d.uvarint())
-	visits := d.uvarint()
-	if d.err != nil {
-		return nil, 0, d.err
-	}
-	if n == 0 || n > MaxHistoryLen {
-		return nil, 0, fmt.Errorf("history of %d entries", n)
-	}
-	type diff struct{ dms, dv int64 }
-	es := make([]histEntry, n)
-	ds := make([]diff, n)
-	for i := range es {
-		ds[i].dms, ds[i].dv, es[i].reward, es[i].q = d.entry()
-	}
-	if d.err != nil {
-		return nil, 0, d.err
-	}
-	if d.off != len(b) {
-		return nil, 0, fmt.Errorf("%d bytes past the last history entry", len(b)-d.off)
-	}
-	for i := len(es) - 1; i >= 0; i-- {
-		es[i].ms, es[i].visits = ms, visits
-		if i > 0 {
-			// Visits only grow today, but a rollback may lower them:
-			// any difference is allowed that does not wrap.
-			prev := visits - uint64(ds[i].dv)
-			if (ds[i].dv > 0) != (prev < visits) {
-				return nil, 0, fmt.Errorf("history entry %d: visits %d less %d wrap", i, visits, ds[i].dv)
-			}
-			ms -= ds[i].dms
-			visits = prev
-		}
-	}
-	return es, lsn, nil
-}
-
-// histDecoder reads a log, keeping the first error and its offset.
-type histDecoder struct {
-	b   []byte
-	off int
-	err error
-}
-
-func (d *histDecoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b[d.off:])
-	if n <= 0 {
-		d.err = fmt.Errorf("bad varint at history byte %d", d.off)
-		return 0
-	}
-	d.off += n
-	return v
-}
-
-func (d *histDecoder) fixed(n int) []byte {
-	if d.err != nil {
-		return make([]byte, 8)
-	}
-	if len(d.b)-d.off < n {
-		d.err = fmt.Errorf("history cut short at byte %d", d.off)
-		return make([]byte, 8)
-	}
-	p := d.b[d.off : d.off+n]
-	d.off += n
-	return p
-}
-
-func (d *histDecoder) entry() (dms, dv int64, reward, q float64) {
-	dms = unzigzag(d.uvarint())
-	dv = unzigzag(d.uvarint())
-	switch k := d.fixed(1)[0]; {
-	case k <= 2*rewardInt:
-		reward = float64(int(k) - rewardInt)
-	case k == rewardF32:
-		reward = float64(math.Float32frombits(le.Uint32(d.fixed(4))))
-	case k == rewardF64:
-		reward = math.Float64frombits(le.Uint64(d.fixed(8)))
-	default:
-		if d.err == nil {
-			d.err = fmt.Errorf("bad reward kind %d at history byte %d", k, d.off-1)
-		}
-	}
-	q = math.Float64frombits(le.Uint64(d.fixed(8)))
-	// Rewards and Q are finite (MEM.REWARD refuses others, and the update
-	// keeps them so): a NaN or an infinity is damage.
-	if d.err == nil && (!finite(reward) || !finite(q)) {
-		d.err = fmt.Errorf("history entry before byte %d: reward %v, q %v: not finite", d.off, reward, q)
-	}
-	return
+func histHeader(b []byte) (hlen, n int, err error) { return histlog.Header(b) }
+func histLSN(b []byte) uint64                      { return histlog.LSN(b) }
+func histTrim(b []byte, max int) []byte            { return histlog.Trim(b, max) }
+func decodeHistLog(b []byte) ([]histlog.Entry, uint64, error) {
+	return histlog.Decode(b)
 }
 
 // historySection returns memory id's checkpoint section, if it has a
@@ -441,24 +205,11 @@ func (c *Collection) historySection(id uint64) (ckptSection, bool) {
 	if len(b) == 0 {
 		return ckptSection{}, false
 	}
-	data := make([]byte, 1+len(b))
-	data[0] = histSectionVersion
-	copy(data[1:], b)
-	return ckptSection{tag: memSectHistory, data: data}, true
+	return ckptSection{Tag: memSectHistory, Data: histlog.Section(b)}, true
 }
 
 // checkHistorySection validates a checkpoint's history section.
-func checkHistorySection(data []byte) error {
-	if len(data) == 0 || data[0] != histSectionVersion {
-		v := -1
-		if len(data) > 0 {
-			v = int(data[0])
-		}
-		return fmt.Errorf("history section version %d, this build reads %d", v, histSectionVersion)
-	}
-	_, _, err := decodeHistLog(data[1:])
-	return err
-}
+func checkHistorySection(data []byte) error { return histlog.CheckSection(data) }
 
 // loadHistoryLocked takes the histories of a checkpoint's memories: those
 // of the copies loadCheckpointLocked kept (the one at the memory's row).
@@ -470,7 +221,7 @@ func (c *Collection) loadHistoryLocked(cc ckptCollection) {
 			continue
 		}
 		for _, s := range m.sections {
-			if s.tag != memSectHistory {
+			if s.Tag != memSectHistory {
 				continue
 			}
 			if max == 0 {
@@ -480,7 +231,7 @@ func (c *Collection) loadHistoryLocked(cc ckptCollection) {
 			if st.logs == nil {
 				st.logs = make(map[uint64][]byte)
 			}
-			nb := histTrim(s.data[1:], max) // s.data is the decoder's copy
+			nb := histTrim(s.Data[1:], max) // s.data is the decoder's copy
 			c.addAcct(kindHistory, int64(cap(nb)-cap(st.logs[m.id])))
 			st.logs[m.id] = nb
 		}

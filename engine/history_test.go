@@ -251,7 +251,7 @@ func TestHistoryRestart(t *testing.T) {
 	}
 	cp := readCkpt(t, fs, "/db/CHECKPOINT.1")
 	for _, mem := range cp.colls[0].mems {
-		if len(mem.sections) != 1 || mem.sections[0].tag != memSectHistory {
+		if len(mem.sections) != 1 || mem.sections[0].Tag != memSectHistory {
 			t.Fatalf("delta memory %d sections %v", mem.id, mem.sections)
 		}
 	}
@@ -340,7 +340,7 @@ func TestHistorySectionCorruptRefused(t *testing.T) {
 	var sect []byte
 	for _, m := range good.colls[0].mems {
 		if len(m.sections) > 0 {
-			sect = m.sections[0].data
+			sect = m.sections[0].Data
 		}
 	}
 	if sect == nil {
@@ -358,7 +358,7 @@ func TestHistorySectionCorruptRefused(t *testing.T) {
 		cp := readCkpt(t, fs, "/db/CHECKPOINT")
 		for i, m := range cp.colls[0].mems {
 			if len(m.sections) > 0 {
-				cp.colls[0].mems[i].sections[0].data = f(append([]byte(nil), sect...))
+				cp.colls[0].mems[i].sections[0].Data = f(append([]byte(nil), sect...))
 			}
 		}
 		fs2 := fs.Crash(vfs.DropUnsynced, rand.New(rand.NewSource(1)))
@@ -367,76 +367,6 @@ func TestHistorySectionCorruptRefused(t *testing.T) {
 		}
 		if _, err := Open("/db", histOpts(fs2, clock, 0)); !errors.Is(err, ErrCorruptCheckpoint) {
 			t.Fatalf("%s: Open: %v", name, err)
-		}
-	}
-}
-
-// TestHistLogModel pushes random entries into a log with random bounds
-// and checks it against a slice; and decodes random damage without panic.
-func TestHistLogModel(t *testing.T) {
-	rng := rand.New(rand.NewSource(7))
-	for trial := range 200 {
-		max := 1 + rng.Intn(40)
-		var b []byte
-		var model []histEntry
-		lsn := uint64(rng.Intn(1000))
-		ms := int64(rng.Intn(1e12))
-		visits := uint64(rng.Intn(10))
-		for range rng.Intn(120) {
-			lsn += 1 + uint64(rng.Intn(1<<uint(rng.Intn(40))))
-			ms += int64(rng.Intn(1<<uint(rng.Intn(40)))) - 1000
-			visits += uint64(rng.Intn(3))
-			if rng.Intn(20) == 0 {
-				visits -= uint64(rng.Intn(int(visits) + 1)) // a rollback
-			}
-			e := histEntry{ms: ms, reward: histRewards[rng.Intn(len(histRewards))] * float64(rng.Intn(3)), q: rng.NormFloat64(), visits: visits}
-			if rng.Intn(4) == 0 {
-				e.reward = rng.NormFloat64()
-			}
-			b = histPush(b, lsn, e, max)
-			model = append(model, e)
-			if len(model) > max {
-				model = model[1:]
-			}
-			got, gotLSN, err := decodeHistLog(b)
-			if err != nil || gotLSN != lsn || !reflect.DeepEqual(got, model) {
-				t.Fatalf("trial %d: %v lsn %d\n got %v\nwant %v", trial, err, gotLSN, got, model)
-			}
-		}
-		if len(model) > 1 {
-			small := 1 + rng.Intn(len(model))
-			got, _, err := decodeHistLog(histTrim(append([]byte(nil), b...), small))
-			if err != nil || !reflect.DeepEqual(got, model[len(model)-small:]) {
-				t.Fatalf("trim to %d: %v %v", small, got, err)
-			}
-			for range 20 {
-				d := append([]byte(nil), b...)
-				d[rng.Intn(len(d))] ^= byte(1 + rng.Intn(255))
-				decodeHistLog(d[:rng.Intn(len(d)+1)]) // must not panic
-			}
-		}
-	}
-}
-
-// TestHistoryBytesPerMemory measures a full history's bytes: 32 integer
-// rewards a second apart (the common case), and 32 arbitrary rewards.
-func TestHistoryBytesPerMemory(t *testing.T) {
-	for _, kind := range []string{"integer rewards", "float rewards"} {
-		var b []byte
-		rng := rand.New(rand.NewSource(1))
-		ms, lsn := int64(1_800_000_000_000), uint64(1_000_000)
-		for i := range DefaultHistoryLen {
-			r := float64(rng.Intn(2))
-			if kind == "float rewards" {
-				r = rng.Float64()
-			}
-			ms += 1000 + int64(rng.Intn(60_000))
-			lsn += uint64(rng.Intn(1000))
-			b = histPush(b, lsn, histEntry{ms: ms, reward: r, q: rng.Float64(), visits: uint64(i + 1)}, DefaultHistoryLen)
-		}
-		t.Logf("%s: %d entries in %d bytes (%.1f a entry), capacity %d", kind, DefaultHistoryLen, len(b), float64(len(b))/DefaultHistoryLen, cap(b))
-		if limit := map[string]int{"integer rewards": 14, "float rewards": 22}[kind] * DefaultHistoryLen; len(b) > limit {
-			t.Fatalf("%s: %d bytes, want at most %d", kind, len(b), limit)
 		}
 	}
 }
@@ -486,14 +416,14 @@ func benchRecordHistory(b *testing.B, n uint64) {
 	c := &Collection{db: &DB{}}
 	for id := uint64(1); id <= n; id++ {
 		for v := uint64(1); v <= DefaultHistoryLen; v++ {
-			c.recordHistory(v, qRec{id: id, q: float64(v) / 3, visits: v, lastReward: 1, updated: 1_800_000_000_000_000_000 + int64(v)*1e9})
+			c.recordHistory(v, qRec{ID: id, Q: float64(v) / 3, Visits: v, LastReward: 1, Updated: 1_800_000_000_000_000_000 + int64(v)*1e9})
 		}
 	}
 	b.ResetTimer()
 	for i := range b.N {
 		id := 1 + uint64(i)%n
 		v := DefaultHistoryLen + 1 + uint64(i)/n
-		c.recordHistory(v, qRec{id: id, q: float64(v) / 3, visits: v, lastReward: float64(i & 1), updated: 1_800_000_000_000_000_000 + int64(v)*1e9})
+		c.recordHistory(v, qRec{ID: id, Q: float64(v) / 3, Visits: v, LastReward: float64(i & 1), Updated: 1_800_000_000_000_000_000 + int64(v)*1e9})
 	}
 }
 
@@ -509,7 +439,7 @@ func BenchmarkHistoryHeap(b *testing.B) {
 		const n = 100_000
 		for id := uint64(1); id <= n; id++ {
 			for v := uint64(1); v <= DefaultHistoryLen; v++ {
-				c.recordHistory(v+id<<6, qRec{id: id, q: float64(v) / 3, visits: v, lastReward: float64(v & 1), updated: 1_800_000_000_000_000_000 + int64(v)*1_234_000_000})
+				c.recordHistory(v+id<<6, qRec{ID: id, Q: float64(v) / 3, Visits: v, LastReward: float64(v & 1), Updated: 1_800_000_000_000_000_000 + int64(v)*1_234_000_000})
 			}
 		}
 		runtime.GC()

@@ -109,43 +109,43 @@ func describeRecord(rec []byte, dims map[uint64]int) string {
 		}
 		var r addRec
 		if r, err = decodeAdd(rec, dim); err == nil {
-			s = fmt.Sprintf("uid=%d id=%d row=%d payoff=%d paylen=%d created=%s q=%s dim=%d", r.uid, r.id, r.row, r.payOff,
-				len(r.payload), fmtNanos(r.created), fmtF(r.q), len(r.vec))
-			if r.key != "" {
-				s += fmt.Sprintf(" key=%q", r.key)
+			s = fmt.Sprintf("uid=%d id=%d row=%d payoff=%d paylen=%d created=%s q=%s dim=%d", r.UID, r.ID, r.Row, r.PayOff,
+				len(r.Payload), fmtNanos(r.Created), fmtF(r.Q), len(r.Vec))
+			if r.Key != "" {
+				s += fmt.Sprintf(" key=%q", r.Key)
 			}
-			if r.expires != 0 {
-				s += " expires=" + fmtNanos(r.expires)
+			if r.Expires != 0 {
+				s += " expires=" + fmtNanos(r.Expires)
 			}
-			if len(r.attrs) > 0 {
-				s += " attrs=" + clip(r.attrs)
+			if len(r.Attrs) > 0 {
+				s += " attrs=" + clip(r.Attrs)
 			}
 		}
 	case recDelete:
 		var r deleteRec
 		if r, err = decodeDelete(rec); err == nil {
-			s = fmt.Sprintf("uid=%d n=%d ids=%s", r.uid, len(r.ids), fmtIDs(r.ids))
+			s = fmt.Sprintf("uid=%d n=%d ids=%s", r.UID, len(r.IDs), fmtIDs(r.IDs))
 		}
 	case recQ:
 		var r qRec
 		if r, err = decodeQ(rec); err == nil {
-			s = fmt.Sprintf("uid=%d id=%d q=%s visits=%d last_reward=%s reward_sum=%s updated=%s", r.uid, r.id, fmtF(r.q),
-				r.visits, fmtF(r.lastReward), fmtF(r.rewardSum), fmtNanos(r.updated))
+			s = fmt.Sprintf("uid=%d id=%d q=%s visits=%d last_reward=%s reward_sum=%s updated=%s", r.UID, r.ID, fmtF(r.Q),
+				r.Visits, fmtF(r.LastReward), fmtF(r.RewardSum), fmtNanos(r.Updated))
 		}
 	case recSetAttrs:
 		var r setAttrsRec
 		if r, err = decodeSetAttrs(rec); err == nil {
-			s = fmt.Sprintf("uid=%d id=%d attrs=%s", r.uid, r.id, clip(r.attrs))
+			s = fmt.Sprintf("uid=%d id=%d attrs=%s", r.UID, r.ID, clip(r.Attrs))
 		}
 	case recSetPayload:
 		var r setPayloadRec
 		if r, err = decodeSetPayload(rec); err == nil {
-			s = fmt.Sprintf("uid=%d id=%d payoff=%d paylen=%d", r.uid, r.id, r.payOff, len(r.payload))
+			s = fmt.Sprintf("uid=%d id=%d payoff=%d paylen=%d", r.UID, r.ID, r.PayOff, len(r.Payload))
 		}
 	case recExpire:
 		var r expireRec
 		if r, err = decodeExpire(rec); err == nil {
-			s = fmt.Sprintf("uid=%d id=%d expires=%s", r.uid, r.id, fmtNanos(r.expires))
+			s = fmt.Sprintf("uid=%d id=%d expires=%s", r.UID, r.ID, fmtNanos(r.Expires))
 		}
 	case recIndexed:
 		var r indexedRec
@@ -155,17 +155,17 @@ func describeRecord(rec []byte, dims map[uint64]int) string {
 	case recSnapshot:
 		var r snapshotRec
 		if r, err = decodeSnapshot(rec); err == nil {
-			s = fmt.Sprintf("uid=%d seq=%d name=%q created=%s memories=%d", r.uid, r.seq, r.name, fmtNanos(r.created), r.count)
+			s = fmt.Sprintf("uid=%d seq=%d name=%q created=%s memories=%d", r.UID, r.Seq, r.Name, fmtNanos(r.Created), r.Count)
 		}
 	case recDelSnapshot:
 		var r delSnapshotRec
 		if r, err = decodeDelSnapshot(rec); err == nil {
-			s = fmt.Sprintf("uid=%d seq=%d", r.uid, r.seq)
+			s = fmt.Sprintf("uid=%d seq=%d", r.UID, r.Seq)
 		}
 	case recRollback:
 		var r rollbackRec
 		if r, err = decodeRollback(rec); err == nil {
-			s = fmt.Sprintf("uid=%d seq=%d changed=%d", r.uid, r.seq, r.n)
+			s = fmt.Sprintf("uid=%d seq=%d changed=%d", r.UID, r.Seq, r.N)
 		}
 	case recRollbackBatch:
 		var uid uint64
@@ -340,9 +340,9 @@ func dumpCkptCollection(w io.Writer, c ckptCollection, verbose bool) {
 			withSect++
 		}
 		for _, s := range m.sections {
-			if s.tag == memSectHistory {
+			if s.Tag == memSectHistory {
 				hist++
-				if es, _, err := decodeHistLog(s.data[1:]); err == nil {
+				if es, _, err := decodeHistLog(s.Data[1:]); err == nil {
 					histEntries += len(es)
 				}
 			}
@@ -351,7 +351,7 @@ func dumpCkptCollection(w io.Writer, c ckptCollection, verbose bool) {
 	fmt.Fprintf(w, "  memories=%d tombstones=%d rows=%d payload_bytes=%d next_id=%d memories_with_sections=%d histories=%d history_entries=%d\n",
 		len(c.mems), len(c.tombs), c.nrows, c.paySize, c.nextID, withSect, hist, histEntries)
 	for _, s := range c.sections {
-		fmt.Fprintf(w, "  section %s (tag %d): %d bytes\n", collSectionName(s.tag), s.tag, len(s.data))
+		fmt.Fprintf(w, "  section %s (tag %d): %d bytes\n", collSectionName(s.Tag), s.Tag, len(s.Data))
 	}
 	if !verbose {
 		return
@@ -375,14 +375,14 @@ func dumpCkptCollection(w io.Writer, c ckptCollection, verbose bool) {
 		}
 		fmt.Fprintln(w)
 		for _, s := range m.sections {
-			fmt.Fprintf(w, "    section %s (tag %d): %d bytes\n", memSectionName(s.tag), s.tag, len(s.data))
-			if s.tag == memSectHistory {
-				es, lsn, _ := decodeHistLog(s.data[1:]) // checked when decoded
+			fmt.Fprintf(w, "    section %s (tag %d): %d bytes\n", memSectionName(s.Tag), s.Tag, len(s.Data))
+			if s.Tag == memSectHistory {
+				es, lsn, _ := decodeHistLog(s.Data[1:]) // checked when decoded
 				fmt.Fprintf(w, "      newest entry's record LSN %d\n", lsn)
 				for i := len(es) - 1; i >= 0; i-- {
 					e := es[i]
-					fmt.Fprintf(w, "      %s reward=%s q=%s visits=%d\n", time.UnixMilli(e.ms).UTC().Format("2006-01-02T15:04:05.000Z"),
-						fmtF(e.reward), fmtF(e.q), e.visits)
+					fmt.Fprintf(w, "      %s reward=%s q=%s visits=%d\n", time.UnixMilli(e.MS).UTC().Format("2006-01-02T15:04:05.000Z"),
+						fmtF(e.Reward), fmtF(e.Q), e.Visits)
 				}
 			}
 		}
@@ -412,15 +412,15 @@ func DumpVectors(w io.Writer, fs vfs.FS, path string) error {
 	}
 	rows := (len(b) - sumsHeaderSize) / 8
 	fmt.Fprintf(w, "vector checksums %s: %d bytes, version %d, dim %d, legacy payload end %d, %d row checksums",
-		sums, len(b), le.Uint32(b[8:12]), h.dim, h.legacyPayloadEnd, rows)
+		sums, len(b), le.Uint32(b[8:12]), h.Dim, h.LegacyPayloadEnd, rows)
 	if rest := (len(b) - sumsHeaderSize) % 8; rest != 0 {
 		fmt.Fprintf(w, " and %d trailing bytes (a torn last checksum)", rest)
 	}
 	fmt.Fprintln(w)
-	if st, err := fs.Stat(vecs); err == nil && h.dim > 0 {
-		row := 4 * int64(h.dim)
+	if st, err := fs.Stat(vecs); err == nil && h.Dim > 0 {
+		row := 4 * int64(h.Dim)
 		// The file grows in steps: the checksums count the rows written.
-		fmt.Fprintf(w, "vectors %s: %d bytes, room for %d rows of %d float32", vecs, st.Size(), st.Size()/row, h.dim)
+		fmt.Fprintf(w, "vectors %s: %d bytes, room for %d rows of %d float32", vecs, st.Size(), st.Size()/row, h.Dim)
 		if rest := st.Size() % row; rest != 0 {
 			fmt.Fprintf(w, " and %d trailing bytes (a torn last row)", rest)
 		}

@@ -28,7 +28,7 @@ func (c *Collection) SetAttrsDeferred(r Ref, attrs []byte) (Ticket, error) {
 	if err != nil {
 		return 0, err
 	}
-	rec := setAttrsRec{uid: c.uid, id: id, attrs: a}
+	rec := setAttrsRec{UID: c.uid, ID: id, Attrs: a}
 	lsn, err := c.db.logFor(c.name, encodeSetAttrs(rec))
 	if err != nil {
 		return 0, err
@@ -64,17 +64,17 @@ func (c *Collection) Attrs(r Ref) ([]byte, error) {
 // for memories that may since have been deleted (then it does nothing).
 // REQUIRES: c.mu held for writing.
 func (c *Collection) applySetAttrsLocked(r setAttrsRec) {
-	m, ok := c.mems[r.id]
+	m, ok := c.mems[r.ID]
 	if !ok {
 		return
 	}
 	c.filterIndexRemoveLocked(m.row, m.attrs())
 	// Replay's attributes alias the log's buffer: keep a copy.
-	m.ext = makeExt(bytes.Clone(r.attrs), m.key(), m.expires())
-	c.mems[r.id] = m
+	m.ext = makeExt(bytes.Clone(r.Attrs), m.key(), m.expires())
+	c.mems[r.ID] = m
 	c.filterIndexAddLocked(m.row, m.attrs())
 	c.accountLocked() // datamem.go
-	c.markDirtyLocked(r.id)
+	c.markDirtyLocked(r.ID)
 }
 
 // SetPayloadDeferred replaces memory r's payload with p and returns the
@@ -92,16 +92,16 @@ func (c *Collection) SetPayloadDeferred(r Ref, p []byte) (Ticket, error) {
 	if err != nil {
 		return 0, err
 	}
-	rec := setPayloadRec{uid: c.uid, id: id, payOff: c.pays.size, payload: p}
+	rec := setPayloadRec{UID: c.uid, ID: id, PayOff: c.pays.size, Payload: p}
 	// Written before it is logged, as an add's files are, so that a full
 	// disk fails the command cleanly; the bytes are derived data.
-	if err := c.pays.put(id, rec.payOff, p); err != nil {
-		c.pays.size = min(c.pays.size, rec.payOff)
+	if err := c.pays.put(id, rec.PayOff, p); err != nil {
+		c.pays.size = min(c.pays.size, rec.PayOff)
 		return 0, err
 	}
 	lsn, err := c.db.logFor(c.name, encodeSetPayload(rec))
 	if err != nil {
-		c.pays.size = min(c.pays.size, rec.payOff)
+		c.pays.size = min(c.pays.size, rec.PayOff)
 		return 0, err
 	}
 	c.applySetPayloadLocked(rec)
@@ -122,13 +122,13 @@ func (c *Collection) SetPayload(r Ref, p []byte) error {
 // been deleted (then it does nothing).
 // REQUIRES: c.mu held for writing.
 func (c *Collection) applySetPayloadLocked(r setPayloadRec) {
-	m, ok := c.mems[r.id]
+	m, ok := c.mems[r.ID]
 	if !ok {
 		return
 	}
-	m.payOff, m.payLen = r.payOff, uint32(len(r.payload))
-	c.mems[r.id] = m
-	c.markDirtyLocked(r.id)
+	m.payOff, m.payLen = r.PayOff, uint32(len(r.Payload))
+	c.mems[r.ID] = m
+	c.markDirtyLocked(r.ID)
 }
 
 // markDirtyLocked marks memory id for the next delta checkpoint, as a

@@ -10,7 +10,7 @@ import (
 // payloadSumSize bytes of checksum (payloadSum of the memory's id, off and
 // the bytes). The memory table holds off and len. Payloads below
 // legacyEnd are of the format before checksums, the bytes alone; the
-// collection's checksum file says where that format ends (sums_format.go).
+// collection's checksum file says where that format ends (package sumfile).
 // Like the vector file it is derived data: the log holds every payload and
 // a checkpoint records the synced size.
 //

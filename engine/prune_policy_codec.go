@@ -69,11 +69,11 @@ func encodePolicyRec(r policyRec) []byte {
 }
 
 func decodePolicyRec(b []byte) (policyRec, error) {
-	d := decoder{b: b[1:]}
+	d := decoder{B: b[1:]}
 	var r policyRec
-	r.uid = d.u64()
-	r.kind = d.u8()
-	r.at = int64(d.u64())
+	r.uid = d.U64()
+	r.kind = d.U8()
+	r.at = int64(d.U64())
 	switch r.kind {
 	case policySet:
 		p, err := decodePolicy(&d)
@@ -82,13 +82,13 @@ func decodePolicyRec(b []byte) (policyRec, error) {
 		}
 		r.policy = p
 	case policyRan:
-		r.count = d.u64()
+		r.count = d.U64()
 	default:
-		if !d.err {
+		if !d.Err {
 			return r, fmt.Errorf("%w: prune policy record of unknown kind %d", errBadRecord, r.kind)
 		}
 	}
-	return r, d.done("prune policy")
+	return r, d.Done("prune policy")
 }
 
 // appendPolicy appends p's fixed layout (nil: off, all zero).
@@ -130,17 +130,17 @@ func appendPolicy(b []byte, p *PrunePolicy) []byte {
 // SetPrunePolicy would have refused is damage (or a newer build's), never
 // applied.
 func decodePolicy(d *decoder) (*PrunePolicy, error) {
-	flags := d.u8()
+	flags := d.U8()
 	var o PruneOptions
-	o.QBelow = d.f64()
-	o.MinVisits = d.u64()
-	o.Older = time.Duration(d.u64())
-	o.Idle = time.Duration(d.u64())
-	maxCount := d.u64()
-	every := time.Duration(d.u64())
-	src := string(d.take(int(d.u16())))
-	if d.err {
-		return nil, nil // the caller's d.done reports it
+	o.QBelow = d.F64()
+	o.MinVisits = d.U64()
+	o.Older = time.Duration(d.U64())
+	o.Idle = time.Duration(d.U64())
+	maxCount := d.U64()
+	every := time.Duration(d.U64())
+	src := string(d.Take(int(d.U16())))
+	if d.Err {
+		return nil, nil // the caller's d.Done reports it
 	}
 	if flags&^polAll != 0 {
 		return nil, fmt.Errorf("unknown flags %#x", flags&^polAll)
@@ -196,19 +196,19 @@ func (c *Collection) encodePruneSectionLocked() []byte {
 // decodePruneSection reads a sectPrunePolicy section.
 func decodePruneSection(data []byte) (pruneState, error) {
 	var st pruneState
-	d := decoder{b: data}
-	if v := d.u8(); !d.err && v != pruneSectVersion {
+	d := decoder{B: data}
+	if v := d.U8(); !d.Err && v != pruneSectVersion {
 		return st, fmt.Errorf("prune policy section version %d, want %d", v, pruneSectVersion)
 	}
-	st.setAt = int64(d.u64())
-	st.lastAt = int64(d.u64())
-	st.lastCount = d.u64()
+	st.setAt = int64(d.U64())
+	st.lastAt = int64(d.U64())
+	st.lastCount = d.U64()
 	p, err := decodePolicy(&d)
 	if err != nil {
 		return st, fmt.Errorf("prune policy section: %v", err)
 	}
 	st.policy = p
-	if d.err || len(d.b) != 0 {
+	if d.Err || len(d.B) != 0 {
 		return st, fmt.Errorf("prune policy section: bad length")
 	}
 	return st, nil

@@ -422,7 +422,7 @@ func TestPrunePolicyDamagedSectionRefused(t *testing.T) {
 	fs := vfs.NewMemFS()
 	db, _ := openPolicyDB(t, fs, clk, -1, nil)
 	testCollSections = func(c *Collection) []ckptSection {
-		return []ckptSection{{tag: sectPrunePolicy, data: []byte{pruneSectVersion, 1, 2, 3}}}
+		return []ckptSection{{Tag: sectPrunePolicy, Data: []byte{pruneSectVersion, 1, 2, 3}}}
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)

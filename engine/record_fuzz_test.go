@@ -17,30 +17,30 @@ func recordSeeds() map[string]corpus.Seed {
 	return map[string]corpus.Seed{
 		"create": {encodeCreate(createRec{uid: 3, name: "plans", cfg: cfg}), uint16(0)},
 		"drop":   {encodeDrop(3), uint16(0)},
-		"add": {encodeAdd(addRec{uid: 3, id: 42, row: 7, payOff: 100, created: 1e18, q: 0.5,
-			payload: []byte(`{"plan":"a"}`), vec: []float32{1, -0.5, 0, 2}}), uint16(4)},
-		"add-empty": {encodeAdd(addRec{uid: 1, id: 1, vec: []float32{1}}), uint16(1)},
-		"delete":    {encodeDelete(deleteRec{uid: 3, ids: []uint64{1, 42, 1 << 50}}), uint16(0)},
-		"q": {encodeQ(qRec{uid: 3, id: 42, q: 0.75, visits: 3, lastReward: 1, rewardSum: 2.5,
-			updated: 1e18}), uint16(0)},
-		"add-ext": {encodeAdd(addRec{uid: 3, id: 43, row: 8, payOff: 120, created: 1e18, q: 0.5,
-			payload: []byte("p"), vec: []float32{1, -0.5, 0, 2}, attrs: []byte(`{"user":"u7"}`),
-			key: "task-9", expires: 2e18}), uint16(4)},
-		"add-ext-key": {encodeAdd(addRec{uid: 1, id: 1, vec: []float32{1}, key: "k"}), uint16(1)},
-		"set-attrs":   {encodeSetAttrs(setAttrsRec{uid: 3, id: 42, attrs: []byte(`{"a":[1,2]}`)}), uint16(0)},
-		"unset-attrs": {encodeSetAttrs(setAttrsRec{uid: 3, id: 42}), uint16(0)},
-		"set-payload": {encodeSetPayload(setPayloadRec{uid: 3, id: 42, payOff: 4096, payload: []byte("new")}), uint16(0)},
-		"expire":      {encodeExpire(expireRec{uid: 3, id: 42, expires: 2e18}), uint16(0)},
-		"snapshot":    {encodeSnapshot(snapshotRec{uid: 3, seq: 2, created: 1e18, count: 5, name: "good point"}), uint16(0)},
-		"delsnapshot": {encodeDelSnapshot(delSnapshotRec{uid: 3, seq: 2}), uint16(0)},
-		"rollback":    {encodeRollback(rollbackRec{uid: 3, seq: 2, n: 3}), uint16(0)},
+		"add": {encodeAdd(addRec{UID: 3, ID: 42, Row: 7, PayOff: 100, Created: 1e18, Q: 0.5,
+			Payload: []byte(`{"plan":"a"}`), Vec: []float32{1, -0.5, 0, 2}}), uint16(4)},
+		"add-empty": {encodeAdd(addRec{UID: 1, ID: 1, Vec: []float32{1}}), uint16(1)},
+		"delete":    {encodeDelete(deleteRec{UID: 3, IDs: []uint64{1, 42, 1 << 50}}), uint16(0)},
+		"q": {encodeQ(qRec{UID: 3, ID: 42, Q: 0.75, Visits: 3, LastReward: 1, RewardSum: 2.5,
+			Updated: 1e18}), uint16(0)},
+		"add-ext": {encodeAdd(addRec{UID: 3, ID: 43, Row: 8, PayOff: 120, Created: 1e18, Q: 0.5,
+			Payload: []byte("p"), Vec: []float32{1, -0.5, 0, 2}, Attrs: []byte(`{"user":"u7"}`),
+			Key: "task-9", Expires: 2e18}), uint16(4)},
+		"add-ext-key": {encodeAdd(addRec{UID: 1, ID: 1, Vec: []float32{1}, Key: "k"}), uint16(1)},
+		"set-attrs":   {encodeSetAttrs(setAttrsRec{UID: 3, ID: 42, Attrs: []byte(`{"a":[1,2]}`)}), uint16(0)},
+		"unset-attrs": {encodeSetAttrs(setAttrsRec{UID: 3, ID: 42}), uint16(0)},
+		"set-payload": {encodeSetPayload(setPayloadRec{UID: 3, ID: 42, PayOff: 4096, Payload: []byte("new")}), uint16(0)},
+		"expire":      {encodeExpire(expireRec{UID: 3, ID: 42, Expires: 2e18}), uint16(0)},
+		"snapshot":    {encodeSnapshot(snapshotRec{UID: 3, Seq: 2, Created: 1e18, Count: 5, Name: "good point"}), uint16(0)},
+		"delsnapshot": {encodeDelSnapshot(delSnapshotRec{UID: 3, Seq: 2}), uint16(0)},
+		"rollback":    {encodeRollback(rollbackRec{UID: 3, Seq: 2, N: 3}), uint16(0)},
 		"rollback-batch": {encodeRollbackBatch(3, rbBatch{dels: []uint64{9}, changes: []rbChange{
-			{kind: rbRestore, e: snapEntry{id: 2, q: 1.5, visits: 3, lastReward: -1, rewardSum: 2, updated: 5, expires: 6, key: "k", attrs: []byte(`{"a":1}`)}},
-			{kind: rbRevive, e: snapEntry{id: 3, q: 2}, m: memory{row: 4, payOff: 5, payLen: 6, created: 7}},
+			{kind: rbRestore, e: snapEntry{ID: 2, Q: 1.5, Visits: 3, LastReward: -1, RewardSum: 2, Updated: 5, Expires: 6, Key: "k", Attrs: []byte(`{"a":1}`)}},
+			{kind: rbRevive, e: snapEntry{ID: 3, Q: 2}, m: memory{row: 4, payOff: 5, payLen: 6, created: 7}},
 		}}), uint16(0)},
-		"group-member": {encodeGroupMember(1<<60, encodeAdd(addRec{uid: 3, id: 44, vec: []float32{1, 2, 3, 4},
-			key: "k6434"})), uint16(4)},
-		"group-member-delete": {encodeGroupMember(1<<60, encodeDelete(deleteRec{uid: 3, ids: []uint64{43}})), uint16(0)},
+		"group-member": {encodeGroupMember(1<<60, encodeAdd(addRec{UID: 3, ID: 44, Vec: []float32{1, 2, 3, 4},
+			Key: "k6434"})), uint16(4)},
+		"group-member-delete": {encodeGroupMember(1<<60, encodeDelete(deleteRec{UID: 3, IDs: []uint64{43}})), uint16(0)},
 		"group-commit":        {encodeGroupCommit(1<<60, 2, 0x1234_5678_9abc_def0), uint16(0)},
 		"group-abort":         {encodeGroupAbort(1 << 60), uint16(0)},
 		"replace": {encodeReplace(replaceRec{uid: 3, id: 42, row: 9, flags: replaceAttrs | replacePayload,
@@ -59,7 +59,7 @@ func TestFuzzSeedsRecord(t *testing.T) {
 // length of nearly 4 GiB made the decoder allocate that length (its
 // padding for a short read) before failing.
 func TestDecodeShortAddAllocatesLittle(t *testing.T) {
-	b := encodeAdd(addRec{uid: 1, id: 1, vec: []float32{1}})
+	b := encodeAdd(addRec{UID: 1, ID: 1, Vec: []float32{1}})
 	at := 1 + 8 + 8 + 4 + 8 + 8 + 8 // the payload length
 	le.PutUint32(b[at:], 0xfffffff0)
 	before := allocatedBytes()

@@ -221,7 +221,7 @@ func (db *DB) replayRecord(lsn uint64, rec []byte) error {
 		if err != nil {
 			return err
 		}
-		if c, ok := db.byUID[r.uid]; ok {
+		if c, ok := db.byUID[r.UID]; ok {
 			c.applyDeleteLocked(r)
 		}
 	case recQ:
@@ -229,10 +229,10 @@ func (db *DB) replayRecord(lsn uint64, rec []byte) error {
 		if err != nil {
 			return err
 		}
-		if c, ok := db.byUID[r.uid]; ok {
-			if e, ok := c.q.Get(r.id); ok {
+		if c, ok := db.byUID[r.UID]; ok {
+			if e, ok := c.q.Get(r.ID); ok {
 				applyQ(&e, r)
-				c.q.Put(r.id, e)
+				c.q.Put(r.ID, e)
 				c.recordHistory(lsn, r) // history.go
 			}
 		}
@@ -241,7 +241,7 @@ func (db *DB) replayRecord(lsn uint64, rec []byte) error {
 		if err != nil {
 			return err
 		}
-		if c, ok := db.byUID[r.uid]; ok {
+		if c, ok := db.byUID[r.UID]; ok {
 			c.applySetAttrsLocked(r)
 		}
 	case recSetPayload:
@@ -249,13 +249,13 @@ func (db *DB) replayRecord(lsn uint64, rec []byte) error {
 		if err != nil {
 			return err
 		}
-		c, ok := db.byUID[r.uid]
+		c, ok := db.byUID[r.UID]
 		if !ok {
-			return fmt.Errorf("payload update in unknown collection %d", r.uid)
+			return fmt.Errorf("payload update in unknown collection %d", r.UID)
 		}
 		// Written even when the memory was deleted later, as an add's
 		// files are: the file then holds every byte the log placed.
-		if err := c.pays.put(r.id, r.payOff, r.payload); err != nil {
+		if err := c.pays.put(r.ID, r.PayOff, r.Payload); err != nil {
 			return err
 		}
 		c.applySetPayloadLocked(r)
@@ -272,7 +272,7 @@ func (db *DB) replayRecord(lsn uint64, rec []byte) error {
 		if err != nil {
 			return err
 		}
-		if c, ok := db.byUID[r.uid]; ok {
+		if c, ok := db.byUID[r.UID]; ok {
 			c.applyExpireLocked(r)
 		}
 	case recPrunePolicy: // prune_policy_codec.go

@@ -204,7 +204,7 @@ func (c *Collection) replayRemapLocked(r remapRec) error {
 	if err != nil {
 		return fmt.Errorf("engine: collection %q: files of generation %d: %w", c.name, r.gen, err)
 	}
-	pays, err := openPayloadStore(c.db.files, filepath.Join(c.dir, genName(payBase, payExt, r.gen)), r.paySize, vecs.hdr.legacyPayloadEnd)
+	pays, err := openPayloadStore(c.db.files, filepath.Join(c.dir, genName(payBase, payExt, r.gen)), r.paySize, vecs.hdr.LegacyPayloadEnd)
 	if err != nil {
 		vecs.close()
 		return fmt.Errorf("engine: collection %q: files of generation %d: %w", c.name, r.gen, err)

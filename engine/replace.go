@@ -92,38 +92,38 @@ func encodeReplace(r replaceRec) []byte {
 // (dim < 0: whatever the body holds, for inspection). The attributes and
 // payload alias b.
 func decodeReplace(b []byte, dim int) (replaceRec, error) {
-	d := decoder{b: b[1:]}
+	d := decoder{B: b[1:]}
 	var r replaceRec
-	r.uid = d.u64()
-	r.id = d.u64()
-	r.row = d.u32()
-	r.flags = d.u8()
+	r.uid = d.U64()
+	r.id = d.U64()
+	r.row = d.U32()
+	r.flags = d.U8()
 	if r.flags&^replaceFlags != 0 {
 		return r, fmt.Errorf("%w: replace record with unknown flags %#x", errBadRecord, r.flags)
 	}
 	if r.flags&replaceAttrs != 0 {
-		if n := d.u32(); n > 0 {
-			r.attrs = d.take(int(n))
+		if n := d.U32(); n > 0 {
+			r.attrs = d.Take(int(n))
 		}
 	}
 	if r.flags&replacePayload != 0 {
-		r.payOff = d.u64()
-		r.payload = d.take(int(d.u32()))
+		r.payOff = d.U64()
+		r.payload = d.Take(int(d.U32()))
 	}
-	if d.err {
+	if d.Err {
 		return r, fmt.Errorf("%w: bad replace record", errBadRecord)
 	}
-	if dim < 0 && len(d.b)%4 == 0 {
-		dim = len(d.b) / 4
+	if dim < 0 && len(d.B)%4 == 0 {
+		dim = len(d.B) / 4
 	}
-	if dim == 0 || len(d.b) != 4*dim {
-		return r, fmt.Errorf("%w: replace record has %d vector bytes, want %d", errBadRecord, len(d.b), 4*dim)
+	if dim == 0 || len(d.B) != 4*dim {
+		return r, fmt.Errorf("%w: replace record has %d vector bytes, want %d", errBadRecord, len(d.B), 4*dim)
 	}
 	r.vec = make([]float32, dim)
 	for i := range r.vec {
-		r.vec[i] = math.Float32frombits(d.u32())
+		r.vec[i] = math.Float32frombits(d.U32())
 	}
-	return r, d.done("replace")
+	return r, d.Done("replace")
 }
 
 // Replace gives memory r a new vector (and, as req says, new attributes
@@ -329,7 +329,7 @@ func (c *Collection) upsertLocked(r addRec, key string, now int64) (id uint64, t
 		return 0, 0, false, nil // the add purges the expired holder
 	}
 	rec := replaceRec{uid: c.uid, id: id, flags: replaceAttrs | replacePayload,
-		attrs: r.attrs, payload: r.payload, vec: r.vec}
+		attrs: r.Attrs, payload: r.Payload, vec: r.Vec}
 	t, err = c.replaceLocked(rec)
 	if err != nil {
 		return 0, 0, false, err

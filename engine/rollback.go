@@ -83,7 +83,7 @@ func (c *Collection) RollbackDeferred(name string) (int, Ticket, error) {
 		return 0, 0, err
 	}
 	recs := encodeRollbackBatches(c.uid, rb)
-	recs = append(recs, encodeRollback(rollbackRec{uid: c.uid, seq: seq, n: uint64(rb.len())}))
+	recs = append(recs, encodeRollback(rollbackRec{UID: c.uid, Seq: seq, N: uint64(rb.len())}))
 	lsn, err := c.db.logBatchFor(c.name, recs)
 	if err != nil {
 		return 0, 0, err
@@ -102,27 +102,27 @@ func (c *Collection) rollbackChangesLocked(f snapFile) (rbBatch, error) {
 	// snapshot does not hold.
 	j := 0
 	c.liveIDs.ascend(0, func(id uint64) bool {
-		for j < len(f.entries) && f.entries[j].id < id {
+		for j < len(f.Entries) && f.Entries[j].ID < id {
 			j++
 		}
-		if j == len(f.entries) || f.entries[j].id != id {
+		if j == len(f.Entries) || f.Entries[j].ID != id {
 			out.dels = append(out.dels, id)
 		}
 		return true
 	})
-	for _, e := range f.entries {
-		if m, ok := c.mems[e.id]; ok {
-			cur, _ := c.q.Get(e.id)
+	for _, e := range f.Entries {
+		if m, ok := c.mems[e.ID]; ok {
+			cur, _ := c.q.Get(e.ID)
 			if sameState(cur, m, e) {
 				continue
 			}
 			out.changes = append(out.changes, rbChange{kind: rbRestore, e: e})
 			continue
 		}
-		g, ok := c.snap.ghosts[e.id]
+		g, ok := c.snap.ghosts[e.ID]
 		if !ok {
 			// Cannot happen: a snapshot pins every memory it holds.
-			return rbBatch{}, fmt.Errorf("%w: memory %d of snapshot %q is neither live nor kept for it", ErrCorrupt, e.id, f.name)
+			return rbBatch{}, fmt.Errorf("%w: memory %d of snapshot %q is neither live nor kept for it", ErrCorrupt, e.ID, f.Name)
 		}
 		out.changes = append(out.changes, rbChange{kind: rbRevive, e: e, m: g})
 	}
@@ -132,9 +132,9 @@ func (c *Collection) rollbackChangesLocked(f snapFile) (rbBatch, error) {
 // sameState reports whether a live memory's state equals e's.
 func sameState(q qtable.Entry, m memory, e snapEntry) bool {
 	f := math.Float64bits
-	return f(q.Q) == f(e.q) && q.Visits == e.visits && f(q.LastReward) == f(e.lastReward) &&
-		f(q.RewardSum) == f(e.rewardSum) && q.Updated == e.updated &&
-		m.expires() == e.expires && m.key() == e.key && string(m.attrs()) == string(e.attrs)
+	return f(q.Q) == f(e.Q) && q.Visits == e.Visits && f(q.LastReward) == f(e.LastReward) &&
+		f(q.RewardSum) == f(e.RewardSum) && q.Updated == e.Updated &&
+		m.expires() == e.Expires && m.key() == e.Key && string(m.attrs()) == string(e.Attrs)
 }
 
 // applyRollbackLocked applies a logged rollback's changes, live and in
@@ -146,58 +146,58 @@ func sameState(q qtable.Entry, m memory, e snapEntry) bool {
 func (c *Collection) applyRollbackLocked(rb rbBatch) {
 	defer c.accountLocked() // datamem.go
 	if len(rb.dels) > 0 {
-		c.applyDeleteLocked(deleteRec{uid: c.uid, ids: rb.dels})
+		c.applyDeleteLocked(deleteRec{UID: c.uid, IDs: rb.dels})
 	}
 	// Keys first come off every restored memory: two memories may trade
 	// keys, and indexing one's new key before the other's old one is off
 	// would lose it.
 	for _, ch := range rb.changes {
-		if m, ok := c.mems[ch.e.id]; ok {
-			c.unindexKeyLocked(ch.e.id, m.key())
+		if m, ok := c.mems[ch.e.ID]; ok {
+			c.unindexKeyLocked(ch.e.ID, m.key())
 		}
 	}
 	for _, ch := range rb.changes {
 		e := ch.e
 		switch ch.kind {
 		case rbRestore:
-			m, ok := c.mems[e.id]
+			m, ok := c.mems[e.ID]
 			if !ok {
 				continue
 			}
 			c.filterIndexRemoveLocked(m.row, m.attrs())
-			m.ext = makeExt(e.attrs, e.key, e.expires)
-			c.mems[e.id] = m
+			m.ext = makeExt(e.Attrs, e.Key, e.Expires)
+			c.mems[e.ID] = m
 			c.filterIndexAddLocked(m.row, m.attrs())
 		case rbRevive:
-			if old, ok := c.mems[e.id]; ok {
+			if old, ok := c.mems[e.ID]; ok {
 				if old.row != ch.m.row {
 					c.dead.Add(old.row)
 				}
 				c.filterIndexRemoveLocked(old.row, old.attrs())
 			}
 			m := ch.m
-			m.ext = makeExt(e.attrs, e.key, e.expires)
-			c.mems[e.id] = m
-			delete(c.snap.ghosts, e.id)
-			delete(c.deleted, e.id)
-			c.liveIDs.add(e.id)
+			m.ext = makeExt(e.Attrs, e.Key, e.Expires)
+			c.mems[e.ID] = m
+			delete(c.snap.ghosts, e.ID)
+			delete(c.deleted, e.ID)
+			c.liveIDs.add(e.ID)
 			for uint32(len(c.rowIDs)) <= m.row {
 				c.rowIDs = append(c.rowIDs, 0)
 			}
-			c.rowIDs[m.row] = e.id
+			c.rowIDs[m.row] = e.ID
 			c.dead.Remove(m.row) // the index holds every row: this un-tombstones it
 			c.filterIndexAddLocked(m.row, m.attrs())
-			if e.id >= c.nextID {
-				c.nextID = e.id + 1
+			if e.ID >= c.nextID {
+				c.nextID = e.ID + 1
 			}
-			if c.aboveLive != 0 && e.id >= c.aboveLive {
-				c.aboveLive = e.id + 1
+			if c.aboveLive != 0 && e.ID >= c.aboveLive {
+				c.aboveLive = e.ID + 1
 			}
 		}
-		c.indexKeyLocked(e.id, e.key)
-		c.trackExpiryLocked(e.id, e.expires)
+		c.indexKeyLocked(e.ID, e.Key)
+		c.trackExpiryLocked(e.ID, e.Expires)
 		// Put marks it dirty: the next delta checkpoint copies it.
-		c.q.Put(e.id, qtable.Entry{Q: e.q, Visits: e.visits, LastReward: e.lastReward, RewardSum: e.rewardSum, Updated: e.updated})
+		c.q.Put(e.ID, qtable.Entry{Q: e.Q, Visits: e.Visits, LastReward: e.LastReward, RewardSum: e.RewardSum, Updated: e.Updated})
 	}
 }
 
@@ -216,8 +216,8 @@ func (c *Collection) replayRollbackBatchLocked(rb rbBatch) {
 func (c *Collection) replayRollbackLocked(r rollbackRec) error {
 	rb := c.snap.replay
 	c.snap.replay = rbBatch{}
-	if uint64(rb.len()) != r.n {
-		return fmt.Errorf("%w: rollback of %d changes found %d in its batches", errBadRecord, r.n, rb.len())
+	if uint64(rb.len()) != r.N {
+		return fmt.Errorf("%w: rollback of %d changes found %d in its batches", errBadRecord, r.N, rb.len())
 	}
 	c.applyRollbackLocked(rb)
 	return nil

@@ -9,7 +9,7 @@ import (
 
 // Snapshots (MEM.SNAPSHOT, MEM.SNAPSHOTS, MEM.DELSNAPSHOT; rollback.go has
 // MEM.ROLLBACK). A snapshot is a named point of a collection: a file of
-// every live memory's state (snapshot_file.go) and an entry of the
+// every live memory's state (package snapfile) and an entry of the
 // collection's catalog, logged (recSnapshot, recDelSnapshot) and carried by
 // the checkpoint's collection section sectSnapshots. No vector is copied:
 // instead, a memory deleted (or pruned, or expired and swept) while a
@@ -150,10 +150,10 @@ func (c *Collection) SnapshotDeferred(name string) (Ticket, error) {
 		return 0, fmt.Errorf("%w: collection %q holds %d", ErrTooManySnapshots, c.name, MaxSnapshots)
 	}
 	now := c.db.nowNanos()
-	f := snapFile{uid: c.uid, seq: max(c.snap.nextSeq, 1), created: now, name: name}
+	f := snapFile{UID: c.uid, Seq: max(c.snap.nextSeq, 1), Created: now, Name: name}
 	cp := c.copyStateLocked(now)
 	ids := cp.ids
-	r := snapshotRec{uid: c.uid, seq: f.seq, created: now, count: uint64(len(ids)), name: name}
+	r := snapshotRec{UID: c.uid, Seq: f.Seq, Created: now, Count: uint64(len(ids)), Name: name}
 	lsn, err := c.db.logFor(c.name, encodeSnapshot(r))
 	if err != nil {
 		c.mu.Unlock()
@@ -164,7 +164,7 @@ func (c *Collection) SnapshotDeferred(name string) (Ticket, error) {
 	if snapshotLockHeld != nil {
 		snapshotLockHeld(time.Since(locked))
 	}
-	f.entries = cp.entries()
+	f.Entries = cp.entries()
 
 	if err := c.writeSnapFile(f); err != nil {
 		// Take it back: logged, so that replay drops it too. (A failed
@@ -173,7 +173,7 @@ func (c *Collection) SnapshotDeferred(name string) (Ticket, error) {
 		if err := c.lockLive(); err != nil {
 			return 0, werr
 		}
-		d := delSnapshotRec{uid: c.uid, seq: f.seq}
+		d := delSnapshotRec{UID: c.uid, Seq: f.Seq}
 		if _, err := c.db.logFor(c.name, encodeDelSnapshot(d)); err == nil {
 			c.applyDelSnapshotLocked(d)
 		}
@@ -188,11 +188,11 @@ func (c *Collection) SnapshotDeferred(name string) (Ticket, error) {
 // (and, if it is not listed, its delete).
 // REQUIRES: c.mu held for writing.
 func (c *Collection) applySnapshotLocked(r snapshotRec, ids *snapIDs) {
-	if r.seq < max(c.snap.nextSeq, 1) {
+	if r.Seq < max(c.snap.nextSeq, 1) {
 		return
 	}
-	c.snap.nextSeq = r.seq + 1
-	c.snap.list = append(c.snap.list, &snapshot{name: r.name, seq: r.seq, created: r.created, count: r.count, ids: ids})
+	c.snap.nextSeq = r.Seq + 1
+	c.snap.list = append(c.snap.list, &snapshot{name: r.Name, seq: r.Seq, created: r.Created, count: r.Count, ids: ids})
 }
 
 // Snapshots lists the collection's snapshots, oldest first.
@@ -233,7 +233,7 @@ func (c *Collection) DeleteSnapshotDeferred(name string) (bool, Ticket, error) {
 		c.mu.Unlock()
 		return false, 0, nil
 	}
-	d := delSnapshotRec{uid: c.uid, seq: s.seq}
+	d := delSnapshotRec{UID: c.uid, Seq: s.seq}
 	lsn, err := c.db.logFor(c.name, encodeDelSnapshot(d))
 	if err != nil {
 		c.mu.Unlock()
@@ -252,7 +252,7 @@ func (c *Collection) DeleteSnapshotDeferred(name string) (bool, Ticket, error) {
 // the ghosts no other snapshot holds.
 // REQUIRES: c.mu held for writing.
 func (c *Collection) applyDelSnapshotLocked(r delSnapshotRec) {
-	i := slices.IndexFunc(c.snap.list, func(s *snapshot) bool { return s.seq == r.seq })
+	i := slices.IndexFunc(c.snap.list, func(s *snapshot) bool { return s.seq == r.Seq })
 	if i < 0 {
 		return
 	}

@@ -36,7 +36,7 @@ func (c *Collection) copyStateLocked(now int64) stateCopy {
 	for id, m := range c.mems {
 		if !expired(id) {
 			x := m.extOrZero()
-			cp.mems = append(cp.mems, snapEntry{id: id, expires: x.expires, key: x.key, attrs: x.attrs})
+			cp.mems = append(cp.mems, snapEntry{ID: id, Expires: x.expires, Key: x.key, Attrs: x.attrs})
 		}
 	}
 	c.q.Range(func(id uint64, e qtable.Entry) bool {
@@ -49,17 +49,17 @@ func (c *Collection) copyStateLocked(now int64) stateCopy {
 // entries joins the passes into the snapshot's entries, by id. Every
 // live memory has a qtable entry (INVARIANT of the collection).
 func (cp stateCopy) entries() []snapEntry {
-	slices.SortFunc(cp.mems, func(a, b snapEntry) int { return cmp.Compare(a.id, b.id) })
+	slices.SortFunc(cp.mems, func(a, b snapEntry) int { return cmp.Compare(a.ID, b.ID) })
 	slices.SortFunc(cp.qs, func(a, b qtable.IDEntry) int { return cmp.Compare(a.ID, b.ID) })
 	j := 0
 	for i := range cp.mems {
 		e := &cp.mems[i]
-		for j < len(cp.qs) && cp.qs[j].ID < e.id {
+		for j < len(cp.qs) && cp.qs[j].ID < e.ID {
 			j++
 		}
-		if j < len(cp.qs) && cp.qs[j].ID == e.id {
+		if j < len(cp.qs) && cp.qs[j].ID == e.ID {
 			q := cp.qs[j].Entry
-			e.q, e.visits, e.lastReward, e.rewardSum, e.updated = q.Q, q.Visits, q.LastReward, q.RewardSum, q.Updated
+			e.Q, e.Visits, e.LastReward, e.RewardSum, e.Updated = q.Q, q.Visits, q.LastReward, q.RewardSum, q.Updated
 		}
 	}
 	return cp.mems

@@ -111,30 +111,30 @@ func TestSnapshotSectionDamaged(t *testing.T) {
 // TestSnapshotRecordsRoundTrip: the records decode to what was encoded, and
 // a truncated or over-long body is errBadRecord.
 func TestSnapshotRecordsRoundTrip(t *testing.T) {
-	sr := snapshotRec{uid: 3, seq: 7, created: 99, count: 5, name: "n"}
+	sr := snapshotRec{UID: 3, Seq: 7, Created: 99, Count: 5, Name: "n"}
 	if got, err := decodeSnapshot(encodeSnapshot(sr)); err != nil || got != sr {
 		t.Fatal(got, err)
 	}
-	dr := delSnapshotRec{uid: 3, seq: 7}
+	dr := delSnapshotRec{UID: 3, Seq: 7}
 	if got, err := decodeDelSnapshot(encodeDelSnapshot(dr)); err != nil || got != dr {
 		t.Fatal(got, err)
 	}
-	rr := rollbackRec{uid: 3, seq: 7, n: 9}
+	rr := rollbackRec{UID: 3, Seq: 7, N: 9}
 	if got, err := decodeRollback(encodeRollback(rr)); err != nil || got != rr {
 		t.Fatal(got, err)
 	}
 	rb := rbBatch{dels: []uint64{1}, changes: []rbChange{
-		{kind: rbRestore, e: snapEntry{id: 2, q: 1.5, visits: 3, lastReward: -1, rewardSum: 2, updated: 5, expires: 6, key: "k", attrs: []byte(`{"a":1}`)}},
-		{kind: rbRevive, e: snapEntry{id: 3, q: 2}, m: memory{row: 4, payOff: 5, payLen: 6, created: 7}},
+		{kind: rbRestore, e: snapEntry{ID: 2, Q: 1.5, Visits: 3, LastReward: -1, RewardSum: 2, Updated: 5, Expires: 6, Key: "k", Attrs: []byte(`{"a":1}`)}},
+		{kind: rbRevive, e: snapEntry{ID: 3, Q: 2}, m: memory{row: 4, payOff: 5, payLen: 6, created: 7}},
 	}}
 	recs := encodeRollbackBatches(3, rb)
 	if len(recs) != 1 {
 		t.Fatalf("%d batches", len(recs))
 	}
 	uid, got, err := decodeRollbackBatch(recs[0])
-	if err != nil || uid != 3 || got.len() != 3 || got.dels[0] != 1 || got.changes[0].e.key != "k" ||
-		string(got.changes[0].e.attrs) != `{"a":1}` || got.changes[1].m.row != 4 || got.changes[1].m.created != 7 ||
-		got.changes[1].e.q != 2 {
+	if err != nil || uid != 3 || got.len() != 3 || got.dels[0] != 1 || got.changes[0].e.Key != "k" ||
+		string(got.changes[0].e.Attrs) != `{"a":1}` || got.changes[1].m.row != 4 || got.changes[1].m.created != 7 ||
+		got.changes[1].e.Q != 2 {
 		t.Fatalf("%d %+v %v", uid, got, err)
 	}
 	// Not canonical: no change, or a delete after a restore.
@@ -170,7 +170,7 @@ func TestSnapshotRecordsRoundTrip(t *testing.T) {
 	// record limit.
 	big := rbBatch{dels: make([]uint64, 50000)}
 	for i := range 100 {
-		big.changes = append(big.changes, rbChange{kind: rbRestore, e: snapEntry{id: uint64(i), attrs: make([]byte, 30000)}})
+		big.changes = append(big.changes, rbChange{kind: rbRestore, e: snapEntry{ID: uint64(i), Attrs: make([]byte, 30000)}})
 	}
 	recs = encodeRollbackBatches(1, big)
 	total := 0

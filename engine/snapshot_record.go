@@ -1,6 +1,10 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/memrl/memrl/engine/record"
+)
 
 // Log records of snapshots and rollback (snapshot.go, rollback.go). Like
 // every record they log results: a rollback is logged as the changes it
@@ -22,11 +26,15 @@ import "fmt"
 // recRollback, so a log torn inside a rollback replays none of it. (One
 // EnqueueBatch also keeps a checkpoint's log position from falling inside
 // a rollback.)
+//
+// The bodies of recSnapshot, recDelSnapshot and recRollback are package
+// record's; recRollbackBatch's is defined here, as its changes carry the
+// engine's memory record.
 const (
-	recSnapshot      byte = 12
-	recDelSnapshot   byte = 13
-	recRollback      byte = 14
-	recRollbackBatch byte = 18
+	recSnapshot      = record.TypeSnapshot
+	recDelSnapshot   = record.TypeDelSnapshot
+	recRollback      = record.TypeRollback
+	recRollbackBatch = record.TypeRollbackBatch
 )
 
 // Kinds of rollback change.
@@ -36,16 +44,11 @@ const (
 	rbRevive  byte = 2 // a ghost the snapshot holds: live again, its state restored
 )
 
-type snapshotRec struct {
-	uid, seq uint64
-	created  int64
-	count    uint64
-	name     string
-}
-
-type delSnapshotRec struct{ uid, seq uint64 }
-
-type rollbackRec struct{ uid, seq, n uint64 }
+type (
+	snapshotRec    = record.Snapshot
+	delSnapshotRec = record.DelSnapshot
+	rollbackRec    = record.Rollback
+)
 
 // rbChange is one memory restored or revived by a rollback.
 type rbChange struct {
@@ -63,54 +66,27 @@ type rbBatch struct {
 
 func (b rbBatch) len() int { return len(b.dels) + len(b.changes) }
 
-func encodeSnapshot(r snapshotRec) []byte {
-	b := make([]byte, 0, 35+len(r.name))
-	b = append(b, recSnapshot)
-	b = le.AppendUint64(b, r.uid)
-	b = le.AppendUint64(b, r.seq)
-	b = le.AppendUint64(b, uint64(r.created))
-	b = le.AppendUint64(b, r.count)
-	b = le.AppendUint16(b, uint16(len(r.name)))
-	return append(b, r.name...)
-}
+func encodeSnapshot(r snapshotRec) []byte { return record.EncodeSnapshot(r) }
 
+// decodeSnapshot decodes a recSnapshot body and checks its name.
 func decodeSnapshot(b []byte) (snapshotRec, error) {
-	d := decoder{b: b[1:]}
-	var r snapshotRec
-	r.uid, r.seq, r.created, r.count = d.u64(), d.u64(), int64(d.u64()), d.u64()
-	r.name = string(d.take(int(d.u16())))
-	if err := d.done("snapshot"); err != nil {
+	r, err := record.DecodeSnapshot(b)
+	if err != nil {
 		return r, err
 	}
-	if err := checkSnapshotName(r.name); err != nil {
+	if err := checkSnapshotName(r.Name); err != nil {
 		return r, fmt.Errorf("%w: snapshot record: %v", errBadRecord, err)
 	}
 	return r, nil
 }
 
-func encodeDelSnapshot(r delSnapshotRec) []byte {
-	b := append(make([]byte, 0, 17), recDelSnapshot)
-	b = le.AppendUint64(b, r.uid)
-	return le.AppendUint64(b, r.seq)
-}
-
+func encodeDelSnapshot(r delSnapshotRec) []byte { return record.EncodeDelSnapshot(r) }
 func decodeDelSnapshot(b []byte) (delSnapshotRec, error) {
-	d := decoder{b: b[1:]}
-	r := delSnapshotRec{uid: d.u64(), seq: d.u64()}
-	return r, d.done("delsnapshot")
+	return record.DecodeDelSnapshot(b)
 }
-
-func encodeRollback(r rollbackRec) []byte {
-	b := append(make([]byte, 0, 25), recRollback)
-	b = le.AppendUint64(b, r.uid)
-	b = le.AppendUint64(b, r.seq)
-	return le.AppendUint64(b, r.n)
-}
-
+func encodeRollback(r rollbackRec) []byte { return record.EncodeRollback(r) }
 func decodeRollback(b []byte) (rollbackRec, error) {
-	d := decoder{b: b[1:]}
-	r := rollbackRec{uid: d.u64(), seq: d.u64(), n: d.u64()}
-	return r, d.done("rollback")
+	return record.DecodeRollback(b)
 }
 
 // rbBatchBytes bounds a recRollbackBatch body (far below
@@ -133,7 +109,7 @@ func encodeRollbackBatches(uid uint64, rb rbBatch) [][]byte {
 		}
 		for len(changes) > 0 && (part.len() == 0 || size < rbBatchBytes) {
 			part.changes, changes = append(part.changes, changes[0]), changes[1:]
-			size += 71 + len(part.changes[len(part.changes)-1].e.key) + len(part.changes[len(part.changes)-1].e.attrs)
+			size += 71 + len(part.changes[len(part.changes)-1].e.Key) + len(part.changes[len(part.changes)-1].e.Attrs)
 		}
 		out = append(out, encodeRollbackBatch(uid, part))
 	}
@@ -173,18 +149,18 @@ func appendRBChange(b []byte, ch rbChange) []byte {
 // the rest. Slices grow as changes are decoded, never to a count read from
 // the record.
 func decodeRollbackBatch(b []byte) (uint64, rbBatch, error) {
-	d := decoder{b: b[1:]}
-	uid := d.u64()
-	n := d.u32()
+	d := decoder{B: b[1:]}
+	uid := d.U64()
+	n := d.U32()
 	var rb rbBatch
 	bad := func(why string) (uint64, rbBatch, error) {
 		return 0, rbBatch{}, fmt.Errorf("%w: bad rollback batch record: %s", errBadRecord, why)
 	}
-	if d.err || n == 0 || uint64(n)*9 > uint64(len(d.b)) {
+	if d.Err || n == 0 || uint64(n)*9 > uint64(len(d.B)) {
 		return bad("count")
 	}
-	for i := uint32(0); i < n && !d.err; i++ {
-		kind, id := d.u8(), d.u64()
+	for i := uint32(0); i < n && !d.Err; i++ {
+		kind, id := d.U8(), d.U64()
 		switch kind {
 		case rbDelete:
 			if len(rb.changes) > 0 {
@@ -196,12 +172,12 @@ func decodeRollbackBatch(b []byte) (uint64, rbBatch, error) {
 		default:
 			return bad(fmt.Sprintf("change of kind %d", kind))
 		}
-		ch := rbChange{kind: kind, e: snapEntry{id: id}}
+		ch := rbChange{kind: kind, e: snapEntry{ID: id}}
 		decodeSnapEntryRest(&d, &ch.e)
 		if kind == rbRevive {
-			ch.m.row, ch.m.payOff, ch.m.payLen, ch.m.created = d.u32(), d.u64(), d.u32(), int64(d.u64())
+			ch.m.row, ch.m.payOff, ch.m.payLen, ch.m.created = d.U32(), d.U64(), d.U32(), int64(d.U64())
 		}
 		rb.changes = append(rb.changes, ch)
 	}
-	return uid, rb, d.done("rollback batch")
+	return uid, rb, d.Done("rollback batch")
 }

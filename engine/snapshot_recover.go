@@ -15,15 +15,15 @@ import (
 func (c *Collection) loadSnapshotFileLocked(s *snapshot) bool {
 	f, err := c.readSnapFile(s.seq)
 	switch {
-	case err == nil && f.name == s.name && uint64(len(f.entries)) == s.count:
-		ids := make([]uint64, len(f.entries))
-		for i, e := range f.entries {
-			ids[i] = e.id
+	case err == nil && f.Name == s.name && uint64(len(f.Entries)) == s.count:
+		ids := make([]uint64, len(f.Entries))
+		for i, e := range f.Entries {
+			ids[i] = e.ID
 		}
 		s.ids = newSnapIDs(ids)
 		return true
 	case err == nil:
-		err = fmt.Errorf("%w: holds %q (%d memories), the catalog %q (%d)", errSnapshotDamaged, f.name, len(f.entries), s.name, s.count)
+		err = fmt.Errorf("%w: holds %q (%d memories), the catalog %q (%d)", errSnapshotDamaged, f.Name, len(f.Entries), s.name, s.count)
 	case errors.Is(err, fs.ErrNotExist):
 		c.db.opts.Logf("memrl: recovery: collection %q: snapshot %q has no file (never acknowledged, or deleted); dropped", c.name, s.name)
 		return false

@@ -13,8 +13,8 @@ func (db *DB) replaySnapshotRecord(rec []byte) error {
 		if err != nil {
 			return err
 		}
-		c, ok := db.byUID[r.uid]
-		if !ok || r.seq < max(c.snap.nextSeq, 1) {
+		c, ok := db.byUID[r.UID]
+		if !ok || r.Seq < max(c.snap.nextSeq, 1) {
 			return nil
 		}
 		c.applySnapshotLocked(r, nil) // its ids come from its file
@@ -26,7 +26,7 @@ func (db *DB) replaySnapshotRecord(rec []byte) error {
 		if err != nil {
 			return err
 		}
-		if c, ok := db.byUID[r.uid]; ok {
+		if c, ok := db.byUID[r.UID]; ok {
 			c.applyDelSnapshotLocked(r)
 		}
 	case recRollbackBatch:
@@ -42,7 +42,7 @@ func (db *DB) replaySnapshotRecord(rec []byte) error {
 		if err != nil {
 			return err
 		}
-		if c, ok := db.byUID[r.uid]; ok {
+		if c, ok := db.byUID[r.UID]; ok {
 			return c.replayRollbackLocked(r)
 		}
 	default:

@@ -10,7 +10,7 @@ import "fmt"
 //	nghost u32  | nghost × (id u64 | row u32 | payOff u64 | payLen u32 | created i64 |
 //	                        expires i64 | key u16-len bytes | attrs u32-len bytes)
 //
-// The snapshots' memories are in their files (snapshot_file.go), read when
+// The snapshots' memories are in their files (package snapfile), read when
 // the section is loaded. The checkpoint's checksum covers the section; a
 // section that does not decode is a damaged checkpoint.
 const snapSectionVersion = 1
@@ -46,23 +46,23 @@ func (c *Collection) snapSectionLocked() []ckptSection {
 		b = le.AppendUint32(b, uint32(len(m.attrs())))
 		b = append(b, m.attrs()...)
 	}
-	return []ckptSection{{tag: sectSnapshots, data: b}}
+	return []ckptSection{{Tag: sectSnapshots, Data: b}}
 }
 
 // loadSnapSectionLocked loads the section's catalog and ghosts, and reads
 // each snapshot's file (loadSnapshotFileLocked).
 // REQUIRES: c not yet shared (recovery).
 func (c *Collection) loadSnapSectionLocked(data []byte, nrows uint32) error {
-	d := decoder{b: data}
-	if v := d.u8(); v != snapSectionVersion {
+	d := decoder{B: data}
+	if v := d.U8(); v != snapSectionVersion {
 		return fmt.Errorf("snapshot section version %d, this build reads %d", v, snapSectionVersion)
 	}
-	st := snapState{nextSeq: d.u64(), ghosts: make(map[uint64]memory)}
-	n := d.u32()
-	for i := uint32(0); i < n && !d.err; i++ {
-		s := &snapshot{seq: d.u64(), created: int64(d.u64()), count: d.u64()}
-		s.name = string(d.take(int(d.u16())))
-		if d.err {
+	st := snapState{nextSeq: d.U64(), ghosts: make(map[uint64]memory)}
+	n := d.U32()
+	for i := uint32(0); i < n && !d.Err; i++ {
+		s := &snapshot{seq: d.U64(), created: int64(d.U64()), count: d.U64()}
+		s.name = string(d.Take(int(d.U16())))
+		if d.Err {
 			break
 		}
 		if err := checkSnapshotName(s.name); err != nil || s.seq == 0 || s.seq >= max(st.nextSeq, 1) {
@@ -70,18 +70,18 @@ func (c *Collection) loadSnapSectionLocked(data []byte, nrows uint32) error {
 		}
 		st.list = append(st.list, s)
 	}
-	ng := d.u32()
-	for i := uint32(0); i < ng && !d.err; i++ {
-		id := d.u64()
+	ng := d.U32()
+	for i := uint32(0); i < ng && !d.Err; i++ {
+		id := d.U64()
 		var m memory
-		m.row, m.payOff, m.payLen, m.created = d.u32(), d.u64(), d.u32(), int64(d.u64())
-		expires := int64(d.u64())
-		key := string(d.take(int(d.u16())))
+		m.row, m.payOff, m.payLen, m.created = d.U32(), d.U64(), d.U32(), int64(d.U64())
+		expires := int64(d.U64())
+		key := string(d.Take(int(d.U16())))
 		var attrs []byte
-		if an := d.u32(); an > 0 {
-			attrs = append([]byte(nil), d.take(int(an))...)
+		if an := d.U32(); an > 0 {
+			attrs = append([]byte(nil), d.Take(int(an))...)
 		}
-		if d.err {
+		if d.Err {
 			break
 		}
 		if m.row >= nrows {
@@ -90,7 +90,7 @@ func (c *Collection) loadSnapSectionLocked(data []byte, nrows uint32) error {
 		m.ext = makeExt(attrs, key, expires)
 		st.ghosts[id] = m
 	}
-	if err := d.done("snapshot section"); err != nil {
+	if err := d.Done("snapshot section"); err != nil {
 		return err
 	}
 	c.snap = st

@@ -8,7 +8,7 @@ import (
 
 // The vector store's checksums: one per row, kept in memory (8 bytes a
 // row, under 1% of a row of 256 dimensions) and written through to
-// vectors.sum (sums_format.go) with every row. Reads check rows against
+// vectors.sum (package sumfile) with every row. Reads check rows against
 // the copy in memory; Collection.Verify also checks the file's copy.
 //
 // REQUIRES (every method): the same locks as the vector store's.
@@ -30,14 +30,14 @@ func (s *vectorStore) loadSums(create bool) error {
 			// A collection from before checksums: trust the rows as the
 			// old format did, until migrateSums writes the file.
 			s.legacy = true
-			s.hdr = sumsHeader{dim: uint32(s.dim), legacyPayloadEnd: math.MaxUint64}
+			s.hdr = sumsHeader{Dim: uint32(s.dim), LegacyPayloadEnd: math.MaxUint64}
 			s.sums = make([]uint64, s.nrows)
 			for r := uint32(0); r < s.nrows; r++ {
 				s.sums[r] = rowSum(r, s.row(r))
 			}
 			return nil
 		}
-		s.hdr = sumsHeader{dim: uint32(s.dim)}
+		s.hdr = sumsHeader{Dim: uint32(s.dim)}
 		if _, err := cf.f.WriteAt(encodeSumsHeader(s.hdr), 0); err != nil {
 			return err
 		}
@@ -55,8 +55,8 @@ func (s *vectorStore) loadSums(create bool) error {
 	if s.hdr, err = decodeSumsHeader(buf[:n], s.sumsPath); err != nil {
 		return err
 	}
-	if s.hdr.dim != uint32(s.dim) {
-		return fmt.Errorf("%w: %s: dimension %d, the collection has %d", ErrCorrupt, s.sumsPath, s.hdr.dim, s.dim)
+	if s.hdr.Dim != uint32(s.dim) {
+		return fmt.Errorf("%w: %s: dimension %d, the collection has %d", ErrCorrupt, s.sumsPath, s.hdr.Dim, s.dim)
 	}
 	s.sums = make([]uint64, s.nrows)
 	for r := range s.sums {
@@ -171,7 +171,7 @@ func (s *vectorStore) fileSums(from, to uint32) ([]uint64, error) {
 // that payload bytes below legacyPayloadEnd are of the old format, and the
 // checksums of every row; then fsyncs it. The caller syncs the folder.
 func (s *vectorStore) migrateSums(legacyPayloadEnd uint64) error {
-	s.hdr = sumsHeader{dim: uint32(s.dim), legacyPayloadEnd: legacyPayloadEnd}
+	s.hdr = sumsHeader{Dim: uint32(s.dim), LegacyPayloadEnd: legacyPayloadEnd}
 	buf := make([]byte, 0, sumsOffset(s.nrows))
 	buf = append(buf, encodeSumsHeader(s.hdr)...)
 	for _, sum := range s.sums[:s.nrows] {

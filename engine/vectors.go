@@ -73,7 +73,7 @@ type vectorStore struct {
 
 // openVectorStore opens (creating) the vector file vectors.f32 in dir
 // holding nrows rows of dim components, and its checksum file vectors.sum
-// (sums_format.go). Bytes past nrows rows are ignored and overwritten.
+// (package sumfile). Bytes past nrows rows are ignored and overwritten.
 // create says the collection is new: its checksum file is written, with
 // a header and no rows, and fsynced (the caller syncs dir). Otherwise a
 // missing or empty checksum file means a collection of the format before

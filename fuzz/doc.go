@@ -93,10 +93,10 @@
 // Seeds: real full checkpoints of versions 1 to 4 and deltas of versions
 // 3 and 4 (version 4's memories with attributes, keys and expiry).
 //
-// FuzzDecodeHistLog (./engine) decodes arbitrary bytes as a memory's
-// history log, the body of a checkpoint's history section (engine/
-// history.go). Allocation is bounded whatever the entry count declares;
-// an accepted log holds 1 to MaxHistoryLen entries, pushing them again
+// FuzzDecodeHistLog (./engine/histlog) decodes arbitrary bytes as a
+// memory's history log, the body of a checkpoint's history section
+// (engine/histlog/doc.go). Allocation is bounded whatever the entry count
+// declares; an accepted log holds 1 to histlog.MaxLen entries, pushing them again
 // gives a log that decodes to the same entries and LSN, and trimming it to
 // one entry keeps the newest. Seeds: logs made by the encoder (one entry,
 // a full history, float rewards with time and visits going backwards, a
@@ -154,7 +154,7 @@
 // TestFuzzSeeds* test, which fails when a committed seed differs from
 // what the encoders produce now. After a format change, regenerate them:
 //
-//	go test ./engine -run 'TestFuzzSeeds' -update-fuzz-seeds
+//	go test ./engine/... -run 'TestFuzzSeeds' -update-fuzz-seeds
 //
 // A crasher found by fuzzing is kept by copying its file from
 // testdata/fuzz/FuzzXxx/ (go test writes it there and prints its name)

@@ -10,7 +10,7 @@
 // calls Check with the seeds it builds, and Check fails when a committed
 // file is missing or differs, naming the command that rewrites them:
 //
-//	go test ./engine -run TestFuzzSeeds -update-fuzz-seeds
+//	go test ./engine/... -run TestFuzzSeeds -update-fuzz-seeds
 //
 // Only files named "seed-*" are managed; inputs copied from the fuzz
 // cache (crashers turned into regression inputs) are left alone.

@@ -1,0 +1,100 @@
+// Package ckptfile is the format of memrl's checkpoint files: the
+// magic, the versions, the header, the trailing checksum, and the refusals
+// of a reader. The engine (engine/checkpoint_format.go) still encodes and
+// decodes the collections and memories between the header and the
+// checksum, as they are its own types (its config, its memory record); the
+// layout below is the whole file's, theirs included.
+//
+// # Files and layout
+//
+// A checkpoint is a chain of files: a full checkpoint, CHECKPOINT, and the
+// deltas written after it, CHECKPOINT.1, CHECKPOINT.2, ..., each holding
+// only the memories changed (and the ids deleted) since the one before.
+// Every file is replaced atomically (written to a temporary file, fsynced,
+// renamed, folder fsynced). Together they hold the state of every
+// collection as of some moment during the last checkpoint, and the WAL
+// position from which replay must start to reach the present.
+//
+// Version 6, written as the collections are copied (a streaming encoder
+// needs no buffer the size of the file):
+//
+//	+-----------+---------+------+---------+-----+---------+---------+-----------+----------------+-------+
+//	| "MEMRLCKP"| version | kind | chainID | seq | walLSN  | nextUID | ncoll u32 | collections... | xxh64 |
+//	| 8 bytes   | u32 = 6 | u8   | u64     | u32 | u64     | u64     |           |                | u64   |
+//	+-----------+---------+------+---------+-----+---------+---------+-----------+----------------+-------+
+//
+//	kind:       0 full (seq 0), 1 delta (seq 1, 2, ... within the chain of the full
+//	            checkpoint with the same chainID)
+//	collection: uid u64 | name u16-len bytes | config (engine/config.go encodeConfig) |
+//	            indexed fields (n u8 | n × name u8-len bytes; engine/filter_index.go) |
+//	            tombstone batches... | u32 0 | memory batches... | u32 0 |
+//	            nrows u32 | paySize u64 | nextID u64 | collection sections
+//	tombstone batch: count u32 (1..MaxBatch) | count × id u64    (deltas only)
+//	memory batch:    count u32 (1..MaxBatch) | count × memory
+//	memory:     id u64 | row u32 | payOff u64 | payLen u32 | created i64 | q f64 | visits u64 |
+//	            lastReward f64 | rewardSum f64 | updated i64 |                   (72 bytes, then)
+//	            expires i64 | key u16-len bytes | attrs u32-len bytes |         (15 bytes and up)
+//	            memory sections
+//
+// expires is the absolute expiry (unix nanoseconds; 0: never), key the
+// external key ("" for none), attrs the compact JSON attributes (empty for
+// none); see engine/attrs.go.
+//
+// A delta lists every live collection (one missing was dropped); applying
+// it removes its tombstones, then inserts or replaces its memories, then
+// takes its sizes and next id. The file sizes and next id follow the
+// memories because they are read with the last chunk of the copy.
+//
+// Sections (below) carry the state of later features: ghosts,
+// compaction, history and so on, each under its own tag.
+//
+// Versions 1 to 5 are still read. Version 5 is version 6 without the
+// collection and memory sections. Version 4 is version 5 without the
+// indexed fields. Version 3 is version 4 with the memory
+// record's first 72 bytes only (no expiry, key or attributes). Versions 1
+// and 2 (full checkpoints only) are version 3 without kind, chainID, seq
+// and tombstones. Version 1 held the
+// sizes, and a u64 memory count, before one run of memories:
+//
+//	collection v1: uid | name | config | nrows u32 | paySize u64 | nextID u64 |
+//	               nmem u64 | nmem × memory
+//
+// The trailing xxh64 covers every byte before it. nrows and paySize are the
+// vector and payload file sizes that were fsynced before the checkpoint was
+// written; recovery trusts nothing past them.
+//
+// # Sections
+//
+// Sections are how a checkpoint carries state that is neither a memory's
+// core record nor a file size, without a new format version for every
+// feature. From version 6 each collection ends with its sections, and each
+// memory record with its own:
+//
+//	collection sections: n u16 | n × (tag u16 | len u32 | bytes)
+//	memory sections:     n u8  | n × (tag u8  | len u32 | bytes)
+//
+// Tags are listed in engine/checkpoint_sections.go, each owned by the
+// file named beside it, which defines the bytes (the history section's is
+// package histlog's). A collection's sections are read with its sizes
+// (the last chunk of a copy, under the collection's read lock), and a delta
+// carries them whole: applying a delta replaces the sections before it. A
+// memory's sections travel with the memory (a delta that holds the memory
+// holds all of them).
+//
+// An unknown tag is refused as damage (ErrCorrupt): a section is
+// state, and a build that does not know it would silently drop it at its
+// next checkpoint. A tag appears at most once per collection or memory.
+//
+// # What a reader refuses
+//
+// Every refusal wraps ErrCorrupt: a file too short for a header and a
+// checksum, another magic, a checksum that does not match (Verify); a
+// version outside 1 to Version, a kind other than full or delta, a full
+// checkpoint with a sequence number or a delta without one (DecodeHeader);
+// and, in the engine's decoder, counts that cannot fit in the bytes left,
+// a batch above MaxBatch, tombstones in a full checkpoint, an invalid
+// config or list of indexed fields, an unknown or repeated section tag, a
+// section that does not decode, a memory that lies past its collection's
+// recorded file sizes, and bytes past the last collection. memrl never
+// guesses past a damaged checkpoint: the operator restores it.
+package ckptfile

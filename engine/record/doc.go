@@ -1,0 +1,53 @@
+// Package record is the format of the bodies of the engine's log records:
+// the type numbers of every record, and the codecs of those that depend on
+// nothing of the engine (adds, deletes, Q updates, attribute, payload and
+// expiry updates, drops, snapshots). The WAL (package wal) frames and
+// checksums each body; this package defines the bytes inside.
+//
+// # Layouts
+//
+// Every body starts with its one-byte type (the Type constants); a change
+// of a body's layout gets a new type number, so old logs stay readable.
+// All integers are little-endian; times are unix nanoseconds.
+//
+//	TypeDrop         uid u64
+//	TypeAdd          uid u64 | id u64 | row u32 | payOff u64 | created i64 | q f64 |
+//	                 payload u32-len bytes | vector dim×f32
+//	TypeAddExt       uid u64 | id u64 | row u32 | payOff u64 | created i64 | q f64 |
+//	                 expires i64 | key u16-len bytes | attrs u32-len bytes |
+//	                 payload u32-len bytes | vector dim×f32
+//	TypeDelete       uid u64 | n u32 | n × id u64
+//	TypeQ            uid u64 | id u64 | q f64 | visits u64 | lastReward f64 | rewardSum f64 | updated i64
+//	TypeSetAttrs     uid u64 | id u64 | attrs u32-len bytes          (empty: none)
+//	TypeSetPayload   uid u64 | id u64 | payOff u64 | payload u32-len bytes
+//	TypeExpire       uid u64 | id u64 | expires i64                  (0: never)
+//	TypeSnapshot     uid u64 | seq u64 | created i64 | count u64 | name u16-len bytes
+//	TypeDelSnapshot  uid u64 | seq u64
+//	TypeRollback     uid u64 | seq u64 | n u64    (commits the n changes of the batches before it)
+//
+// An add with attributes, a key or an expiry is TypeAddExt; one with none
+// of them is TypeAdd, whose layout never changes, and a TypeAddExt body
+// without any of them is refused (the encoding is canonical). The
+// vector's dimension is not in the body: the reader passes the
+// collection's (AddUID reads the collection first).
+//
+// The engine's other records (create, indexed fields, prune policies,
+// rollback batches, groups, remap, replace) are laid out beside their
+// codecs in the engine's files named at their Type constants.
+//
+// Records log results, not operations: TypeQ carries the new Q and
+// counters, TypeAdd the row and payload offset chosen, an expiry is
+// absolute (never a TTL), so that replaying a record twice (once from a
+// checkpoint's state, once from the log) changes nothing, at any later
+// time.
+//
+// # What a reader refuses
+//
+// Every decoder refuses, with an error wrapping ErrBad, a body cut short,
+// one with bytes past its last field, a delete whose count does not match
+// its bytes, an add whose vector is not of the dimension asked for, and a
+// TypeAddExt without attributes, key or expiry. Length fields are never
+// trusted for an allocation: a decoder allocates no more than the body's
+// size. The WAL's checksum has accepted the bytes, so a refusal means a
+// bug or a log written by a newer version.
+package record
