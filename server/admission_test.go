@@ -1,0 +1,215 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// gateWaitQueued polls until g has want steps waiting (a deadline, not a
+// sleep: the waiter's goroutine queues when the scheduler runs it).
+func gateWaitQueued(t *testing.T, g *searchGate, want int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, q, _ := g.state(); q == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			_, q, _ := g.state()
+			t.Fatalf("%d steps waiting after 10 s, want %d", q, want)
+		}
+	}
+}
+
+// gateOrder queues one waiter per label on g (user: the label's first
+// letter), in the order given, each queued before the next starts; each
+// waiter sends its label on the returned channel once it holds a slot.
+func gateOrder(t *testing.T, g *searchGate, labels ...string) <-chan string {
+	t.Helper()
+	got := make(chan string, len(labels))
+	_, base, _ := g.state()
+	for i, l := range labels {
+		go func() {
+			if err := g.acquire(context.Background(), l[:1]); err != nil {
+				got <- "error: " + err.Error()
+				return
+			}
+			got <- l
+		}()
+		gateWaitQueued(t, g, base+i+1)
+	}
+	return got
+}
+
+// recvLabel returns the next label granted, failing after a generous
+// deadline.
+func recvLabel(t *testing.T, got <-chan string) string {
+	t.Helper()
+	select {
+	case l := <-got:
+		return l
+	case <-time.After(10 * time.Second):
+		t.Fatal("no waiter got the slot in 10 s")
+		return ""
+	}
+}
+
+// TestSearchGateFairOrder: with the one slot held, steps of users A
+// (three), B (two) and C (one) queued in the order A1 A2 A3 B1 C1 B2 are
+// served one step a user in turn, A1 B1 C1 A2 B2 A3, whatever the number
+// each queued; and a user with nothing waiting (D) whose step arrives
+// while A has a backlog is served next, before A's backlog.
+func TestSearchGateFairOrder(t *testing.T) {
+	g := &searchGate{slots: 1}
+	if !g.tryAcquire() {
+		t.Fatal("tryAcquire on an idle gate failed")
+	}
+	if g.tryAcquire() {
+		t.Fatal("tryAcquire took a second slot of one")
+	}
+	got := gateOrder(t, g, "A1", "A2", "A3", "B1", "C1", "B2")
+	var order []string
+	for range 6 {
+		g.release() // the holder's slot goes to the next waiter
+		order = append(order, recvLabel(t, got))
+	}
+	if s := strings.Join(order, " "); s != "A1 B1 C1 A2 B2 A3" {
+		t.Fatalf("grant order %s, want A1 B1 C1 A2 B2 A3", s)
+	}
+
+	// A3 holds the slot. A queues a backlog, then D arrives.
+	got = gateOrder(t, g, "A4", "A5", "A6", "D1")
+	order = order[:0]
+	for range 4 {
+		g.release()
+		order = append(order, recvLabel(t, got))
+	}
+	if s := strings.Join(order, " "); s != "D1 A4 A5 A6" {
+		t.Fatalf("grant order %s, want D1 A4 A5 A6 (an idle user's step first)", s)
+	}
+	g.release()
+	if r, q, u := g.state(); r != 0 || q != 0 || u != 0 {
+		t.Fatalf("after every release: running %d, queued %d, users %d; want 0 0 0", r, q, u)
+	}
+	if w := g.waited.Load(); w != 10 {
+		t.Fatalf("waited = %d, want 10", w)
+	}
+}
+
+// TestSearchGateNoStarvation: users that each have a single step waiting
+// at a time and come back at once (three light users) do not keep a user
+// with a backlog from its turn: over 40 grants on one slot, the busy user
+// gets one in four.
+func TestSearchGateNoStarvation(t *testing.T) {
+	g := &searchGate{slots: 1}
+	g.tryAcquire()
+	granted := make(chan string, 64)
+	queue := func(user string) {
+		go func() {
+			if err := g.acquire(context.Background(), user); err != nil {
+				granted <- "error: " + err.Error()
+				return
+			}
+			granted <- user
+		}()
+	}
+	// H queues 10 steps, then L1, L2 and L3 one each.
+	for range 10 {
+		queue("H")
+	}
+	gateWaitQueued(t, g, 10)
+	for _, u := range []string{"L1", "L2", "L3"} {
+		queue(u)
+	}
+	gateWaitQueued(t, g, 13)
+	counts := map[string]int{}
+	for range 40 {
+		_, q, _ := g.state()
+		g.release() // the step served last is over
+		user := recvLabel(t, granted)
+		counts[user]++
+		// The served user queues its next step before the next release,
+		// as a client looping back to back would.
+		queue(user)
+		gateWaitQueued(t, g, q)
+	}
+	if counts["H"] != 10 || counts["L1"] != 10 || counts["L2"] != 10 || counts["L3"] != 10 {
+		t.Fatalf("grants by user %v, want 10 each", counts)
+	}
+}
+
+// TestSearchGateCancel: a wait ended by its context (busy-timeout, the
+// client gone) returns the context's error holding nothing and leaves
+// the queue; a slot released just as the wait ends is handed on, never
+// lost. Many rounds race the release against the cancellation.
+func TestSearchGateCancel(t *testing.T) {
+	g := &searchGate{slots: 2}
+	g.tryAcquire()
+	g.tryAcquire()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- g.acquire(ctx, "A") }()
+	gateWaitQueued(t, g, 1)
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled wait: %v, want context.Canceled", err)
+	}
+	if r, q, u := g.state(); r != 2 || q != 0 || u != 0 {
+		t.Fatalf("after the cancelled wait: running %d, queued %d, users %d; want 2 0 0", r, q, u)
+	}
+	// An ended context is refused before queueing.
+	if err := g.acquire(ctx, "A"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("acquire with an ended context: %v", err)
+	}
+	// A deadline, as busy-timeout's.
+	dctx, dcancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer dcancel()
+	if err := g.acquire(dctx, "B"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("wait past its deadline: %v", err)
+	}
+
+	// Race: one of the two holders releases while the waiter's context
+	// is cancelled; whether the waiter got the slot or not, nothing leaks.
+	for range 500 {
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- g.acquire(ctx, "C") }()
+		gateWaitQueued(t, g, 1)
+		go cancel()
+		g.release()
+		if err := <-errc; err == nil {
+			g.release() // it got the slot: give it back
+		}
+		if !g.tryAcquire() {
+			t.Fatal("a slot leaked: none free after the race")
+		}
+		cancel()
+	}
+	g.release()
+	g.release()
+	if r, q, u := g.state(); r != 0 || q != 0 || u != 0 {
+		t.Fatalf("at the end: running %d, queued %d, users %d; want 0 0 0", r, q, u)
+	}
+	for range 2 {
+		if !g.tryAcquire() {
+			t.Fatal("a slot leaked")
+		}
+	}
+}
+
+// TestSearchGateOff: with no slots (SearchSlots < 0) every step is
+// admitted at once.
+func TestSearchGateOff(t *testing.T) {
+	g := &searchGate{slots: searchSlots(-1)}
+	for range 100 {
+		if !g.tryAcquire() || g.acquire(context.Background(), "A") != nil {
+			t.Fatal("a gate without slots refused a step")
+		}
+	}
+	g.release()
+	if searchSlots(0) < 1 || searchSlots(3) != 3 {
+		t.Fatalf("searchSlots(0) = %d, searchSlots(3) = %d", searchSlots(0), searchSlots(3))
+	}
+}
