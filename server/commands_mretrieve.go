@@ -46,16 +46,16 @@ const mretrieveStepRows = 64 << 10
 
 // mretrieveAdmitK1 bounds a MEM.MRETRIEVE step by its phase-1 work, the
 // step holding one search slot (admission.go) from start to end: a step
-// is at most mretrieveAdmitK1/K1 queries (at least one), so 32 queries at
-// the default K1 10, 3 at K1 100 and one at K1 ≥ 320. A user's search
-// waits for at most about one step of each other user whose searches
-// wait, so a step must be short: 32 queries of K1 10 on 100k SIFT
-// memories are about 7 ms of one core, and one of K1 1000 about 8 ms
-// (bench/fairflood). A single query of K1 10000 is one step of ~160 ms:
-// a step is never less than one query. Smaller steps cost the batch
-// nothing measurable there: 64 queries took 0.23 ms each, 1024 in one
-// batch 0.61 ms each, on the same (loaded) machine.
-const mretrieveAdmitK1 = 320
+// is at most mretrieveAdmitK1/K1 queries (at least one), so 16 queries at
+// the default K1 10 and one at K1 ≥ 160. Another user's search waits for
+// about one step to end, so a step must be short: 16 queries of K1 10 on
+// 100k SIFT memories are about 4 ms of one core, one of K1 100 about
+// 1 ms, one of K1 1000 about 8 ms (bench/fairflood). A single query of
+// K1 10000 is one step of ~160 ms: a step is never less than one query.
+// Smaller steps cost the batch nothing measurable there: 64 queries took
+// 0.23 ms each, 1024 in one batch 0.61 ms each, on the same (loaded)
+// machine.
+const mretrieveAdmitK1 = 160
 
 // mretrieveAdmitQueries returns the queries of one admitted step with opt.
 func mretrieveAdmitQueries(opt engine.RetrieveOptions) int {
