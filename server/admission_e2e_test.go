@@ -99,9 +99,9 @@ func waitGate(t *testing.T, g *searchGate, what string, ok func(running, queued 
 // TestSearchFairUnderFlood: a read-only user floods the server with
 // MEM.MRETRIEVE from 16 connections (1,024 one-query steps each, K1 320)
 // on one search slot; another read-only user's 20 MEM.RETRIEVEs all
-// answer, and each waits for at most two of the flooder's steps (the
-// order the gate granted slots in, not a time), where without the gate
-// it competed with all 16. When the flood ends no slot is held or
+// answer, none of them waiting for a slot (a user with no step running
+// starts one at once), while the flooder's steps wait their turn (the
+// gate's trace, not a time). When the flood ends no slot is held or
 // awaited.
 func TestSearchFairUnderFlood(t *testing.T) {
 	var mu sync.Mutex
@@ -187,28 +187,17 @@ func TestSearchFairUnderFlood(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	waits, worst, passed, waiting := 0, 0, 0, false
+	count := map[string]int{}
 	for _, e := range events {
-		switch e {
-		case "wvictim":
-			waits++
-			waiting, passed = true, 0
-		case "gattacker":
-			if waiting {
-				passed++
-			}
-		case "gvictim":
-			worst = max(worst, passed)
-			waiting = false
-		}
+		count[e]++
 	}
-	if waits == 0 {
-		t.Fatal("the victim never waited: the flood did not contend for the slot")
+	if count["wvictim"] != 0 {
+		t.Fatalf("the victim waited %d times for a slot, want never", count["wvictim"])
 	}
-	if worst > 2 {
-		t.Fatalf("a victim's wait let %d of the flooder's steps go first, want at most 2", worst)
+	if count["wattacker"] < 100 {
+		t.Fatalf("the flooder waited %d times: the flood did not contend for the slot", count["wattacker"])
 	}
-	t.Logf("victim: %d of 20 retrievals waited, at most %d flooder steps before one", waits, worst)
+	t.Logf("flooder: %d steps waited, %d granted from the queue", count["wattacker"], count["gattacker"])
 }
 
 // skipReplies reads and drops n RESP replies.
@@ -238,13 +227,16 @@ func skipReplies(br *bufio.Reader, n int) error {
 	return nil
 }
 
-// TestSearchAdmissionWaitEnds: a search waiting for a slot is bound by
+// TestSearchAdmissionWaitEnds: a search waiting for a slot (its user has
+// a step running, and every slot is held) is bound by
 // its command's context: past busy-timeout it answers -TIMEOUT (in EXEC
 // too, as its element) having run nothing, and a client that hangs up
 // leaves the queue; neither keeps a slot, and INFO counts the waits.
 func TestSearchAdmissionWaitEnds(t *testing.T) {
 	ts := startFair(t, Config{SearchSlots: 1, BusyTimeout: 300 * time.Millisecond}, 100, nil)
-	if !ts.gate.tryAcquire() { // the test holds the only slot
+	// The test holds the only slot as a step of the victim's (as if from
+	// another of its connections), so its searches may not borrow.
+	if !ts.gate.tryAcquire("victim") {
 		t.Fatal("the slot is taken")
 	}
 	victim := userClient(t, ts, "victim")
@@ -270,7 +262,7 @@ func TestSearchAdmissionWaitEnds(t *testing.T) {
 
 	// A client that hangs up while waiting (busy-timeout off).
 	ts2 := startFair(t, Config{SearchSlots: 1, BusyTimeout: -1}, 100, nil)
-	ts2.gate.tryAcquire()
+	ts2.gate.tryAcquire("victim")
 	c := ts2.rawConn(t)
 	br := bufio.NewReader(c)
 	fmt.Fprintf(c, "*3\r\n$4\r\nAUTH\r\n$6\r\nvictim\r\n$6\r\nv1ctim\r\n")
@@ -286,7 +278,7 @@ func TestSearchAdmissionWaitEnds(t *testing.T) {
 	}
 
 	// Given back, the slot serves the next search at once.
-	ts.gate.release()
+	ts.gate.release("victim")
 	if err := victim.Do(ctx, "MEM.RETRIEVE", "f", "FP32", q).Err(); err != nil {
 		t.Fatalf("MEM.RETRIEVE with the slot free: %v", err)
 	}

@@ -56,40 +56,65 @@ func recvLabel(t *testing.T, got <-chan string) string {
 	}
 }
 
-// TestSearchGateFairOrder: with the one slot held, steps of users A
-// (three), B (two) and C (one) queued in the order A1 A2 A3 B1 C1 B2 are
-// served one step a user in turn, A1 B1 C1 A2 B2 A3, whatever the number
-// each queued; and a user with nothing waiting (D) whose step arrives
-// while A has a backlog is served next, before A's backlog.
+// gateHold starts one step for each user named, without waiting (the
+// first takes a free slot, the others borrow: each has none running).
+func gateHold(t *testing.T, g *searchGate, users ...string) {
+	t.Helper()
+	for _, u := range users {
+		if !g.tryAcquire(u) {
+			t.Fatalf("tryAcquire(%q) waited", u)
+		}
+	}
+}
+
+// TestSearchGateFairOrder: with the one slot held and users A, B and C
+// each running a step (so none may borrow), steps queued in the order
+// A1 A2 A3 B1 C1 B2 are served one step a user in turn, A1 B1 C1 A2 B2
+// A3, whatever the number each queued; and a user with nothing waiting
+// (D) whose step arrives while A has a backlog is served next.
 func TestSearchGateFairOrder(t *testing.T) {
 	g := &searchGate{slots: 1}
-	if !g.tryAcquire() {
-		t.Fatal("tryAcquire on an idle gate failed")
-	}
-	if g.tryAcquire() {
-		t.Fatal("tryAcquire took a second slot of one")
+	gateHold(t, g, "X", "A", "B", "C", "D") // X holds the slot; the rest borrow
+	if g.tryAcquire("A") {
+		t.Fatal("a second step of A started with every slot held")
 	}
 	got := gateOrder(t, g, "A1", "A2", "A3", "B1", "C1", "B2")
+	// Four of the five steps running end: still one running (D's), as
+	// many as the slots, so no one is served yet.
+	for _, u := range []string{"X", "A", "B", "C"} {
+		g.release(u)
+	}
+	if r, q, _ := g.state(); r != 1 || q != 6 {
+		t.Fatalf("running %d, queued %d; want 1 6", r, q)
+	}
 	var order []string
+	last := "D"
 	for range 6 {
-		g.release() // the holder's slot goes to the next waiter
-		order = append(order, recvLabel(t, got))
+		g.release(last) // the step served last is over: its slot goes on
+		l := recvLabel(t, got)
+		order = append(order, l)
+		last = l[:1]
 	}
 	if s := strings.Join(order, " "); s != "A1 B1 C1 A2 B2 A3" {
 		t.Fatalf("grant order %s, want A1 B1 C1 A2 B2 A3", s)
 	}
 
-	// A3 holds the slot. A queues a backlog, then D arrives.
-	got = gateOrder(t, g, "A4", "A5", "A6", "D1")
+	// A3 holds the slot; D starts a step (borrowing), then A queues a
+	// backlog, then D queues one more.
+	gateHold(t, g, "D")
+	got = gateOrder(t, g, "A4", "A5", "A6", "D2")
+	g.release("D")
 	order = order[:0]
 	for range 4 {
-		g.release()
-		order = append(order, recvLabel(t, got))
+		g.release(last)
+		l := recvLabel(t, got)
+		order = append(order, l)
+		last = l[:1]
 	}
-	if s := strings.Join(order, " "); s != "D1 A4 A5 A6" {
-		t.Fatalf("grant order %s, want D1 A4 A5 A6 (an idle user's step first)", s)
+	if s := strings.Join(order, " "); s != "D2 A4 A5 A6" {
+		t.Fatalf("grant order %s, want D2 A4 A5 A6 (a user with nothing waiting first)", s)
 	}
-	g.release()
+	g.release(last)
 	if r, q, u := g.state(); r != 0 || q != 0 || u != 0 {
 		t.Fatalf("after every release: running %d, queued %d, users %d; want 0 0 0", r, q, u)
 	}
@@ -98,13 +123,43 @@ func TestSearchGateFairOrder(t *testing.T) {
 	}
 }
 
+// TestSearchGateBorrow: a user with no step running starts one at once
+// even when every slot is held (it borrows), but only one: its next
+// waits; and a borrowed slot ended is not handed on while the steps
+// running are still as many as the slots.
+func TestSearchGateBorrow(t *testing.T) {
+	g := &searchGate{slots: 2}
+	gateHold(t, g, "A", "A") // A takes both slots
+	if g.tryAcquire("A") {
+		t.Fatal("A's third step started")
+	}
+	gateHold(t, g, "V") // V borrows
+	if g.tryAcquire("V") {
+		t.Fatal("V's second step started with every slot held")
+	}
+	got := gateOrder(t, g, "A1")
+	g.release("V") // 2 running, 2 slots: A1 still waits
+	if r, q, _ := g.state(); r != 2 || q != 1 {
+		t.Fatalf("running %d, queued %d; want 2 1", r, q)
+	}
+	g.release("A")
+	if l := recvLabel(t, got); l != "A1" {
+		t.Fatalf("granted %q", l)
+	}
+	g.release("A")
+	g.release("A")
+	if r, q, _ := g.state(); r != 0 || q != 0 {
+		t.Fatalf("running %d, queued %d; want 0 0", r, q)
+	}
+}
+
 // TestSearchGateNoStarvation: users that each have a single step waiting
-// at a time and come back at once (three light users) do not keep a user
-// with a backlog from its turn: over 40 grants on one slot, the busy user
-// gets one in four.
+// at a time and queue their next as soon as served (three light users)
+// do not keep a user with a backlog from its turn: over 40 grants on one
+// slot, each user gets one in four.
 func TestSearchGateNoStarvation(t *testing.T) {
 	g := &searchGate{slots: 1}
-	g.tryAcquire()
+	gateHold(t, g, "H", "L1", "L2", "L3") // each runs a step: none borrows
 	granted := make(chan string, 64)
 	queue := func(user string) {
 		go func() {
@@ -124,16 +179,19 @@ func TestSearchGateNoStarvation(t *testing.T) {
 		queue(u)
 	}
 	gateWaitQueued(t, g, 13)
+	for _, u := range []string{"L1", "L2", "L3", "H"} {
+		g.release(u) // the last release serves the first waiter
+	}
 	counts := map[string]int{}
 	for range 40 {
-		_, q, _ := g.state()
-		g.release() // the step served last is over
 		user := recvLabel(t, granted)
 		counts[user]++
-		// The served user queues its next step before the next release,
-		// as a client looping back to back would.
+		// The served user queues its next step before this one ends, as
+		// a client looping back to back would.
+		_, q, _ := g.state()
 		queue(user)
-		gateWaitQueued(t, g, q)
+		gateWaitQueued(t, g, q+1)
+		g.release(user)
 	}
 	if counts["H"] != 10 || counts["L1"] != 10 || counts["L2"] != 10 || counts["L3"] != 10 {
 		t.Fatalf("grants by user %v, want 10 each", counts)
@@ -146,8 +204,7 @@ func TestSearchGateNoStarvation(t *testing.T) {
 // lost. Many rounds race the release against the cancellation.
 func TestSearchGateCancel(t *testing.T) {
 	g := &searchGate{slots: 2}
-	g.tryAcquire()
-	g.tryAcquire()
+	gateHold(t, g, "A", "A") // A's steps hold both slots: A's next waits
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- g.acquire(ctx, "A") }()
@@ -166,7 +223,7 @@ func TestSearchGateCancel(t *testing.T) {
 	// A deadline, as busy-timeout's.
 	dctx, dcancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer dcancel()
-	if err := g.acquire(dctx, "B"); !errors.Is(err, context.DeadlineExceeded) {
+	if err := g.acquire(dctx, "A"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("wait past its deadline: %v", err)
 	}
 
@@ -175,25 +232,25 @@ func TestSearchGateCancel(t *testing.T) {
 	for range 500 {
 		ctx, cancel := context.WithCancel(context.Background())
 		errc := make(chan error, 1)
-		go func() { errc <- g.acquire(ctx, "C") }()
+		go func() { errc <- g.acquire(ctx, "A") }()
 		gateWaitQueued(t, g, 1)
 		go cancel()
-		g.release()
+		g.release("A")
 		if err := <-errc; err == nil {
-			g.release() // it got the slot: give it back
+			g.release("A") // it got the slot: give it back
 		}
-		if !g.tryAcquire() {
+		if !g.tryAcquire("A") {
 			t.Fatal("a slot leaked: none free after the race")
 		}
 		cancel()
 	}
-	g.release()
-	g.release()
+	g.release("A")
+	g.release("A")
 	if r, q, u := g.state(); r != 0 || q != 0 || u != 0 {
 		t.Fatalf("at the end: running %d, queued %d, users %d; want 0 0 0", r, q, u)
 	}
 	for range 2 {
-		if !g.tryAcquire() {
+		if !g.tryAcquire("A") {
 			t.Fatal("a slot leaked")
 		}
 	}
@@ -204,11 +261,11 @@ func TestSearchGateCancel(t *testing.T) {
 func TestSearchGateOff(t *testing.T) {
 	g := &searchGate{slots: searchSlots(-1)}
 	for range 100 {
-		if !g.tryAcquire() || g.acquire(context.Background(), "A") != nil {
+		if !g.tryAcquire("A") || g.acquire(context.Background(), "A") != nil {
 			t.Fatal("a gate without slots refused a step")
 		}
 	}
-	g.release()
+	g.release("A")
 	if searchSlots(0) < 1 || searchSlots(3) != 3 {
 		t.Fatalf("searchSlots(0) = %d, searchSlots(3) = %d", searchSlots(0), searchSlots(3))
 	}
