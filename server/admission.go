@@ -15,8 +15,8 @@ import (
 // but a user is not. A read-only user with 64 connections, each looping
 // on the largest MEM.MRETRIEVE, keeps 64 searches runnable; the Go
 // scheduler shares the cores between goroutines, not users, so another
-// tenant's single MEM.RETRIEVE waited behind all of them (p99 1.5 s on
-// 100k memories, bench/fairflood).
+// tenant's single MEM.RETRIEVE waited behind all of them (p99 2.2–2.7 s
+// on 100k memories, bench/fairflood; 78–81 ms with the admission).
 //
 // So a search runs only while it holds one of a fixed number of slots
 // (Config.SearchSlots: GOMAXPROCS by default, about one a core). What is

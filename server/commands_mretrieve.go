@@ -47,8 +47,8 @@ const mretrieveStepRows = 64 << 10
 // mretrieveAdmitK1 bounds a MEM.MRETRIEVE step by its phase-1 work, the
 // step holding one search slot (admission.go) from start to end: a step
 // is at most mretrieveAdmitK1/K1 queries (at least one), so 16 queries at
-// the default K1 10 and one at K1 ≥ 160. Another user's search waits for
-// about one step to end, so a step must be short: 16 queries of K1 10 on
+// the default K1 10 and one at K1 ≥ 160. Users whose steps wait are
+// served one step each in turn, so a step must be short: 16 queries of K1 10 on
 // 100k SIFT memories are about 4 ms of one core, one of K1 100 about
 // 1 ms, one of K1 1000 about 8 ms (bench/fairflood). A single query of
 // K1 10000 is one step of ~160 ms: a step is never less than one query.
