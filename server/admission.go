@@ -68,7 +68,7 @@ type searchGate struct {
 	slots int // immutable after New; <= 0: no admission
 
 	mu      sync.Mutex // guards the fields below
-	running int        // slots held
+	running int        // steps running: slots held, borrowed ones included
 	queued  int        // waiters, in all users' queues
 	now     int64      // the tag of the step last granted
 	seq     uint64     // arrivals so far: ties between tags go to the earlier
