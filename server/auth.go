@@ -167,6 +167,10 @@ func (c *conn) authenticate(name, password []byte) error {
 		c.srv.logAuthFailure(c, a.known(name))
 		return errWrongPass
 	}
+	if err := c.srv.perUser.join(c, u.Name); err != nil { // userconns.go
+		c.closeAfter = true
+		return err
+	}
 	c.mu.Lock()
 	c.user = u
 	c.mu.Unlock()

@@ -17,6 +17,8 @@ func (s *Server) registerBuiltins() {
 	s.Register("config", 1, cmdConfig, ReadOnly) // CONFIG SET is refused
 	s.mu.Lock()
 	s.addBuiltinInfoSectionsLocked()
+	s.extendInfoSectionLocked("Clients", s.clientsPerUserInfo) // userconns.go
+	s.extendInfoSectionLocked("Stats", s.fairInfo)
 	s.mu.Unlock()
 	s.registerObservability() // SLOWLOG and more INFO sections (stats.go)
 	s.registerTx()            // MULTI, EXEC, DISCARD, WATCH, UNWATCH, RESET (tx.go)

@@ -193,7 +193,10 @@ func (m memCommands) retrieve(c *Ctx, args [][]byte) error {
 			return err
 		}
 	}
-	res, err := coll.RetrieveContext(c.Context(), q, ra.engineOptions())
+	// One search step, admitted fairly between users (admission.go).
+	res, err := admitted(c, func() ([]engine.Result, error) {
+		return coll.RetrieveContext(c.Context(), q, ra.engineOptions())
+	})
 	if err != nil {
 		return err
 	}

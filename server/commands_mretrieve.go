@@ -44,6 +44,24 @@ const MaxMRetrieveQueries = 1024
 // engine call.
 const mretrieveStepRows = 64 << 10
 
+// mretrieveAdmitK1 bounds a MEM.MRETRIEVE step by its phase-1 work, the
+// step holding one search slot (admission.go) from start to end: a step
+// is at most mretrieveAdmitK1/K1 queries (at least one), so 16 queries at
+// the default K1 10 and one at K1 ≥ 160. Users whose steps wait are
+// served one step each in turn, so a step must be short: 16 queries of K1 10 on
+// 100k SIFT memories are about 4 ms of one core, one of K1 100 about
+// 1 ms, one of K1 1000 about 8 ms (bench/fairflood). A single query of
+// K1 10000 is one step of ~160 ms: a step is never less than one query.
+// Smaller steps cost the batch nothing measurable there: 64 queries took
+// 0.23 ms each, 1024 in one batch 0.61 ms each, on the same (loaded)
+// machine.
+const mretrieveAdmitK1 = 160
+
+// mretrieveAdmitQueries returns the queries of one admitted step with opt.
+func mretrieveAdmitQueries(opt engine.RetrieveOptions) int {
+	return max(1, mretrieveAdmitK1/max(1, opt.K1))
+}
+
 // mretrieveArgs is a parsed MEM.MRETRIEVE.
 type mretrieveArgs struct {
 	retrieveArgs
@@ -138,13 +156,17 @@ func (m memCommands) mretrieveInto(c *Ctx, reply *replyBuf, coll *engine.Collect
 	c.Writer = mem
 	defer func() { c.Writer = real }()
 	ctx := c.Context()
-	step := max(1, mretrieveStepRows/opt.K2)
+	step := min(max(1, mretrieveStepRows/opt.K2), mretrieveAdmitQueries(opt))
 	for start := 0; start < len(r.queries); start += step {
 		if err := ctx.Err(); err != nil {
 			return err // busy-timeout or client gone: busyErr replies
 		}
 		qs := r.queries[start:min(len(r.queries), start+step)]
-		res, err := retrieveBatch(ctx, coll, qs, opt)
+		// Each step is admitted on its own (admission.go): between
+		// steps the slot goes to other users' waiting searches.
+		res, err := admitted(c, func() ([][]engine.Result, error) {
+			return retrieveBatch(ctx, coll, qs, opt)
+		})
 		if err != nil {
 			return mretrieveErr(start, err)
 		}

@@ -105,6 +105,20 @@ type Config struct {
 	// handler that honours it answers -TIMEOUT (busy.go). 0 means
 	// DefaultBusyTimeout, < 0 unlimited.
 	BusyTimeout time.Duration
+	// MaxClientsPerUser bounds the connections authenticated as one user
+	// at once, on a server with Users (userconns.go): the default user and
+	// each other user are counted apart, so that one user (say a read-only
+	// one) cannot take every connection MaxClients allows. An AUTH (or
+	// HELLO ... AUTH) that would pass it gets "-ERR max number of clients
+	// reached for user ..." and its connection is closed. 0 means three
+	// quarters of MaxClients (the other users keep a quarter), < 0
+	// unlimited. Without Users every client is the default user and
+	// MaxClients alone bounds them.
+	MaxClientsPerUser int
+	// SearchSlots bounds the search steps (a MEM.RETRIEVE, a step of a
+	// MEM.MRETRIEVE) running at once, those waiting taking turns between
+	// users (admission.go). 0 means runtime.GOMAXPROCS(0), < 0 no bound.
+	SearchSlots int
 	// DisableProtectedMode lets a server without Users listen beyond
 	// loopback (see ErrProtectedMode). The zero value is the safe one.
 	DisableProtectedMode bool
@@ -170,6 +184,11 @@ type Server struct {
 	auth   *authenticator // immutable after New
 	budget Budget         // client memory (budget.go); its limit is set by New
 
+	// gate admits search steps fairly between users (admission.go);
+	// perUser counts each user's connections (userconns.go).
+	gate    searchGate
+	perUser userConns
+
 	mu sync.Mutex // guards the fields below; also serialises Register
 	// listeners being served; closed by Shutdown.
 	listeners map[net.Listener]struct{}
@@ -231,6 +250,8 @@ func New(cfg Config) (*Server, error) {
 	empty := map[string]*command{}
 	s.cmds.Store(&empty)
 	s.budget.limit = cfg.MaxMemory
+	s.gate.slots = searchSlots(cfg.SearchSlots)
+	s.perUser.limit = perUserLimit(cfg.MaxClientsPerUser, cfg.MaxClients, auth.required())
 	s.registerBuiltins()
 	return s, nil
 }
@@ -334,6 +355,7 @@ func (s *Server) accept(nc net.Conn) {
 
 // removeConn forgets c; called by c's goroutine as it exits.
 func (s *Server) removeConn(c *conn) {
+	s.perUser.leave(c) // userconns.go
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()

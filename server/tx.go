@@ -287,6 +287,7 @@ func cmdReset(c *Ctx, args [][]byte) error {
 		cn.mu.Lock()
 		cn.user = nil
 		cn.mu.Unlock()
+		cn.srv.perUser.leave(cn) // userconns.go
 		cn.rd.SetLimits(cn.srv.cfg.PreAuthLimits)
 	}
 	c.WriteSimple("RESET")

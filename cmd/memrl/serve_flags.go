@@ -104,6 +104,7 @@ func parseServeFlags(args []string, env func(string) (string, bool)) (*serveOpti
 	tlsCA := fs.String("tls-ca", "", "CA certificates (PEM) whose client certificates are required")
 
 	fs.IntVar(&o.cfg.MaxClients, "maxclients", server.DefaultMaxClients, "most concurrent connections; more get -ERR max number of clients reached")
+	fs.IntVar(&o.cfg.MaxClientsPerUser, "maxclients-per-user", 0, "most concurrent connections authenticated as one user (with passwords; the default user and each --user counted apart); more get -ERR max number of clients reached for user ... (0: three quarters of --maxclients; <0: no cap)")
 	fs.DurationVar(&o.cfg.IdleTimeout, "timeout", 0, "close a connection idle this long (0: never)")
 	fs.DurationVar(&o.cfg.FrameTimeout, "frame-timeout", server.DefaultFrameTimeout, "close a connection whose command is not complete this long after it began")
 	fs.DurationVar(&o.cfg.AuthTimeout, "auth-timeout", server.DefaultAuthTimeout, "close a connection not authenticated this long after it connected (with a password only)")

@@ -1,0 +1,327 @@
+package server
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Fair admission of search work between users.
+//
+// Why: every search command is bounded on its own (busy-timeout, steps),
+// but a user is not. A read-only user with 64 connections, each looping
+// on the largest MEM.MRETRIEVE, keeps 64 searches runnable; the Go
+// scheduler shares the cores between goroutines, not users, so another
+// tenant's single MEM.RETRIEVE waited behind all of them (p99 2.2–2.7 s
+// on 100k memories, bench/fairflood; 78–81 ms with the admission).
+//
+// So a search runs only while it holds one of a fixed number of slots
+// (Config.SearchSlots: GOMAXPROCS by default, about one a core). What is
+// admitted is one step: a MEM.RETRIEVE, or one step of a MEM.MRETRIEVE
+// (commands_mretrieve.go), which gives its slot back between steps. A
+// step that finds a slot free and no one waiting takes it at once, for one
+// mutex lock and unlock and a map look-up: a server with one busy user
+// pays nothing more.
+//
+// A step whose user has no step running starts at once even when every
+// slot is held: it borrows one above the bound. Without that a single
+// retrieval would wait for someone else's step to end, and a step is
+// never less than one query: one MEM.RETRIEVE K1 10000 on 100k memories
+// is ~160 ms of a core (bench/fairflood measured the victim's p50 going
+// from 0.17 to 259 ms under such a flood before borrowing). Borrowed, it
+// shares the cores by time slices with at most the slots' steps, so its
+// latency is about its own work. A user borrows at most one slot at a
+// time (its first running step), so steps above the bound are at most one
+// per user with a step running, and the configured users bound those.
+//
+// Every other step waits, and each freed slot goes straight to a waiter
+// (once the steps running are fewer than the slots), chosen between users
+// by start-time fair queuing with every step costing one: a waiting step
+// gets the tag max(now, the tag after its user's previous waiting step),
+// where now is the tag of the step last granted, and the lowest tag is
+// served next (ties: the earliest to arrive). So
+//
+//   - users with steps waiting are served round-robin, one step each: a
+//     user with 64 connections gets the same share of the slots as a
+//     user with one;
+//   - a user with nothing waiting whose step arrives is served next (its
+//     tag is now);
+//   - idle time banks nothing: a tag never starts below now, so a user
+//     back from idle cannot then take every slot for a while.
+//
+// Within a user, waiting steps are served in arrival order. Users are told
+// apart by name (the default user is one); on a server without users
+// every client is the default user, and the queue is FIFO.
+//
+// A wait ends with the command's context (busy.go): at busy-timeout the
+// command answers -TIMEOUT having run nothing, and a client that hangs up
+// stops waiting. The waiter then leaves its queue (its tag stays taken: a
+// user's abandoned wait still counts as its turn), and a slot handed to it
+// just as it gave up is handed on, so no slot is ever lost.
+
+// searchGate is the admission of search steps described above. The zero
+// value admits everything at once (slots 0); New sets slots.
+type searchGate struct {
+	slots int // immutable after New; <= 0: no admission
+
+	mu      sync.Mutex // guards the fields below
+	running int        // steps running: slots held, borrowed ones included
+	queued  int        // waiters, in all users' queues
+	now     int64      // the tag of the step last granted
+	seq     uint64     // arrivals so far: ties between tags go to the earlier
+	// waiting are the users with waiters, in no order.
+	// INVARIANT: a user is in waiting (once) iff it has waiters, and
+	// len(waiting) > 0 only while running >= slots: a release hands its
+	// slot on while the steps running are fewer than the slots, so a
+	// waiter never finds one free.
+	waiting []*gateUser
+	// users are the users that ever searched, by name: a user's running
+	// steps and next tag outlive its queue. Names are authenticated
+	// users', so it holds at most the configured users.
+	users map[string]*gateUser
+
+	waited    atomic.Int64 // steps that had to wait for a slot, ever
+	waitNanos atomic.Int64 // the waits of those that got a slot, in all
+	cancelled atomic.Int64 // waits ended by the command's context
+
+	// trace, if set (by tests, before Serve), sees under mu each step
+	// that starts to wait ('w') and each slot handed to a waiter ('g'),
+	// with the user.
+	trace func(ev byte, user string)
+}
+
+// searchSlots is Config.SearchSlots with its default applied.
+func searchSlots(cfg int) int {
+	switch {
+	case cfg < 0:
+		return 0
+	case cfg == 0:
+		return runtime.GOMAXPROCS(0)
+	}
+	return cfg
+}
+
+// gateUser is one user's steps: those running and those waiting.
+type gateUser struct {
+	name    string
+	running int           // its steps holding a slot (borrowed or not)
+	next    int64         // the lowest tag its next waiting step may get
+	waiters []*gateWaiter // oldest first; tags increasing
+}
+
+// userLocked returns name's entry, made if need be.
+// REQUIRES: g.mu held.
+func (g *searchGate) userLocked(name string) *gateUser {
+	u := g.users[name]
+	if u == nil {
+		if g.users == nil {
+			g.users = make(map[string]*gateUser)
+		}
+		u = &gateUser{name: name}
+		g.users[name] = u
+	}
+	return u
+}
+
+// startLocked reports whether a step of u may start now without waiting
+// (a slot free and no one waiting, or u has no step running: it borrows),
+// and if so counts it as running.
+// REQUIRES: g.mu held.
+func (g *searchGate) startLocked(u *gateUser) bool {
+	if g.running < g.slots && len(g.waiting) == 0 || u.running == 0 {
+		g.running++
+		u.running++
+		return true
+	}
+	return false
+}
+
+// gateWaiter is one waiting step.
+type gateWaiter struct {
+	ch      chan struct{} // closed when the slot is handed to it
+	tag     int64
+	seq     uint64
+	granted bool // guarded by searchGate.mu
+}
+
+// before reports whether w is served before x.
+func (w *gateWaiter) before(x *gateWaiter) bool {
+	return w.tag < x.tag || w.tag == x.tag && w.seq < x.seq
+}
+
+// tryAcquire starts a step of user's if it may start without waiting
+// (see startLocked), and reports whether it did. It never blocks.
+func (g *searchGate) tryAcquire(user string) bool {
+	if g.slots <= 0 {
+		return true
+	}
+	g.mu.Lock()
+	ok := g.startLocked(g.userLocked(user))
+	g.mu.Unlock()
+	return ok
+}
+
+// acquire takes a slot for a step of user's, waiting its turn if it may
+// not start at once (see above), and returns nil once it holds one; the
+// caller must then call release(user) exactly once. If ctx ends first it
+// returns ctx.Err() holding nothing.
+func (g *searchGate) acquire(ctx context.Context, user string) error {
+	if g.slots <= 0 {
+		return nil
+	}
+	g.mu.Lock()
+	u := g.userLocked(user)
+	if g.startLocked(u) {
+		g.mu.Unlock()
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		g.mu.Unlock()
+		return err
+	}
+	if len(u.waiters) == 0 {
+		g.waiting = append(g.waiting, u)
+	}
+	w := &gateWaiter{ch: make(chan struct{}), tag: max(g.now, u.next), seq: g.seq}
+	g.seq++
+	u.next = w.tag + 1
+	u.waiters = append(u.waiters, w)
+	g.queued++
+	if g.trace != nil {
+		g.trace('w', user)
+	}
+	g.mu.Unlock()
+
+	g.waited.Add(1)
+	start := time.Now()
+	select {
+	case <-w.ch:
+		g.waitNanos.Add(int64(time.Since(start)))
+		return nil
+	case <-ctx.Done():
+	}
+	g.cancelled.Add(1)
+	g.mu.Lock()
+	if w.granted {
+		// The slot came as the wait ended: hand it on.
+		g.releaseLocked(u)
+	} else {
+		g.leaveLocked(u, w)
+	}
+	g.mu.Unlock()
+	return ctx.Err()
+}
+
+// release ends a step of user's started by tryAcquire or acquire.
+func (g *searchGate) release(user string) {
+	if g.slots <= 0 {
+		return
+	}
+	g.mu.Lock()
+	g.releaseLocked(g.users[user])
+	g.mu.Unlock()
+}
+
+// releaseLocked ends a running step of u's and, while fewer steps run
+// than there are slots, hands a slot to the waiter served next. The
+// users with waiters are scanned for the lowest tag: they are at most the
+// configured users, and only a server with waiters scans.
+// REQUIRES: g.mu held; u has a step running.
+func (g *searchGate) releaseLocked(u *gateUser) {
+	u.running--
+	g.running--
+	for g.running < g.slots && len(g.waiting) > 0 {
+		best := 0
+		for i, x := range g.waiting[1:] {
+			if x.waiters[0].before(g.waiting[best].waiters[0]) {
+				best = i + 1
+			}
+		}
+		x := g.waiting[best]
+		w := x.waiters[0]
+		x.waiters = slices.Delete(x.waiters, 0, 1)
+		if len(x.waiters) == 0 {
+			g.waiting = slices.Delete(g.waiting, best, best+1)
+		}
+		g.queued--
+		g.now = max(g.now, w.tag)
+		g.running++
+		x.running++
+		if g.trace != nil {
+			g.trace('g', x.name)
+		}
+		w.granted = true
+		close(w.ch)
+	}
+}
+
+// leaveLocked takes w, not granted, out of u's queue, and u out of
+// waiting if that was its last waiter.
+// REQUIRES: g.mu held.
+func (g *searchGate) leaveLocked(u *gateUser, w *gateWaiter) {
+	if i := slices.Index(u.waiters, w); i >= 0 {
+		u.waiters = slices.Delete(u.waiters, i, i+1)
+	}
+	g.queued--
+	if len(u.waiters) > 0 {
+		return
+	}
+	if i := slices.Index(g.waiting, u); i >= 0 {
+		g.waiting = slices.Delete(g.waiting, i, i+1)
+	}
+}
+
+// state returns what INFO shows of the gate now: the slots held, the
+// steps waiting, and the users they belong to.
+func (g *searchGate) state() (running, queued, users int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.running, g.queued, len(g.waiting)
+}
+
+// admitSearch waits for a search slot for the running command's next
+// step (see above), the wait bounded by the command's context; on nil the
+// caller must call doneSearch once the step's search is over. While it
+// waits it lets go of the locks the command holds shared (txlocks.go), as
+// a durability wait does, so that a transaction that writes is not held
+// up by searches waiting their turn.
+// REQUIRES: called by the connection's goroutine, holding no engine lock.
+func (c *Ctx) admitSearch() error {
+	g := &c.conn.srv.gate
+	name := c.conn.searchUser()
+	if g.tryAcquire(name) {
+		return nil
+	}
+	cn := c.conn
+	ctx := c.Context()
+	defer cn.resumeShared(cn.pauseShared())
+	return g.acquire(ctx, name)
+}
+
+// doneSearch gives back the slot admitSearch took.
+// REQUIRES: the same command as admitSearch (the user has not changed).
+func (c *Ctx) doneSearch() { c.conn.srv.gate.release(c.conn.searchUser()) }
+
+// searchUser is the name the connection's searches are admitted under.
+// REQUIRES: called by the connection's goroutine.
+func (cn *conn) searchUser() string {
+	if cn.user == nil {
+		return ""
+	}
+	return cn.user.Name
+}
+
+// admitted runs search, one search step, holding a search slot
+// (admitSearch) and gives the slot back however search ends: a panic
+// closes only the connection (conn.run), and must not take a slot with it.
+func admitted[T any](c *Ctx, search func() (T, error)) (T, error) {
+	if err := c.admitSearch(); err != nil {
+		var zero T
+		return zero, err
+	}
+	defer c.doneSearch()
+	return search()
+}
