@@ -254,6 +254,7 @@ func (db *DB) checkpointListed(forceFull bool, held *Collection, l ckptList, ler
 	if err := db.log.RemoveBefore(lsn); err != nil {
 		return true, err
 	}
+	db.releaseImportStatesLocked(lsn) // collection_import.go
 	keep := make([]uint64, len(colls))
 	for i, c := range colls {
 		keep[i] = c.uid
@@ -436,6 +437,12 @@ func (db *DB) removeOrphansLocked(keepUIDs []uint64) error {
 		keep[filepath.Base(collectionDir(db.dir, uid))] = true
 	}
 	db.mu.RUnlock()
+	// Imports under way (collection_import.go): their folders are
+	// created before the collection is known; one staged after the
+	// listing above is not in names.
+	for _, uid := range db.imports.stagingUIDs() {
+		keep[filepath.Base(collectionDir(db.dir, uid))] = true
+	}
 	for _, n := range names {
 		if !keep[n] {
 			// Paced: a dropped collection's files can be gigabytes.

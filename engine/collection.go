@@ -117,6 +117,8 @@ type Collection struct {
 	// until the first compaction. cs is the compaction's state.
 	gen uint64
 	cs  compactState
+	// xport pins the generations open exports read (collection_export.go).
+	xport exportPins
 
 	// acct holds the collection's figures of DataMemory (datamem.go),
 	// refreshed by accountLocked; attrBytes is the attributes' part,

@@ -84,6 +84,9 @@ func genPaths(dir string, gen uint64) []string {
 // removeGen removes the files and index folder of generation gen,
 // paced (they can be gigabytes), and syncs the folder.
 func (c *Collection) removeGen(gen uint64) error {
+	if c.xport.deferRemoval(gen) {
+		return nil // an export reads them; its Close removes them (collection_export.go)
+	}
 	fs := c.db.fs
 	for _, p := range genPaths(c.dir, gen) {
 		if err := c.db.files.forget(p); err != nil {

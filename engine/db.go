@@ -169,6 +169,9 @@ type DB struct {
 	// groups are the open atomic groups (group.go).
 	groups groupState
 
+	// imports tracks collection imports (collection_import.go).
+	imports importState
+
 	// Recovery describes what Open found: the checkpoint, the records
 	// replayed and any torn tail cut off the log.
 	Recovery RecoveryInfo

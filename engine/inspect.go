@@ -70,7 +70,7 @@ var recordNames = map[byte]string{
 	recSnapshot: "snapshot", recDelSnapshot: "delsnapshot", recRollback: "rollback",
 	recRollbackBatch: "rollback-batch", recPrunePolicy: "prune-policy",
 	recGroupMember: "group-member", recGroupCommit: "group-commit", recGroupAbort: "group-abort",
-	recRemap: "remap", recReplace: "replace",
+	recRemap: "remap", recReplace: "replace", recImport: "import",
 }
 
 // describeRecord returns a record's type and fields on one line. dims
@@ -210,6 +210,12 @@ func describeRecord(rec []byte, dims map[uint64]int) string {
 			if r.flags&replacePayload != 0 {
 				s += fmt.Sprintf(" payoff=%d paylen=%d", r.payOff, len(r.payload))
 			}
+		}
+	case recImport: // collection_import.go
+		var uid uint64
+		var name string
+		if uid, name, err = decodeImport(rec); err == nil {
+			s = fmt.Sprintf("uid=%d name=%q", uid, name)
 		}
 	case recPrunePolicy:
 		var r policyRec

@@ -94,6 +94,13 @@ func (db *DB) recover() error {
 		db.afterLogGapLocked(g, report.NextLSN) // loggap.go
 	}
 	db.startGroupSeq(gr.maxID)
+	ckptUIDs := make(map[uint64]bool, len(cp.colls))
+	for _, cc := range cp.colls {
+		ckptUIDs[cc.uid] = true
+	}
+	if err := db.removeImportLeftovers(ckptUIDs); err != nil { // collection_import.go
+		return err
+	}
 	if err := db.abortGroups(gr); err != nil {
 		return err
 	}
@@ -288,6 +295,8 @@ func (db *DB) replayRecord(lsn uint64, rec []byte) error {
 		return db.replayReplace(rec)
 	case recSnapshot, recDelSnapshot, recRollbackBatch, recRollback:
 		return db.replaySnapshotRecord(rec) // snapshot_replay.go
+	case recImport: // collection_import.go
+		return db.replayImportLocked(lsn, rec)
 	default:
 		return fmt.Errorf("%w: unknown type %d", errBadRecord, rec[0])
 	}

@@ -1,0 +1,425 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync"
+
+	"github.com/memrl/memrl/engine/image"
+	"github.com/memrl/memrl/ivfpq"
+	"github.com/memrl/memrl/vfs"
+)
+
+// Export and import of a whole collection (collection_import.go has the
+// import). An export is a consistent cut of a collection, streamed as an
+// image (package engine/image frames it) that another database imports
+// as a new collection with the same state: every memory (id, vector row,
+// payload, attributes, key, expiry, Q, visits, reward statistics, created
+// and updated times, history), the next id, the snapshots (catalog,
+// files, ghosts), the prune policy, the indexed fields, the configuration,
+// and the IVF-PQ index when one is saved.
+//
+// The image's files, in this order (kind: what; the id is 0 unless said):
+//
+//	1 meta:     xferVersion u8 = 1 | source uid u64 | dim u32 | nrows u32 |
+//	            paySize u64 | legacyPayloadEnd u64 | nextID u64 | memories u64 |
+//	            snapshot files u32 | index u8 (1: an index file follows)
+//	2 state:    a full checkpoint (checkpoint_format.go) holding this one
+//	            collection: config, indexed fields, every live memory with
+//	            its sections (history), nrows, paySize, nextID and the
+//	            collection sections (snapshot catalog and ghosts, prune
+//	            policy; never the compaction generation: the image's files
+//	            are generation 0). Its own xxh64 covers it once more.
+//	3 vectors:  rows [0, nrows) of the vector file, as stored (dim × f32 LE each),
+//	            dead rows included, so that rows need no renumbering
+//	4 sums:     the rows' checksums (u64 LE each, rowSum): the source's,
+//	            not recomputed, so damage in a source row stays detectable
+//	5 payloads: bytes [0, paySize) of the payload file, records with their checksums
+//	6 snapshot: (id: the snapshot's seq) the snapshot file as written
+//	7 index:    the saved IVF-PQ index file (ivfpq.FileName), if any
+//
+// Files are shipped as stored, not re-encoded, because every row, payload
+// offset and ghost then keeps its meaning: the importer writes them as the
+// new collection's generation-0 files. The index is shipped rather than
+// rebuilt: a training at a million rows takes minutes on a small machine,
+// during which retrievals would scan exactly; the importer opens it as a
+// restart does (catching up the rows added after its last save) and
+// rebuilds only if it is unusable.
+const (
+	xferMeta     uint8 = 1
+	xferState    uint8 = 2
+	xferVectors  uint8 = 3
+	xferSums     uint8 = 4
+	xferPayloads uint8 = 5
+	xferSnapshot uint8 = 6
+	xferIndex    uint8 = 7
+
+	xferVersion  = 1
+	xferMetaSize = 1 + 8 + 4 + 4 + 8 + 8 + 8 + 8 + 4 + 1
+)
+
+// xferChunk is how many bytes an export reads from a file at a time.
+const xferChunk = 1 << 20
+
+// ErrExportClosed: WriteTo after Close.
+var ErrExportClosed = errors.New("engine: export closed")
+
+// Export is a consistent cut of a collection (BeginExport), streamed by
+// WriteTo. It holds the in-memory state copied at the cut and descriptors
+// of the files as they were then, so writes, compactions, snapshot
+// deletions and index saves after the cut do not change what it streams.
+// Close releases them. Safe for concurrent use, but WriteTo streams one
+// image at a time.
+type Export struct {
+	fs  vfs.FS
+	c   *Collection
+	gen uint64 // the generation of the files read, pinned until Close
+
+	mu     sync.Mutex // guards closed and serialises WriteTo
+	closed bool
+
+	meta     xferMetaRec
+	name     string
+	cfg      Config
+	mems     []ckptMemory
+	sections []ckptSection
+	sums     []uint64 // rows' checksums; read-only (the store only appends)
+
+	vecF, payF vfs.File
+	snaps      []exportSnap
+	index      vfs.File // nil when no index is saved
+}
+
+type exportSnap struct {
+	seq uint64
+	f   vfs.File
+}
+
+// xferMetaRec is the image's meta file.
+type xferMetaRec struct {
+	srcUID    uint64
+	dim       uint32
+	nrows     uint32
+	paySize   uint64
+	legacyEnd uint64
+	nextID    uint64
+	memories  uint64
+	snapFiles uint32
+	index     bool
+}
+
+func (m xferMetaRec) encode() []byte {
+	b := make([]byte, 0, xferMetaSize)
+	b = append(b, xferVersion)
+	b = le.AppendUint64(b, m.srcUID)
+	b = le.AppendUint32(b, m.dim)
+	b = le.AppendUint32(b, m.nrows)
+	b = le.AppendUint64(b, m.paySize)
+	b = le.AppendUint64(b, m.legacyEnd)
+	b = le.AppendUint64(b, m.nextID)
+	b = le.AppendUint64(b, m.memories)
+	b = le.AppendUint32(b, m.snapFiles)
+	var ix byte
+	if m.index {
+		ix = 1
+	}
+	return append(b, ix)
+}
+
+func decodeXferMeta(b []byte) (xferMetaRec, error) {
+	if len(b) != xferMetaSize || b[0] != xferVersion {
+		return xferMetaRec{}, fmt.Errorf("%w: meta of %d bytes, version %d (this build reads version %d, %d bytes)",
+			ErrBadImage, len(b), firstByte(b), xferVersion, xferMetaSize)
+	}
+	d := decoder{b: b[1:]}
+	m := xferMetaRec{srcUID: d.u64(), dim: d.u32(), nrows: d.u32(), paySize: d.u64(), legacyEnd: d.u64(),
+		nextID: d.u64(), memories: d.u64(), snapFiles: d.u32()}
+	switch d.u8() {
+	case 0:
+	case 1:
+		m.index = true
+	default:
+		return m, fmt.Errorf("%w: meta: bad index flag", ErrBadImage)
+	}
+	return m, nil
+}
+
+func firstByte(b []byte) int {
+	if len(b) == 0 {
+		return -1
+	}
+	return int(b[0])
+}
+
+// BeginExport takes a consistent cut of the collection: the state of every
+// memory as of this call. It holds the collection's write lock (so no
+// reward, which holds the read lock, is half applied) only to copy the
+// in-memory state (the memories' records, Q and counters, history, the
+// sections: about as much as a checkpoint copies) and to open the files,
+// which only grow below the sizes noted; no file is read under it. Snapshot
+// commands of the collection wait for the copy too (its snapshot lock), so
+// that the catalog and the snapshot files opened agree.
+//
+// The caller must Close the export. Files are read by WriteTo through the
+// descriptors opened here, so a compaction or a snapshot deletion after
+// the cut (which remove files) does not disturb it.
+func (c *Collection) BeginExport() (*Export, error) {
+	c.snapMu.Lock()
+	defer c.snapMu.Unlock()
+	if err := c.lockLive(); err != nil {
+		return nil, err
+	}
+	defer c.mu.Unlock()
+	e := &Export{fs: c.db.fs, c: c, gen: c.gen, name: c.name, cfg: c.ckptConfigLocked()}
+	nrows := c.vecs.nrows
+	e.meta = xferMetaRec{srcUID: c.uid, dim: uint32(c.cfg.Dim), nrows: nrows, paySize: c.pays.size,
+		legacyEnd: c.pays.legacyEnd, nextID: c.nextID}
+	e.sums = c.vecs.sums[:nrows:nrows]
+	e.mems = c.snapshotRowsLocked(make([]ckptMemory, 0, len(c.mems)), 0, nrows)
+	e.meta.memories = uint64(len(e.mems))
+	for _, s := range c.ckptSectionsLocked() {
+		if s.tag != sectCompact { // the image's files are generation 0
+			e.sections = append(e.sections, s)
+		}
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			e.closeFiles()
+		}
+	}()
+	var err error
+	if e.vecF, err = c.db.fs.Open(c.vecs.path); err != nil {
+		return nil, fdError(err)
+	}
+	if e.payF, err = c.db.fs.Open(c.pays.path); err != nil {
+		return nil, fdError(err)
+	}
+	for _, s := range c.snap.list {
+		f, err := c.db.fs.Open(c.snapshotPath(s.seq))
+		if err != nil {
+			// Recovery drops an entry without a file; the import will too.
+			c.db.opts.Logf("memrl: export of %q: snapshot %q: %v", c.name, s.name, err)
+			continue
+		}
+		e.snaps = append(e.snaps, exportSnap{seq: s.seq, f: f})
+	}
+	e.meta.snapFiles = uint32(len(e.snaps))
+	if c.ivf != nil {
+		// The saved file, not the index in memory: it may be older than
+		// the cut (the importer catches up the rows after it, as a
+		// restart does), never newer, as saves replace it atomically.
+		if f, err := c.db.fs.Open(filepath.Join(c.indexDir(), ivfpq.FileName)); err == nil {
+			e.index = f
+			e.meta.index = true
+		}
+	}
+	// A compaction swapping in the next generation removes this one's
+	// files (paced: shrinking them first, which an open descriptor
+	// would see); the pin defers that to Close.
+	c.xport.pin(e.gen)
+	ok = true
+	return e, nil
+}
+
+// exportPins defers the removal of a generation's files (removeGen) while
+// exports read them. Its own mutex: removeGen runs without c.mu.
+type exportPins struct {
+	mu       sync.Mutex
+	pins     map[uint64]int  // generation -> open exports reading it
+	deferred map[uint64]bool // generations whose removal waits for the last unpin
+}
+
+func (p *exportPins) pin(gen uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pins == nil {
+		p.pins, p.deferred = make(map[uint64]int), make(map[uint64]bool)
+	}
+	p.pins[gen]++
+}
+
+// unpin releases a pin of gen and reports whether gen's removal was
+// deferred and is now due.
+func (p *exportPins) unpin(gen uint64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pins[gen]--; p.pins[gen] > 0 {
+		return false
+	}
+	delete(p.pins, gen)
+	due := p.deferred[gen]
+	delete(p.deferred, gen)
+	return due
+}
+
+// deferRemoval reports whether gen is pinned, noting its removal for the
+// last unpin if so.
+func (p *exportPins) deferRemoval(gen uint64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pins[gen] == 0 {
+		return false
+	}
+	p.deferred[gen] = true
+	return true
+}
+
+// Close releases the cut: its copy of the state and its descriptors.
+func (e *Export) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	e.mems, e.sections, e.sums = nil, nil, nil
+	err := e.closeFiles()
+	if e.c.xport.unpin(e.gen) {
+		// A compaction replaced the generation while the export read it.
+		if rerr := e.c.removeGen(e.gen); rerr != nil {
+			e.c.db.opts.Logf("memrl: collection %q: removing the files compaction replaced: %v", e.c.name, rerr)
+		}
+	}
+	return err
+}
+
+func (e *Export) closeFiles() error {
+	var err error
+	keep := func(cerr error) {
+		if err == nil {
+			err = cerr
+		}
+	}
+	for _, f := range []vfs.File{e.vecF, e.payF, e.index} {
+		if f != nil {
+			keep(f.Close())
+		}
+	}
+	for _, s := range e.snaps {
+		keep(s.f.Close())
+	}
+	e.vecF, e.payF, e.index, e.snaps = nil, nil, nil, nil
+	return err
+}
+
+// Memories returns how many memories the cut holds.
+func (e *Export) Memories() int { return int(e.meta.memories) }
+
+// WriteTo streams the image of the cut onto w and returns the bytes
+// written. It reads the collection's files (as of the cut) without any
+// lock of the collection, so writes to it go on meanwhile. It may be
+// called again to stream the same image once more.
+func (e *Export) WriteTo(w io.Writer) (int64, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return 0, ErrExportClosed
+	}
+	iw := image.NewWriter(w)
+	err := e.writeImage(iw)
+	if err == nil {
+		err = iw.Finish()
+	}
+	return iw.Written(), err
+}
+
+func (e *Export) writeImage(iw *image.Writer) error {
+	file := func(kind uint8, id uint64, body func() error) error {
+		if err := iw.Begin(kind, id); err != nil {
+			return err
+		}
+		if err := body(); err != nil {
+			return err
+		}
+		return iw.Close()
+	}
+	m := e.meta
+	if err := file(xferMeta, 0, func() error { _, err := iw.Write(m.encode()); return err }); err != nil {
+		return err
+	}
+	if err := file(xferState, 0, func() error { return e.writeState(iw) }); err != nil {
+		return err
+	}
+	rowSize := int64(m.dim) * 4
+	if err := file(xferVectors, 0, func() error { return copyRange(iw, e.vecF, int64(m.nrows)*rowSize, "vector file") }); err != nil {
+		return err
+	}
+	if err := file(xferSums, 0, func() error { return e.writeSums(iw) }); err != nil {
+		return err
+	}
+	if err := file(xferPayloads, 0, func() error { return copyRange(iw, e.payF, int64(m.paySize), "payload file") }); err != nil {
+		return err
+	}
+	for _, s := range e.snaps {
+		st, err := s.f.Stat()
+		if err != nil {
+			return err
+		}
+		if err := file(xferSnapshot, s.seq, func() error { return copyRange(iw, s.f, st.Size(), "snapshot file") }); err != nil {
+			return err
+		}
+	}
+	if e.index != nil {
+		st, err := e.index.Stat()
+		if err != nil {
+			return err
+		}
+		if err := file(xferIndex, 0, func() error { return copyRange(iw, e.index, st.Size(), "index file") }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeState writes the cut's state as a one-collection full checkpoint.
+func (e *Export) writeState(w io.Writer) error {
+	cw := newCkptWriter(w)
+	cw.header(ckptFull, 1, 0, 0, e.meta.srcUID+1, 1)
+	cw.beginCollection(e.meta.srcUID, e.name, e.cfg)
+	cw.tombstones(nil)
+	for mems := e.mems; len(mems) > 0; {
+		k := min(len(mems), 4096)
+		cw.memories(mems[:k])
+		mems = mems[k:]
+	}
+	cw.endCollection(e.meta.nrows, e.meta.paySize, e.meta.nextID, e.sections)
+	return cw.finish()
+}
+
+func (e *Export) writeSums(w io.Writer) error {
+	buf := make([]byte, 0, xferChunk)
+	for _, s := range e.sums {
+		buf = le.AppendUint64(buf, s)
+		if len(buf) == cap(buf) {
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+	}
+	_, err := w.Write(buf)
+	return err
+}
+
+// copyRange copies bytes [0, n) of f onto w, a chunk at a time.
+func copyRange(w io.Writer, f vfs.File, n int64, what string) error {
+	buf := make([]byte, min(n, xferChunk))
+	for off := int64(0); off < n; {
+		k := min(n-off, int64(len(buf)))
+		got, err := f.ReadAt(buf[:k], off)
+		if int64(got) < k {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = fmt.Errorf("engine: export: %s ends at byte %d, the cut needs %d", what, off+int64(got), n)
+			}
+			return err
+		}
+		if _, err := w.Write(buf[:k]); err != nil {
+			return err
+		}
+		off += k
+	}
+	return nil
+}
