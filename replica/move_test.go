@@ -148,7 +148,7 @@ func TestMoveCollection(t *testing.T) {
 		}
 		ids = append(ids, id)
 		if i%3 == 0 {
-			if err := sc.Do(ctx, "MEM.REWARD", name, id, 1).Err(); err != nil {
+			if err := sc.Do(ctx, "MEM.REWARD", name, 1, id).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -210,7 +210,7 @@ func TestMoveCollection(t *testing.T) {
 				return false
 			}
 			if !write("MEM.ADD", name, "VALUES", 4, 0.1, float64(i%5)/5, 0.3, 0.2, "ID", i, "PAYLOAD", "w"+strconv.FormatInt(i, 10)) ||
-				!write("MEM.REWARD", name, i, 0.5) {
+				!write("MEM.REWARD", name, 0.5, i) {
 				return
 			}
 			mu.Lock()
