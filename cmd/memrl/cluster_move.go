@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -58,8 +59,15 @@ func mvDo(ctx context.Context, nodes []cluster.Node, shard int, args ...string) 
 	return err
 }
 
-// moveChunk is the bytes of one MEMRL.IMPORT CHUNK (the nodes' bound).
-const moveChunk = 1 << 20
+// moveChunk is the bytes of one MEMRL.IMPORT CHUNK: the nodes' bound
+// (1 MiB), or less with MEMRL_MOVE_CHUNK (tests: several chunks of a
+// small collection).
+var moveChunk = func() int {
+	if n, err := strconv.Atoi(os.Getenv("MEMRL_MOVE_CHUNK")); err == nil && n > 0 && n < 1<<20 {
+		return n
+	}
+	return 1 << 20
+}()
 
 // moveDeltaBytes bounds one MEMRL.DELTA's and one MEMRL.REPLAY's bytes.
 const moveDeltaBytes = 1 << 20
@@ -85,17 +93,27 @@ type moveStats struct {
 	Took     time.Duration
 }
 
-// moveLog, if set, receives a line per moved collection (the measure).
+// moveLog receives a line per moved collection.
 var moveLog = os.Stderr
 
-// moveHook, if set (tests), is called at each step of a move with its
-// name: export, chunk, delta, pause, commit (after SEAL, before FINISH).
-var moveHook func(step string)
+// moveStepOnce makes hook act once per process.
+var moveStepOnce sync.Once
 
+// hook marks a step of a move: "export" (the image is being written),
+// "chunk" (the first chunk is imported), "delta" (a delta round is
+// copied), "pause" (writes are paused), "commit" (the target is sealed,
+// the source not yet dropped). With MEMRL_MOVE_PAUSE_AT=<step> in the
+// environment (tests of real processes), the first move to reach that
+// step prints "move-step <step>" on stdout and waits for a line on stdin,
+// so that a test can kill a node at that very point.
 func hook(step string) {
-	if moveHook != nil {
-		moveHook(step)
+	if os.Getenv("MEMRL_MOVE_PAUSE_AT") != step {
+		return
 	}
+	moveStepOnce.Do(func() {
+		fmt.Printf("move-step %s\n", step)
+		bufio.NewReader(os.Stdin).ReadString('\n')
+	})
 }
 
 // newMoveID returns a fresh move id.
@@ -129,7 +147,6 @@ func moveOnce(ctx context.Context, nodes []cluster.Node, name string, from, to i
 			mvDo(ctx, nodes, f, "MEMRL.UNPAUSE", name, id))
 	}
 	// 1. The image.
-	hook("export")
 	v, err := mvReply(ctx, nodes, f, "MEMRL.EXPORT", name, id)
 	if err != nil {
 		return st, err
@@ -142,6 +159,7 @@ func moveOnce(ctx context.Context, nodes []cluster.Node, name string, from, to i
 	exporter := leaderCache[f]
 	leaderMu.Unlock()
 	defer nodeAuth.Do(context.Background(), exporter.Addr, 5*time.Second, "MEMRL.EXPORTDONE", id)
+	hook("export")
 
 	// 2. Import it.
 	if err := mvDo(ctx, nodes, t, "MEMRL.IMPORT", "BEGIN", name, id); err != nil {
@@ -169,10 +187,10 @@ func moveOnce(ctx context.Context, nodes []cluster.Node, name string, from, to i
 		size, _ := a[1].(int64)
 		chunk, _ := a[2].(string)
 		if len(chunk) > 0 {
-			hook("chunk")
 			if err := mvDo(ctx, nodes, t, "MEMRL.IMPORT", "CHUNK", id, strconv.Itoa(seq), chunk); err != nil {
 				return st, rollback(err)
 			}
+			hook("chunk")
 			seq++
 			off += int64(len(chunk))
 		}
@@ -188,19 +206,18 @@ func moveOnce(ctx context.Context, nodes []cluster.Node, name string, from, to i
 	// 3. Delta rounds, writes going on.
 	cursor := uint64(x)
 	for round := 0; round < moveMaxRounds; round++ {
-		hook("delta")
 		n, err := copyDelta(ctx, nodes, name, id, f, t, &cursor, ^uint64(0)>>1)
 		st.Replayed += n
 		if err != nil {
 			return st, rollback(err)
 		}
+		hook("delta")
 		if n <= moveCatchUp {
 			break
 		}
 	}
 
 	// 4. Pause, the final delta, seal, finish.
-	hook("pause")
 	paused := time.Now()
 	v, err = mvReply(ctx, nodes, f, "MEMRL.PAUSE", name, id)
 	if err != nil {
@@ -210,6 +227,7 @@ func moveOnce(ctx context.Context, nodes []cluster.Node, name string, from, to i
 	if !ok {
 		return st, rollback(fmt.Errorf("MEMRL.PAUSE answered %v", v))
 	}
+	hook("pause")
 	for cursor < uint64(p) {
 		n, err := copyDelta(ctx, nodes, name, id, f, t, &cursor, uint64(p))
 		st.Replayed += n
