@@ -18,8 +18,8 @@ import (
 
 // TestClusterAddShardReshard grows a running cluster of real processes:
 // memrl cluster add --new-shard starts a third shard (a raft group of two
-// nodes, no slots), memrl cluster reshard gives it slots without
-// collections (more than there are is refused, changing nothing), and a
+// nodes, no slots), memrl cluster reshard gives it slots (more than the
+// source has is refused, changing nothing), and a
 // client then creates collections there while the old ones stay where
 // they are. Then a SETSLOT MIGRATING survives a kill -9 and restart of
 // its shard's only node (replayed from the raft log): the node still
@@ -59,10 +59,10 @@ func TestClusterAddShardReshard(t *testing.T) {
 		t.Fatalf("CLUSTER SHARDS after add: %d shards, %v", len(shards), err)
 	}
 
-	// More slots than shard 0 has without collections: refused, nothing moves.
-	out, err = exec.Command(bin, "cluster", "reshard", "--dir", dir, "--from", "0", "--to", "2", "--slots", "8192").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "not built yet") {
-		t.Fatalf("reshard of slots holding collections: %v\n%s", err, out)
+	// More slots than shard 0 has: refused, nothing moves.
+	out, err = exec.Command(bin, "cluster", "reshard", "--dir", dir, "--from", "0", "--to", "2", "--slots", "8193").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "shard 0 has 8192 slots") {
+		t.Fatalf("reshard of more slots than the shard has: %v\n%s", err, out)
 	}
 	if m, err := cluster.ReadSlots(slotsPath, 3); err != nil || *m != *before {
 		t.Fatalf("a refused reshard changed slots.tsv (%v)", err)
