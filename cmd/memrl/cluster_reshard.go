@@ -34,13 +34,12 @@ import (
 // reshard moves --slots slots from shard --from to shard --to, one slot
 // at a time, following Redis's steps: IMPORTING on the target, MIGRATING
 // on the source (from then on the source refuses to create a collection
-// in the slot, even one routed before: the apply-time guard), a check
-// that the source holds no collection in it, NODE on the target then the
-// source; at the end slots.tsv is rewritten (temporary file, fsync,
-// rename) and every node reloads it. Moving collections with their data
-// is not built yet: only slots without collections are chosen, and a
-// slot that turns out to hold one (created meanwhile) is set STABLE again
-// and left at the source.
+// in the slot, even one routed before: the apply-time guard), each of
+// the slot's collections moved with its data (cluster_move.go), NODE on
+// the target then the source; at the end slots.tsv is rewritten
+// (temporary file, fsync, rename) and every node reloads it. It takes
+// the source's highest slots, so a run that stopped, run again, takes the
+// same ones (the moved ones are the target's in slots.tsv).
 
 const clusterReshardUsage = `usage:
   memrl cluster add --dir DIR --new-shard [--replicas R] [--port P] [-- serve flags...]
@@ -165,9 +164,6 @@ func atoiOr0(s string) int {
 	return n
 }
 
-// errSlotHasData refuses to move a slot that holds collections.
-var errSlotHasData = errors.New("the slot holds collections, and moving collections with their data is not built yet")
-
 // clusterReshard is memrl cluster reshard.
 func clusterReshard(args []string) error {
 	args, _, err := setNodeAuth(args) // cluster_security.go
@@ -223,7 +219,7 @@ func clusterReshard(args []string) error {
 	// when a stopped run is run again (slots.tsv then names the moved
 	// ones at the target).
 	pick = pick[:*count]
-	moved, skipped, err := moveSlots(*wait, nodes, slots, pick, *from, *to)
+	moved, err := moveSlots(*wait, nodes, slots, pick, *from, *to)
 	if moved > 0 || err == nil {
 		// What moved is in slots.tsv even when a slot failed: a slot
 		// not moved is left as its shards' SETSLOT states say (run
@@ -240,33 +236,8 @@ func clusterReshard(args []string) error {
 		fmt.Printf(", %d collections (%d bytes; %d commands replayed; writes paused at most %v)",
 			totals.collections, totals.bytes, totals.replayed, totals.maxPause.Round(time.Microsecond))
 	}
-	if skipped > 0 {
-		fmt.Printf(" (%d left at shard %d: collections were created in them meanwhile)", skipped, *from)
-	}
 	fmt.Println()
 	return nil
-}
-
-// emptySlots returns shard's slots that hold no collection (asked with
-// MEM.LIST on its leader), highest first, and how many hold one.
-func emptySlots(ctx context.Context, nodes []cluster.Node, slots *cluster.SlotMap, shard int) (free []int, used int, err error) {
-	v, err := leaderReply(ctx, nodes, shard, "MEM.LIST")
-	if err != nil {
-		return nil, 0, fmt.Errorf("MEM.LIST on shard %d: %w", shard, err)
-	}
-	taken := map[int]bool{}
-	names, _ := v.([]any)
-	for _, n := range names {
-		if s, ok := n.(string); ok {
-			taken[cluster.HashSlot([]byte(s))] = true
-		}
-	}
-	for s := cluster.NumSlots - 1; s >= 0; s-- {
-		if int(slots[s]) == shard && !taken[s] {
-			free = append(free, s)
-		}
-	}
-	return free, len(taken), nil
 }
 
 // reshardParallel is how many slots move at once: each move is four
@@ -277,11 +248,10 @@ func emptySlots(ctx context.Context, nodes []cluster.Node, slots *cluster.SlotMa
 const reshardParallel = 4
 
 // moveSlots moves the slots of pick from shard from to shard to
-// (moveEmptySlot), reshardParallel at a time, and records each moved
-// slot in slots. A slot found holding a collection is skipped; the
-// first other error stops the moves not yet started.
-func moveSlots(wait time.Duration, nodes []cluster.Node, slots *cluster.SlotMap, pick []int, from, to int) (moved, skipped int, err error) {
-	var mu sync.Mutex // guards moved, skipped, err, slots
+// (moveSlot), reshardParallel at a time, and records each moved slot in
+// slots. The first error stops the moves not yet started.
+func moveSlots(wait time.Duration, nodes []cluster.Node, slots *cluster.SlotMap, pick []int, from, to int) (moved int, err error) {
+	var mu sync.Mutex // guards moved, err, slots
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range min(reshardParallel, len(pick)) {
@@ -292,8 +262,6 @@ func moveSlots(wait time.Duration, nodes []cluster.Node, slots *cluster.SlotMap,
 				e := moveSlot(wait, nodes, s, from, to)
 				mu.Lock()
 				switch {
-				case errors.Is(e, errSlotHasData):
-					skipped++
 				case e != nil:
 					err = errors.Join(err, fmt.Errorf("slot %d: %w", s, e))
 				default:
@@ -315,7 +283,7 @@ func moveSlots(wait time.Duration, nodes []cluster.Node, slots *cluster.SlotMap,
 	}
 	close(work)
 	wg.Wait()
-	return moved, skipped, err
+	return moved, err
 }
 
 // moveSlot moves one slot from shard from to shard to (see above), the

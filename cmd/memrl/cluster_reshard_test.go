@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -211,5 +212,37 @@ func TestPlanRebalance(t *testing.T) {
 	}
 	if plan, short := planRebalance(&after, 3, [][]int{all(0), all(1), nil}); len(plan) != 0 || short != 0 {
 		t.Fatalf("an even map planned %d moves, short %d", len(plan), short)
+	}
+}
+
+// TestPlanRebalanceBytes: slots with data move from the heaviest shard to
+// the lightest until each is within 10% of the mean, a slot never more
+// than half the gap (so no collection goes back and forth), and the plan
+// is the same every time.
+func TestPlanRebalanceBytes(t *testing.T) {
+	// Shards 0 and 1 hold 6 collections of 100 bytes each, shard 2 none.
+	sb := []map[int]int64{{1: 100, 2: 100, 3: 100, 4: 100, 5: 100, 6: 100}, {11: 100, 12: 100, 13: 100, 14: 100, 15: 100, 16: 100}, {}}
+	plan, total := planBytes(3, sb)
+	if !slices.Equal(total, []int64{400, 400, 400}) || len(plan) != 4 {
+		t.Fatalf("plan %+v, bytes after %v", plan, total)
+	}
+	for _, m := range plan {
+		if m.to != 2 || len(m.slots) != 1 {
+			t.Fatalf("a move %+v", m)
+		}
+	}
+	again, _ := planBytes(3, sb)
+	if !reflect.DeepEqual(plan, again) {
+		t.Fatalf("two plans differ: %+v, %+v", plan, again)
+	}
+	// One collection as heavy as all the rest: it stays; the small ones
+	// move only while they narrow the gap.
+	plan, total = planBytes(2, []map[int]int64{{1: 1000, 2: 10, 3: 10}, {}})
+	if len(plan) != 2 || total[0] != 1000 || total[1] != 20 {
+		t.Fatalf("plan %+v, bytes after %v", plan, total)
+	}
+	// Balanced already: nothing.
+	if plan, _ := planBytes(2, []map[int]int64{{1: 100}, {2: 105}}); len(plan) != 0 {
+		t.Fatalf("a balanced cluster planned %+v", plan)
 	}
 }
