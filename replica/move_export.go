@@ -83,6 +83,10 @@ func (n *Node) cmdExport(c *server.Ctx, args [][]byte) error {
 		job := &exportJob{index: x, path: filepath.Join(n.exportDir(), id+".img"), done: make(chan struct{})}
 		n.exports.mu.Lock()
 		if n.exports.jobs == nil {
+			// The first export since the node started: images an
+			// earlier process left are of moves that have started
+			// again (no node serves them any more).
+			os.RemoveAll(n.exportDir())
 			n.exports.jobs = map[string]*exportJob{}
 		}
 		if old := n.exports.jobs[id]; old != nil {
