@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,8 +26,11 @@ import (
 func restartNode(t *testing.T, bin, nodesPath string, all []cluster.Node, n cluster.Node) {
 	t.Helper()
 	waitFor(t, 10*time.Second, "the killed node to exit", func() bool { return !processAlive(n.PID) })
+	// With the cluster's secret, as cluster start gave it: without it
+	// the node cannot talk to its group's raft ports.
 	restart := exec.Command(bin, "serve", "--dir", filepath.Join(filepath.Dir(nodesPath), n.ID), "--addr", n.Addr,
-		"--cluster-nodes", nodesPath, "--node-id", n.ID, "--sync", "none")
+		"--cluster-nodes", nodesPath, "--node-id", n.ID, "--sync", "none",
+		"--cluster-secret-file", filepath.Join(filepath.Dir(nodesPath), clusterSecretFile))
 	restart.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := restart.Start(); err != nil {
 		t.Fatal(err)
@@ -63,7 +67,14 @@ func TestClusterMoveKill9(t *testing.T) {
 		victim int // shard whose leader is killed; -1: the mover itself
 	}
 	rounds := []round{{"chunk", 1}, {"pause", 0}, {"commit", -1}}
-	if os.Getenv("MEMRL_MOVE_SWEEP") != "" {
+	if sel := os.Getenv("MEMRL_MOVE_ROUNDS"); sel != "" { // e.g. "chunk:1,pause:-1"
+		rounds = nil
+		for _, r := range strings.Split(sel, ",") {
+			step, v, _ := strings.Cut(r, ":")
+			n, _ := strconv.Atoi(v)
+			rounds = append(rounds, round{step, n})
+		}
+	} else if os.Getenv("MEMRL_MOVE_SWEEP") != "" {
 		rounds = nil
 		for _, s := range []string{"export", "chunk", "delta", "pause", "commit"} {
 			rounds = append(rounds, round{s, 0}, round{s, 1}, round{s, -1})
@@ -113,9 +124,10 @@ func TestClusterMoveKill9(t *testing.T) {
 		}
 
 		// The writer: adds with ids of their own, bounded in count and time.
-		var mu sync.Mutex // guards acked, unknown
+		var mu sync.Mutex // guards acked, unknown, lastErr
 		var acked []int
 		unknown := 0
+		var lastErr error
 		stop, done := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(done)
@@ -132,6 +144,7 @@ func TestClusterMoveKill9(t *testing.T) {
 					acked = append(acked, i)
 				} else {
 					unknown++
+					lastErr = err
 				}
 				mu.Unlock()
 			}
@@ -208,11 +221,17 @@ func TestClusterMoveKill9(t *testing.T) {
 		mu.Lock()
 		base := len(acked)
 		mu.Unlock()
-		waitFor(t, 60*time.Second, "writes after the move", func() bool {
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			mu.Lock()
-			defer mu.Unlock()
-			return len(acked) >= base+20
-		})
+			n, last := len(acked), lastErr
+			mu.Unlock()
+			if n >= base+20 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: no writes after the move (%d unknown, the last: %v)\n%s", r, unknown, last, said)
+			}
+		}
 		close(stop)
 		<-done
 
