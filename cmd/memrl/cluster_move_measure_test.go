@@ -73,7 +73,18 @@ func TestMeasureRebalance(t *testing.T) {
 					}
 					args = append(args, "FP32", string(blob), "ID", id, "PAYLOAD", "m"+strconv.Itoa(id))
 				}
-				if err := cc.Do(ctx, args...).Err(); err != nil {
+				// Retried when its outcome is unknown (a leader lost
+				// mid-commit on the loaded machine); "already exists":
+				// the earlier try was applied (MEM.MADD is atomic).
+				var err error
+				for try := 0; try < 20; try++ {
+					if err = cc.Do(ctx, args...).Err(); err == nil || strings.Contains(err.Error(), "already exists") {
+						err = nil
+						break
+					}
+					time.Sleep(time.Second)
+				}
+				if err != nil {
 					loadMu.Lock()
 					loadErr = err
 					loadMu.Unlock()
