@@ -168,9 +168,9 @@ func TestMoveCollection(t *testing.T) {
 	)
 	stop := make(chan struct{})
 	done := make(chan struct{})
+	dc := waitLeader(t, dst).client(t)
 	go func() {
 		defer close(done)
-		dc := waitLeader(t, dst).client(t)
 		for i := int64(1000); ; i++ {
 			select {
 			case <-stop:
@@ -276,9 +276,9 @@ func TestMoveCollection(t *testing.T) {
 	<-done
 	mu.Lock()
 	defer mu.Unlock()
-	dc := dl.client(t)
+	fc := dl.client(t)
 	for _, id := range acked {
-		v, err := dc.Do(ctx, "MEM.GET", name, id).Result()
+		v, err := fc.Do(ctx, "MEM.GET", name, id).Result()
 		if err != nil {
 			t.Fatalf("acknowledged memory %d lost: %v", id, err)
 		}
@@ -287,7 +287,7 @@ func TestMoveCollection(t *testing.T) {
 			t.Fatalf("memory %d: want one visit (its reward applied once): %v", id, m)
 		}
 	}
-	if n, err := dc.Do(ctx, "MEM.COUNT", name).Int64(); err != nil || n != int64(len(ids)+len(acked)) {
+	if n, err := fc.Do(ctx, "MEM.COUNT", name).Int64(); err != nil || n != int64(len(ids)+len(acked)) {
 		t.Fatalf("MEM.COUNT %d, %v; want %d", n, err, len(ids)+len(acked))
 	}
 	sameState(t, dl, dst)
