@@ -26,6 +26,8 @@ import (
 //	    starts again from a new export.
 //	MEMRL.MOVES
 //	    a linearizable read of this shard's move records (cmdMoves).
+//
+// Both answer on the shard's leader only (TRYAGAIN elsewhere).
 
 // deltaMaxEntries bounds the log entries one MEMRL.DELTA reads.
 const deltaMaxEntries = 8192
@@ -63,6 +65,11 @@ func (n *Node) cmdDelta(c *server.Ctx, args [][]byte) error {
 	maxBytes, e3 := strconv.Atoi(string(args[3]))
 	if e1 != nil || e2 != nil || e3 != nil || maxBytes < 1 {
 		return server.NewError("MEMRL.DELTA <collection> <after> <upto> <max-bytes>")
+	}
+	// The leader only: a follower would answer from an older state
+	// (READONLY's rule), and the mover must see what is committed.
+	if !n.IsLeader() {
+		return n.notLeader()
 	}
 	if err := n.BeforeRead(c); err != nil {
 		return err
@@ -149,6 +156,9 @@ func touches(name string, cmd [][]byte) (mine, other bool) {
 func (n *Node) cmdMoves(c *server.Ctx, args [][]byte) error {
 	if len(args) != 0 {
 		return c.WrongArity()
+	}
+	if !n.IsLeader() {
+		return n.notLeader()
 	}
 	if err := n.BeforeRead(c); err != nil {
 		return err
