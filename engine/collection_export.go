@@ -1,14 +1,17 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/memrl/memrl/engine/image"
 	"github.com/memrl/memrl/ivfpq"
+	"github.com/memrl/memrl/qtable"
 	"github.com/memrl/memrl/vfs"
 )
 
@@ -83,7 +86,8 @@ type Export struct {
 	meta     xferMetaRec
 	name     string
 	cfg      Config
-	mems     []ckptMemory
+	cut      exportCut    // the memories as copied under the lock
+	mems     []ckptMemory // cut joined by id, made by the first WriteTo
 	sections []ckptSection
 	sums     []uint64 // rows' checksums; read-only (the store only appends)
 
@@ -163,8 +167,12 @@ func firstByte(b []byte) int {
 // that the catalog and the snapshot files opened agree.
 //
 // The caller must Close the export. Files are read by WriteTo through the
-// descriptors opened here, so a compaction or a snapshot deletion after
-// the cut (which remove files) does not disturb it.
+// descriptors opened here, so a snapshot deletion or an index save after
+// the cut (which unlink or replace files) does not disturb it; a
+// compaction's removal of the generation read (which shrinks the files
+// before unlinking them, vfs.ReleasePaced, so a descriptor would see it)
+// is deferred to Close. A Drop of the collection is not: WriteTo then
+// fails (the image would be cut short, and an importer refuses it).
 func (c *Collection) BeginExport() (*Export, error) {
 	c.snapMu.Lock()
 	defer c.snapMu.Unlock()
@@ -177,8 +185,8 @@ func (c *Collection) BeginExport() (*Export, error) {
 	e.meta = xferMetaRec{srcUID: c.uid, dim: uint32(c.cfg.Dim), nrows: nrows, paySize: c.pays.size,
 		legacyEnd: c.pays.legacyEnd, nextID: c.nextID}
 	e.sums = c.vecs.sums[:nrows:nrows]
-	e.mems = c.snapshotRowsLocked(make([]ckptMemory, 0, len(c.mems)), 0, nrows)
-	e.meta.memories = uint64(len(e.mems))
+	e.cut = c.copyCutLocked()
+	e.meta.memories = uint64(len(e.cut.mems))
 	for _, s := range c.ckptSectionsLocked() {
 		if s.tag != sectCompact { // the image's files are generation 0
 			e.sections = append(e.sections, s)
@@ -222,6 +230,90 @@ func (c *Collection) BeginExport() (*Export, error) {
 	c.xport.pin(e.gen)
 	ok = true
 	return e, nil
+}
+
+// exportCut is the in-memory state of a collection's memories as
+// BeginExport copies it: three sequential copies (the memory records, the
+// qtable's entries, the history logs), each far cheaper than looking up
+// every memory's parts one by one (snapshotRowsLocked, about 1.6 µs a
+// memory on a loaded machine: 160 ms of write lock at 100k memories);
+// join assembles them by id afterwards, without the lock.
+type exportCut struct {
+	mems []cutMem
+	q    []qtable.IDEntry
+	hist []cutHist
+	logs []byte // the history logs, one after another
+}
+
+type cutMem struct {
+	id uint64
+	m  memory
+}
+
+type cutHist struct {
+	id       uint64
+	off, end int // the log is logs[off:end]
+}
+
+// copyCutLocked copies the memories' state. Under c.mu held for writing
+// no reward runs (rewards hold it for reading), so the qtable and the
+// histories agree with the memories.
+// REQUIRES: c.mu held for writing.
+func (c *Collection) copyCutLocked() exportCut {
+	cut := exportCut{mems: make([]cutMem, 0, len(c.mems)), q: make([]qtable.IDEntry, 0, len(c.mems))}
+	for id, m := range c.mems {
+		cut.mems = append(cut.mems, cutMem{id, m})
+	}
+	c.q.Range(func(id uint64, e qtable.Entry) bool {
+		cut.q = append(cut.q, qtable.IDEntry{ID: id, Entry: e})
+		return true
+	})
+	for i := range c.hist.stripes {
+		s := &c.hist.stripes[i]
+		s.mu.Lock()
+		for id, b := range s.logs {
+			if len(b) > 0 {
+				off := len(cut.logs)
+				cut.logs = append(cut.logs, b...)
+				cut.hist = append(cut.hist, cutHist{id, off, len(cut.logs)})
+			}
+		}
+		s.mu.Unlock()
+	}
+	return cut
+}
+
+// join returns the cut's memories in id order, each with its Q entry and
+// history section.
+func (cut exportCut) join() []ckptMemory {
+	byID := func(a, b uint64) int { return cmp.Compare(a, b) }
+	slices.SortFunc(cut.mems, func(a, b cutMem) int { return byID(a.id, b.id) })
+	slices.SortFunc(cut.q, func(a, b qtable.IDEntry) int { return byID(a.ID, b.ID) })
+	slices.SortFunc(cut.hist, func(a, b cutHist) int { return byID(a.id, b.id) })
+	out := make([]ckptMemory, len(cut.mems))
+	qi, hi := 0, 0
+	for i, x := range cut.mems {
+		for qi < len(cut.q) && cut.q[qi].ID < x.id {
+			qi++
+		}
+		for hi < len(cut.hist) && cut.hist[hi].id < x.id {
+			hi++
+		}
+		cm := ckptMemory{id: x.id, m: x.m}
+		if qi < len(cut.q) && cut.q[qi].ID == x.id {
+			e := cut.q[qi].Entry
+			cm.q, cm.visits, cm.lastReward, cm.rewardSum, cm.updated = e.Q, e.Visits, e.LastReward, e.RewardSum, e.Updated
+		}
+		if hi < len(cut.hist) && cut.hist[hi].id == x.id {
+			h := cut.hist[hi]
+			data := make([]byte, 1+h.end-h.off)
+			data[0] = histSectionVersion
+			copy(data[1:], cut.logs[h.off:h.end])
+			cm.sections = []ckptSection{{tag: memSectHistory, data: data}}
+		}
+		out[i] = cm
+	}
+	return out
 }
 
 // exportPins defers the removal of a generation's files (removeGen) while
@@ -275,7 +367,7 @@ func (e *Export) Close() error {
 		return nil
 	}
 	e.closed = true
-	e.mems, e.sections, e.sums = nil, nil, nil
+	e.mems, e.cut, e.sections, e.sums = nil, exportCut{}, nil, nil
 	err := e.closeFiles()
 	if e.c.xport.unpin(e.gen) {
 		// A compaction replaced the generation while the export read it.
@@ -317,6 +409,10 @@ func (e *Export) WriteTo(w io.Writer) (int64, error) {
 	defer e.mu.Unlock()
 	if e.closed {
 		return 0, ErrExportClosed
+	}
+	if e.mems == nil {
+		e.mems = e.cut.join()
+		e.cut = exportCut{}
 	}
 	iw := image.NewWriter(w)
 	err := e.writeImage(iw)

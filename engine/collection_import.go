@@ -160,38 +160,132 @@ func (db *DB) ImportCollection(name string, r io.Reader) (*Collection, error) {
 	if err := validName(name); err != nil {
 		return nil, err
 	}
+	p, err := db.prepareImport(name, r)
+	if err != nil {
+		return nil, err
+	}
+	return p.Commit(name)
+}
+
+// errImportDone: Commit or Abort of a PreparedImport already committed or
+// aborted.
+var errImportDone = errors.New("engine: import already committed or aborted")
+
+// PreparedImport is an image read, verified and opened (PrepareImport),
+// not yet a collection of the database: ImportCollection in two steps, so
+// that the long one (reading, writing and verifying the image: seconds
+// at a million memories) can run where it stalls nothing, and the short
+// one (Commit: a log record and an index opened) where the order of
+// collection changes is decided (a raft FSM). It holds the collection's
+// files open and its state in memory until Commit or Abort, one of which
+// the caller must call (before closing the database); a process that
+// stops first leaves a marked folder, which the next Open removes. Safe
+// for concurrent use.
+type PreparedImport struct {
+	db  *DB
+	uid uint64
+	dir string
+
+	mu sync.Mutex  // guards c
+	c  *Collection // nil once committed or aborted
+}
+
+// PrepareImport reads and verifies a whole image and opens the collection
+// it holds, invisible: ImportCollection without its last step. Its errors
+// are ImportCollection's.
+func (db *DB) PrepareImport(r io.Reader) (*PreparedImport, error) {
+	return db.prepareImport("", r)
+}
+
+// prepareImport is PrepareImport, failing early when name (if not empty)
+// is taken.
+func (db *DB) prepareImport(name string, r io.Reader) (*PreparedImport, error) {
 	db.mu.Lock()
 	if db.closed || db.closing {
 		db.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if _, ok := db.colls[name]; ok {
+	if _, ok := db.colls[name]; ok && name != "" {
 		db.mu.Unlock()
 		return nil, fmt.Errorf("%w: %q", ErrCollectionExists, name)
+	}
+	if max := db.opts.MaxCollections; max > 0 && len(db.colls) >= max {
+		db.mu.Unlock()
+		return nil, fmt.Errorf("%w: the database holds %d", ErrTooManyCollections, len(db.colls))
 	}
 	// The uid is taken now, so no create meets this folder.
 	uid := db.nextUID
 	db.nextUID++
 	db.imports.stage(uid, true)
 	db.mu.Unlock()
-	defer db.imports.stage(uid, false)
 
-	dir := collectionDir(db.dir, uid)
-	c, err := db.importStaged(name, uid, dir, r)
-	if err == nil {
-		err = db.commitImport(c)
+	p := &PreparedImport{db: db, uid: uid, dir: collectionDir(db.dir, uid)}
+	if name == "" {
+		name = "(import)" // named by Commit; this one appears in logs only
 	}
+	c, err := db.importStaged(name, uid, p.dir, r)
 	if err != nil {
-		if c != nil {
-			c.closeIndex(false)
-			c.closeFiles()
-		}
-		if rerr := vfs.RemoveAllPaced(db.fs, dir); rerr != nil {
-			db.opts.Logf("memrl: import of %q: removing its files: %v", name, rerr)
-		}
+		p.discard(c)
 		return nil, err
 	}
+	p.c = c
+	return p, nil
+}
+
+// Commit makes the prepared collection collection name of the database,
+// durably (ImportCollection's last step): ErrCollectionExists if the name
+// is taken by then. On any error the import is aborted (its files
+// removed).
+func (p *PreparedImport) Commit(name string) (*Collection, error) {
+	p.mu.Lock()
+	c := p.c
+	p.c = nil
+	p.mu.Unlock()
+	if c == nil {
+		return nil, errImportDone
+	}
+	err := validName(name)
+	if err == nil {
+		c.name = name // not yet shared
+		err = p.db.commitImport(c)
+	}
+	if err != nil {
+		p.discard(c)
+		return nil, err
+	}
+	p.db.imports.stage(p.uid, false) // known by its uid now
 	return c, nil
+}
+
+// Abort drops the prepared import: its files are removed.
+func (p *PreparedImport) Abort() error {
+	p.mu.Lock()
+	c := p.c
+	p.c = nil
+	p.mu.Unlock()
+	if c == nil {
+		return errImportDone
+	}
+	p.discard(c)
+	return nil
+}
+
+// discard closes c (if not nil) and removes the import's folder.
+func (p *PreparedImport) discard(c *Collection) {
+	if c != nil {
+		// Its figures went into the database's DataMemory when it was
+		// opened (accountLocked); take them out.
+		c.mu.Lock()
+		c.unaccountLocked()
+		c.dropped = true
+		c.mu.Unlock()
+		c.closeIndex(false)
+		c.closeFiles()
+	}
+	if err := vfs.RemoveAllPaced(p.db.fs, p.dir); err != nil {
+		p.db.opts.Logf("memrl: import: removing its files: %v", err)
+	}
+	p.db.imports.stage(p.uid, false)
 }
 
 // importStaged writes the image's files into dir (marked as an import in
@@ -483,9 +577,15 @@ func (db *DB) openImportedLocked(name string, uid uint64, cc ckptCollection) (*C
 	if err != nil {
 		return nil, err
 	}
-	c.loadCheckpointLocked(cc)
+	// loadCheckpointLocked, but with the entries marked dirty: they are
+	// in no checkpoint yet. An image holds each id once, in order.
+	c.nextID = max(cc.nextID, 1)
+	c.rowIDs = make([]uint64, cc.nrows)
 	for _, m := range cc.mems {
-		c.q.Put(m.id, qEntry(m)) // dirty: not in any checkpoint yet
+		c.mems[m.id] = m.m
+		c.liveIDs.add(m.id)
+		c.rowIDs[m.m.row] = m.id
+		c.q.Put(m.id, qEntry(m))
 		for i, s := range m.sections {
 			if s.tag == memSectHistory && len(s.data) > 1 {
 				m.sections[i].data = histWithLSN0(s.data)
@@ -529,7 +629,10 @@ func (db *DB) commitImport(c *Collection) error {
 		db.mu.Unlock()
 		return fmt.Errorf("%w: the database holds %d", ErrTooManyCollections, len(db.colls))
 	}
-	lsn, err := db.logFor(c.name, encodeImport(c.uid, c.name))
+	// Straight to the log, never into a transaction's group (logFor): a
+	// group cut short by a crash is dropped whole at replay, and this
+	// record must stand once its wait below returns.
+	lsn, err := db.log.Enqueue(encodeImport(c.uid, c.name))
 	if err != nil {
 		db.mu.Unlock()
 		return err

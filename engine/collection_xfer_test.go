@@ -319,7 +319,18 @@ func TestExportImportEveryField(t *testing.T) {
 			if !w.fired {
 				w.hook()
 			}
+			// The compaction during WriteTo left the generation the export
+			// read to Close, which removes it.
+			c.mu.RLock()
+			gen := c.gen
+			c.mu.RUnlock()
+			if !slices.Contains(genFilesIn(t, c), e.gen) || e.gen == gen {
+				t.Fatalf("generation %d read by the export: files of generations %v, current %d", e.gen, genFilesIn(t, c), gen)
+			}
 			e.Close()
+			if got := genFilesIn(t, c); !slices.Equal(got, []uint64{gen}) {
+				t.Fatalf("after Close, files of generations %v, want only %d", got, gen)
+			}
 			if d := want.diff(readXferState(t, c)); d == "" {
 				t.Fatal("the writes during WriteTo changed nothing: the test tests nothing")
 			}
@@ -361,6 +372,22 @@ func TestExportImportEveryField(t *testing.T) {
 			}
 		})
 	}
+}
+
+// genFilesIn lists the generations of c's folder's files.
+func genFilesIn(t *testing.T, c *Collection) []uint64 {
+	names, err := c.db.fs.List(c.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []uint64
+	for _, n := range names {
+		if g, ok := fileGen(n); ok && !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // mutateSource changes collection c in every way.
@@ -443,9 +470,19 @@ func TestImportSurvivesCrash(t *testing.T) {
 	if d := want.diff(readXferState(t, c3)); d != "" {
 		t.Fatalf("after a crash: %s", d)
 	}
-	// Writes after the import replay over it.
-	if _, err := c3.Reward(1, []uint64{1}, nil); err != nil {
+	// Writes after the import replay over it, and extend its history
+	// (whose LSNs were the source log's, far above this log's).
+	hist, err := c3.History(ByID(1), 0)
+	if err != nil || len(hist) == 0 {
+		t.Fatalf("history of memory 1: %v, %v; the workload rewards it", hist, err)
+	}
+	qs, err := c3.Reward(0.75, []uint64{1}, nil)
+	if err != nil {
 		t.Fatal(err)
+	}
+	hist2, err := c3.History(ByID(1), 0)
+	if err != nil || len(hist2) != min(len(hist)+1, DefaultHistoryLen) || hist2[0].Reward != 0.75 || hist2[0].Q != qs[0] {
+		t.Fatalf("history after a reward: %d entries (before %d), newest %+v; want the reward 0.75, Q %v", len(hist2), len(hist), hist2[0], qs[0])
 	}
 	after := readXferState(t, c3)
 	if err := db2.Checkpoint(); err != nil { // a delta: it must hold every imported memory
@@ -583,7 +620,13 @@ func TestImportRefusesDamage(t *testing.T) {
 		}
 	}
 	// A stride of single-byte flips, and cuts, over the whole image.
-	stride := max(len(img)/300, 1)
+	// (engine/image's own test flips every byte of an image and cuts it
+	// at every length; here the point is that nothing is left behind.)
+	points := 150
+	if testing.Short() {
+		points = 50
+	}
+	stride := max(len(img)/points, 1)
 	for off := 0; off < len(img); off += stride {
 		b := bytes.Clone(img)
 		b[off] ^= 0x01
@@ -750,5 +793,118 @@ func TestImportDeterministic(t *testing.T) {
 	}
 	if ids[0] != ids[1] {
 		t.Fatalf("next ids %d and %d", ids[0], ids[1])
+	}
+}
+
+// TestImportDropCrash: an import dropped before any checkpoint replays as
+// the import then the drop: no collection, and its folder goes with the
+// next checkpoint.
+func TestImportDropCrash(t *testing.T) {
+	_, c := sourceDB(t, flatXferConfig(), 30)
+	img := exportBytes(t, c)
+	fs := vfs.NewMemFS()
+	db := openXfer(t, fs)
+	mustColl(t, db, "other", NewConfig(4))
+	folders := collectionFolders(t, fs)
+	if _, err := db.ImportCollection("c", bytes.NewReader(img)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Drop("c"); err != nil {
+		t.Fatal(err)
+	}
+	crashed := fs.Crash(vfs.DropUnsynced, rand.New(rand.NewSource(1)))
+	db.Close()
+	db2 := openXfer(t, crashed)
+	defer db2.Close()
+	if got := db2.List(); !slices.Equal(got, []string{"other"}) {
+		t.Fatalf("collections %v after the crash", got)
+	}
+	if err := db2.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if got := collectionFolders(t, crashed); !slices.Equal(got, folders) {
+		t.Fatalf("folders %v after a checkpoint, want %v", got, folders)
+	}
+}
+
+// TestPrepareImport: the two-step import. A checkpoint between the steps
+// leaves the prepared folder alone; Commit under a taken name fails and
+// leaves nothing; Abort leaves nothing; a prepared import commits once.
+func TestPrepareImport(t *testing.T) {
+	_, c := sourceDB(t, flatXferConfig(), 40)
+	want := readXferState(t, c)
+	img := exportBytes(t, c)
+	fs := vfs.NewMemFS()
+	db := openXfer(t, fs)
+	defer db.Close()
+	mustColl(t, db, "other", NewConfig(4))
+	folders := collectionFolders(t, fs)
+	if err := db.CheckpointFull(); err != nil {
+		t.Fatal(err)
+	}
+
+	p, err := db.PrepareImport(bytes.NewReader(img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if got := db.List(); !slices.Equal(got, []string{"other"}) {
+		t.Fatalf("collections %v before Commit", got)
+	}
+	c2, err := p.Commit("moved")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := want.diff(readXferState(t, c2)); d != "" {
+		t.Fatal(d)
+	}
+	if _, err := p.Commit("again"); err == nil {
+		t.Fatal("a second Commit succeeded")
+	}
+
+	folders = collectionFolders(t, fs)
+	p, err = db.PrepareImport(bytes.NewReader(img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Commit("other"); !errors.Is(err, ErrCollectionExists) {
+		t.Fatalf("Commit under a taken name: %v", err)
+	}
+	if got := collectionFolders(t, fs); !slices.Equal(got, folders) {
+		t.Fatalf("folders %v after a failed Commit, want %v", got, folders)
+	}
+	before := db.DataMemory()
+	p, err = db.PrepareImport(bytes.NewReader(img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if got := collectionFolders(t, fs); !slices.Equal(got, folders) {
+		t.Fatalf("folders %v after Abort, want %v", got, folders)
+	}
+	if after := db.DataMemory(); after != before {
+		t.Fatalf("DataMemory %+v after an aborted import, %+v before", after, before)
+	}
+	if got := db.List(); !slices.Equal(got, []string{"moved", "other"}) {
+		t.Fatalf("collections %v", got)
+	}
+	// The files of the collection prepared across a checkpoint are all
+	// there: a reopen reads them.
+	crashed := fs.Crash(vfs.DropUnsynced, rand.New(rand.NewSource(1)))
+	db2, err := Open("/db", xferOpts(crashed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	c3, err := db2.Collection("moved")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := want.diff(readXferState(t, c3)); d != "" {
+		t.Fatalf("after reopening: %s", d)
 	}
 }

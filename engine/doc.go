@@ -338,6 +338,27 @@
 // bounds check (files only grow) holds within each chain: a compaction
 // always starts a new chain.
 //
+// # Export and import
+//
+// A collection moves whole between databases (cluster resharding) as an
+// image: Collection.BeginExport takes a consistent cut (its write lock
+// held only to copy the in-memory state: memory records, Q entries and
+// history logs, each copied sequentially, and to open the files, which
+// only grow below the sizes noted; the file generation is pinned so that a
+// compaction's removal of it waits for Export.Close), Export.WriteTo
+// streams it without the lock (package engine/image frames and checksums
+// it; collection_export.go lists its files), and DB.ImportCollection
+// verifies it whole while writing it into a new folder marked IMPORTING,
+// then logs recImport (record 24) naming that folder and its state file
+// import.ckpt, a one-collection checkpoint. Replay opens the collection
+// from them; the first checkpoint after the record holds it (its memories
+// are imported dirty) and removes import.ckpt; Open removes a marked
+// folder no collection owns. Rows keep their numbers (dead rows are
+// shipped), so payload offsets, ghosts and the shipped IVF-PQ index stay
+// valid; history logs restart at LSN 0 in the new log. The state is the
+// image's alone (no clock, nothing local but the uid), so replicas that
+// import the same bytes end in the same state.
+//
 // # Concurrency
 //
 // Lock order: DB.ckptMu, then DB.mu, then Collection.snapMu (snapshot

@@ -128,6 +128,12 @@
 // index of the expression's fields plans a superset of the match (exactly
 // it when the plan says exact), and holds nothing once the row is removed.
 //
+// FuzzReadImage (./engine/image) reads arbitrary bytes as a collection
+// image (the stream of an export, engine/image/doc.go). Checks: no panic;
+// an image it accepts, written again file by file, reads back the same
+// files (kinds, ids and bytes). Refusals wrap image.ErrCorrupt or
+// ErrVersion. Seeds: images written by the Writer.
+//
 // FuzzDecodeEntry (./fuzz) decodes arbitrary bytes as a replica's raft log
 // entry (replica.DecodeEntry: version, leader time, arguments, xxhash64).
 // Checks: no panic; a refusal wraps replica.ErrBadEntry; an accepted
