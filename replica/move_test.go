@@ -15,6 +15,27 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// startMoveGroup is startGroup whose nodes stop followers first, the
+// leader last, when the test ends: stopping the leader first makes the
+// others elect a leader of a new term, whose heartbeats can reach a node
+// whose raft store its Close is closing (hashicorp/raft's heartbeat fast
+// path runs on the transport's goroutine, which Shutdown does not wait
+// for), a panic under load ("failed to save current term").
+func startMoveGroup(t *testing.T, n int) []*testNode {
+	nodes := startGroup(t, n)
+	t.Cleanup(func() {
+		for _, tn := range nodes {
+			if tn.node != nil && !tn.node.IsLeader() {
+				tn.stop(t)
+			}
+		}
+		for _, tn := range nodes {
+			tn.stop(t)
+		}
+	})
+	return nodes
+}
+
 // moveDriver runs the steps of a collection move (the mover's,
 // cmd/memrl/cluster_move.go) against two in-process groups.
 type moveDriver struct {
@@ -131,7 +152,7 @@ func collState(t *testing.T, c *redis.Client, name string, ids []int64) string {
 // writes during the pause are refused with TRYAGAIN and change nothing,
 // and every acknowledged write is on the target exactly once.
 func TestMoveCollection(t *testing.T) {
-	src, dst := startGroup(t, 3), startGroup(t, 3)
+	src, dst := startMoveGroup(t, 3), startMoveGroup(t, 3)
 	ctx := context.Background()
 	sl := waitLeader(t, src)
 	sc := sl.client(t)
@@ -301,7 +322,7 @@ func TestMoveCollection(t *testing.T) {
 // staged or committed, a BEGIN of a new move supersedes a stale staging,
 // and out-of-order chunks are refused.
 func TestMoveDiscard(t *testing.T) {
-	src, dst := startGroup(t, 1), startGroup(t, 1)
+	src, dst := startMoveGroup(t, 1), startMoveGroup(t, 1)
 	ctx := context.Background()
 	sc := waitLeader(t, src).client(t)
 	if err := sc.Do(ctx, "MEM.CREATE", "c", "DIM", 2).Err(); err != nil {
@@ -347,7 +368,7 @@ func TestMoveDiscard(t *testing.T) {
 // raft snapshot installed on a lagging follower, and a restart of the
 // whole group.
 func TestMoveStateSurvivesSnapshot(t *testing.T) {
-	nodes := startGroup(t, 3)
+	nodes := startMoveGroup(t, 3)
 	ctx := context.Background()
 	l := waitLeader(t, nodes)
 	c := l.client(t)
