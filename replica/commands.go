@@ -57,6 +57,7 @@ func (n *Node) registerCommands(s *server.Server) {
 	s.Register("RAFT.SNAPSHOT", 0, n.cmdSnapshot, server.Local)
 	s.Register("RAFT.MAINTAIN", 0, n.cmdMaintain)
 	s.AddInfoSection("Replication", n.infoSection)
+	n.registerMoveCommands(s) // move_delta.go
 }
 
 // infoSection is INFO replication: Redis's role (master for the shard's

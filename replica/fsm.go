@@ -137,12 +137,13 @@ func (f fsm) ApplyBatch(logs []*raft.Log) []any {
 			continue
 		}
 		n.clock.Store(b.At)
+		n.applyIndex.Store(l.Index)
 		if single {
-			out[i] = a.Apply(b.Cmds[0])
+			out[i] = n.applyCmd(a, b.Cmds[0]) // move_apply.go
 		} else {
 			replies := make([][]byte, len(b.Cmds))
 			for j, cmd := range b.Cmds {
-				replies[j] = a.Apply(cmd)
+				replies[j] = n.applyCmd(a, cmd)
 			}
 			out[i] = replies
 		}

@@ -154,6 +154,12 @@ type Node struct {
 	clock atomic.Int64
 	// applied is the index of the last entry the state machine applied.
 	applied atomic.Uint64
+	// applyIndex is the index of the entry being applied (move_*.go).
+	applyIndex atomic.Uint64
+	// moves is the replicated state of collection moves; exports the
+	// images this node wrote as a move's source (move_*.go).
+	moves   moveState
+	exports exportSet
 
 	// readyTerm is the raft term in which this node, as leader, has
 	// applied every entry of earlier terms (a Barrier): linearizable

@@ -12,13 +12,16 @@ import (
 	"github.com/memrl/memrl/internal/cliflag"
 )
 
-// memrl cluster rebalance (docs/CLUSTER.md "Resharding"): even slot
-// counts, by the moves of memrl cluster reshard (cluster_reshard.go).
+// memrl cluster rebalance (docs/CLUSTER.md "Resharding"): even bytes,
+// then even slot counts, by the moves of memrl cluster reshard
+// (cluster_reshard.go).
 
-// clusterRebalance is memrl cluster rebalance: every shard gets
-// NumSlots/shards slots (the first NumSlots%shards one more), moving
-// slots without collections from the shards that have more to those that
-// have fewer.
+// clusterRebalance is memrl cluster rebalance: slots with collections move
+// from the heaviest shards to the lightest until each is within 10% of the
+// mean bytes (cluster_rebalance_bytes.go); then every shard gets
+// NumSlots/shards slots (the first NumSlots%shards one more) as far as
+// slots without collections allow, moving them from the shards that have
+// more to those that have fewer.
 func clusterRebalance(args []string) error {
 	args, _, err := setNodeAuth(args) // cluster_security.go
 	if err != nil {
@@ -43,6 +46,15 @@ func clusterRebalance(args []string) error {
 	if err != nil {
 		return err
 	}
+	moveWait = *wait
+	ctx, cancel := context.WithTimeout(context.Background(), *wait)
+	defer cancel()
+	// A move a stopped run left is finished or rolled back first.
+	if n, err := resolveMoves(ctx, nodes, shards); err != nil {
+		return err
+	} else if n > 0 {
+		fmt.Printf("memrl cluster: resolved %d collection moves left by an earlier run\n", n)
+	}
 	plan, short, err := rebalancePlan(nodes, slots, shards, *wait)
 	if err != nil {
 		return err
@@ -50,7 +62,7 @@ func clusterRebalance(args []string) error {
 	total := 0
 	var errs []error
 	for _, m := range plan {
-		moved, _, err := moveSlots(*wait, nodes, slots, m.slots, m.from, m.to)
+		moved, err := moveSlots(*wait, nodes, slots, m.slots, m.from, m.to)
 		total += moved
 		if err != nil {
 			errs = append(errs, err)
@@ -68,8 +80,12 @@ func clusterRebalance(args []string) error {
 		fmt.Printf(" %d", countSlots(slots, k))
 	}
 	fmt.Println()
+	if totals.collections > 0 {
+		fmt.Printf("moved %d collections (%d bytes; %d commands replayed; writes paused at most %v)\n",
+			totals.collections, totals.bytes, totals.replayed, totals.maxPause.Round(time.Microsecond))
+	}
 	if short > 0 {
-		fmt.Printf("%d slots could not move: they hold collections (%v)\n", short, errSlotHasData)
+		fmt.Printf("%d slots short of an even count: the slots left hold collections, which move by bytes, not count\n", short)
 	}
 	return nil
 }
@@ -80,22 +96,40 @@ type slotMove struct {
 	slots    []int
 }
 
-// rebalancePlan asks each shard over its even share which of its slots
-// hold no collection, and plans their moves (planRebalance).
+// rebalancePlan plans the moves of a rebalance: first slots with data,
+// by bytes (planBytes, cluster_rebalance_bytes.go), then slots without
+// collections, to even the slot counts left after those (planRebalance).
 func rebalancePlan(nodes []cluster.Node, slots *cluster.SlotMap, shards int, wait time.Duration) (plan []slotMove, short int, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	free := make([][]int, shards)
-	for k, want := range evenShares(shards) {
-		if countSlots(slots, k) <= want {
-			continue
-		}
-		if free[k], _, err = emptySlots(ctx, nodes, slots, k); err != nil {
+	slotBytes := make([]map[int]int64, shards)
+	hasData := map[int]bool{}
+	for k := range shards {
+		if slotBytes[k], err = shardBytes(ctx, nodes, k); err != nil {
 			return nil, 0, err
 		}
+		for s := range slotBytes[k] {
+			hasData[s] = true
+		}
 	}
-	plan, short = planRebalance(slots, shards, free)
-	return plan, short, nil
+	plan, _ = planBytes(shards, slotBytes)
+	after := *slots
+	for _, m := range plan {
+		after[m.slots[0]] = uint16(m.to)
+	}
+	free := make([][]int, shards)
+	for k, want := range evenShares(shards) {
+		if countSlots(&after, k) <= want {
+			continue
+		}
+		for s := cluster.NumSlots - 1; s >= 0; s-- {
+			if int(after[s]) == k && !hasData[s] {
+				free[k] = append(free[k], s)
+			}
+		}
+	}
+	more, short := planRebalance(&after, shards, free)
+	return append(plan, more...), short, nil
 }
 
 // evenShares returns each shard's even share of the slots: NumSlots/shards,

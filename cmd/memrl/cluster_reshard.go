@@ -34,13 +34,12 @@ import (
 // reshard moves --slots slots from shard --from to shard --to, one slot
 // at a time, following Redis's steps: IMPORTING on the target, MIGRATING
 // on the source (from then on the source refuses to create a collection
-// in the slot, even one routed before: the apply-time guard), a check
-// that the source holds no collection in it, NODE on the target then the
-// source; at the end slots.tsv is rewritten (temporary file, fsync,
-// rename) and every node reloads it. Moving collections with their data
-// is not built yet: only slots without collections are chosen, and a
-// slot that turns out to hold one (created meanwhile) is set STABLE again
-// and left at the source.
+// in the slot, even one routed before: the apply-time guard), each of
+// the slot's collections moved with its data (cluster_move.go), NODE on
+// the target then the source; at the end slots.tsv is rewritten
+// (temporary file, fsync, rename) and every node reloads it. It takes
+// the source's highest slots, so a run that stopped, run again, takes the
+// same ones (the moved ones are the target's in slots.tsv).
 
 const clusterReshardUsage = `usage:
   memrl cluster add --dir DIR --new-shard [--replicas R] [--port P] [-- serve flags...]
@@ -165,9 +164,6 @@ func atoiOr0(s string) int {
 	return n
 }
 
-// errSlotHasData refuses to move a slot that holds collections.
-var errSlotHasData = errors.New("the slot holds collections, and moving collections with their data is not built yet")
-
 // clusterReshard is memrl cluster reshard.
 func clusterReshard(args []string) error {
 	args, _, err := setNodeAuth(args) // cluster_security.go
@@ -203,16 +199,27 @@ func clusterReshard(args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *wait)
 	defer cancel()
-	free, used, err := emptySlots(ctx, nodes, slots, *from)
-	if err != nil {
+	moveWait = *wait
+	// A move a stopped run left is finished or rolled back first.
+	if n, err := resolveMoves(ctx, nodes, shards); err != nil {
 		return err
+	} else if n > 0 {
+		fmt.Printf("memrl cluster: resolved %d collection moves left by an earlier run\n", n)
 	}
-	if *count < 1 || len(free) < *count {
-		return cliflag.Usagef("--slots %d: shard %d has %d slots without collections (%d with); %v",
-			*count, *from, len(free), used, errSlotHasData)
+	var pick []int
+	for s := cluster.NumSlots - 1; s >= 0; s-- {
+		if int(slots[s]) == *from {
+			pick = append(pick, s)
+		}
 	}
-	pick := free[:*count]
-	moved, skipped, err := moveSlots(*wait, nodes, slots, pick, *from, *to)
+	if *count < 1 || len(pick) < *count {
+		return cliflag.Usagef("--slots %d: shard %d has %d slots", *count, *from, len(pick))
+	}
+	// The highest slots, with their collections: the same ones again
+	// when a stopped run is run again (slots.tsv then names the moved
+	// ones at the target).
+	pick = pick[:*count]
+	moved, err := moveSlots(*wait, nodes, slots, pick, *from, *to)
 	if moved > 0 || err == nil {
 		// What moved is in slots.tsv even when a slot failed: a slot
 		// not moved is left as its shards' SETSLOT states say (run
@@ -225,33 +232,12 @@ func clusterReshard(args []string) error {
 		return fmt.Errorf("%w (%d slots moved)", err, moved)
 	}
 	fmt.Printf("memrl cluster: moved %d slots from shard %d to shard %d", moved, *from, *to)
-	if skipped > 0 {
-		fmt.Printf(" (%d left at shard %d: collections were created in them meanwhile)", skipped, *from)
+	if totals.collections > 0 {
+		fmt.Printf(", %d collections (%d bytes; %d commands replayed; writes paused at most %v)",
+			totals.collections, totals.bytes, totals.replayed, totals.maxPause.Round(time.Microsecond))
 	}
 	fmt.Println()
 	return nil
-}
-
-// emptySlots returns shard's slots that hold no collection (asked with
-// MEM.LIST on its leader), highest first, and how many hold one.
-func emptySlots(ctx context.Context, nodes []cluster.Node, slots *cluster.SlotMap, shard int) (free []int, used int, err error) {
-	v, err := leaderReply(ctx, nodes, shard, "MEM.LIST")
-	if err != nil {
-		return nil, 0, fmt.Errorf("MEM.LIST on shard %d: %w", shard, err)
-	}
-	taken := map[int]bool{}
-	names, _ := v.([]any)
-	for _, n := range names {
-		if s, ok := n.(string); ok {
-			taken[cluster.HashSlot([]byte(s))] = true
-		}
-	}
-	for s := cluster.NumSlots - 1; s >= 0; s-- {
-		if int(slots[s]) == shard && !taken[s] {
-			free = append(free, s)
-		}
-	}
-	return free, len(taken), nil
 }
 
 // reshardParallel is how many slots move at once: each move is four
@@ -262,11 +248,10 @@ func emptySlots(ctx context.Context, nodes []cluster.Node, slots *cluster.SlotMa
 const reshardParallel = 4
 
 // moveSlots moves the slots of pick from shard from to shard to
-// (moveEmptySlot), reshardParallel at a time, and records each moved
-// slot in slots. A slot found holding a collection is skipped; the
-// first other error stops the moves not yet started.
-func moveSlots(wait time.Duration, nodes []cluster.Node, slots *cluster.SlotMap, pick []int, from, to int) (moved, skipped int, err error) {
-	var mu sync.Mutex // guards moved, skipped, err, slots
+// (moveSlot), reshardParallel at a time, and records each moved slot in
+// slots. The first error stops the moves not yet started.
+func moveSlots(wait time.Duration, nodes []cluster.Node, slots *cluster.SlotMap, pick []int, from, to int) (moved int, err error) {
+	var mu sync.Mutex // guards moved, err, slots
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range min(reshardParallel, len(pick)) {
@@ -274,11 +259,9 @@ func moveSlots(wait time.Duration, nodes []cluster.Node, slots *cluster.SlotMap,
 		go func() {
 			defer wg.Done()
 			for s := range work {
-				e := moveEmptySlot(wait, nodes, s, from, to)
+				e := moveSlot(wait, nodes, s, from, to)
 				mu.Lock()
 				switch {
-				case errors.Is(e, errSlotHasData):
-					skipped++
 				case e != nil:
 					err = errors.Join(err, fmt.Errorf("slot %d: %w", s, e))
 				default:
@@ -300,13 +283,12 @@ func moveSlots(wait time.Duration, nodes []cluster.Node, slots *cluster.SlotMap,
 	}
 	close(work)
 	wg.Wait()
-	return moved, skipped, err
+	return moved, err
 }
 
-// moveEmptySlot moves one slot without collections from shard from to
-// shard to (see above); errSlotHasData if the source has a collection
-// in it once MIGRATING, in which case both shards are set STABLE again.
-func moveEmptySlot(wait time.Duration, nodes []cluster.Node, slot, from, to int) error {
+// moveSlot moves one slot from shard from to shard to (see above), the
+// collections in it with their data (moveCollection, cluster_move.go).
+func moveSlot(wait time.Duration, nodes []cluster.Node, slot, from, to int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	s, t := strconv.Itoa(slot), strconv.Itoa(to)
@@ -325,25 +307,38 @@ func moveEmptySlot(wait time.Duration, nodes []cluster.Node, slot, from, to int)
 		return err
 	}
 	// Every entry before MIGRATING in the source's log is applied on its
-	// leader now, and any create after it is refused: this count is final.
-	n, err := leaderReply(ctx, nodes, from, "CLUSTER", "COUNTKEYSINSLOT", s)
-	if err != nil {
+	// leader now, and any create after it is refused (ASK to the
+	// target): the slot's collections at the source are these, and only
+	// fewer once each is moved.
+	for round := 0; ; round++ {
+		names, err := slotCollections(context.Background(), nodes, from, slot) // cluster_move.go
+		if err != nil {
+			return err
+		}
+		if len(names) == 0 {
+			break
+		}
+		if round == 3 {
+			return fmt.Errorf("slot %d: shard %d still has %v after moving them", slot, from, names)
+		}
+		for _, name := range names {
+			st, err := moveCollection(context.Background(), nodes, name, from, to)
+			if err != nil {
+				return fmt.Errorf("moving collection %s: %w", name, err)
+			}
+			totals.add(name, st)
+		}
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), wait)
+	defer cancel2()
+	if err := onLeader(ctx2, nodes, to, "CLUSTER", "SETSLOT", s, "NODE", t); err != nil {
 		return err
 	}
-	k, ok := n.(int64)
-	if !ok {
-		return fmt.Errorf("CLUSTER COUNTKEYSINSLOT %s on shard %d answered %v", s, from, n)
-	}
-	if k != 0 {
-		return errors.Join(errSlotHasData,
-			onLeader(ctx, nodes, from, "CLUSTER", "SETSLOT", s, "STABLE"),
-			onLeader(ctx, nodes, to, "CLUSTER", "SETSLOT", s, "STABLE"))
-	}
-	if err := onLeader(ctx, nodes, to, "CLUSTER", "SETSLOT", s, "NODE", t); err != nil {
-		return err
-	}
-	return onLeader(ctx, nodes, from, "CLUSTER", "SETSLOT", s, "NODE", t)
+	return onLeader(ctx2, nodes, from, "CLUSTER", "SETSLOT", s, "NODE", t)
 }
+
+// totals are the moves of this run (memrl runs one reshard or rebalance).
+var totals moveTotals
 
 // leaderCache remembers each shard's leader between the commands of a
 // reshard (found again when one does not answer as the leader).

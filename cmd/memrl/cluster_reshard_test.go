@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,8 +19,8 @@ import (
 
 // TestClusterAddShardReshard grows a running cluster of real processes:
 // memrl cluster add --new-shard starts a third shard (a raft group of two
-// nodes, no slots), memrl cluster reshard gives it slots without
-// collections (more than there are is refused, changing nothing), and a
+// nodes, no slots), memrl cluster reshard gives it slots (more than the
+// source has is refused, changing nothing), and a
 // client then creates collections there while the old ones stay where
 // they are. Then a SETSLOT MIGRATING survives a kill -9 and restart of
 // its shard's only node (replayed from the raft log): the node still
@@ -59,10 +60,10 @@ func TestClusterAddShardReshard(t *testing.T) {
 		t.Fatalf("CLUSTER SHARDS after add: %d shards, %v", len(shards), err)
 	}
 
-	// More slots than shard 0 has without collections: refused, nothing moves.
-	out, err = exec.Command(bin, "cluster", "reshard", "--dir", dir, "--from", "0", "--to", "2", "--slots", "8192").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "not built yet") {
-		t.Fatalf("reshard of slots holding collections: %v\n%s", err, out)
+	// More slots than shard 0 has: refused, nothing moves.
+	out, err = exec.Command(bin, "cluster", "reshard", "--dir", dir, "--from", "0", "--to", "2", "--slots", "8193").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "shard 0 has 8192 slots") {
+		t.Fatalf("reshard of more slots than the shard has: %v\n%s", err, out)
 	}
 	if m, err := cluster.ReadSlots(slotsPath, 3); err != nil || *m != *before {
 		t.Fatalf("a refused reshard changed slots.tsv (%v)", err)
@@ -211,5 +212,37 @@ func TestPlanRebalance(t *testing.T) {
 	}
 	if plan, short := planRebalance(&after, 3, [][]int{all(0), all(1), nil}); len(plan) != 0 || short != 0 {
 		t.Fatalf("an even map planned %d moves, short %d", len(plan), short)
+	}
+}
+
+// TestPlanRebalanceBytes: slots with data move from the heaviest shard to
+// the lightest until each is within 10% of the mean, a slot never more
+// than half the gap (so no collection goes back and forth), and the plan
+// is the same every time.
+func TestPlanRebalanceBytes(t *testing.T) {
+	// Shards 0 and 1 hold 6 collections of 100 bytes each, shard 2 none.
+	sb := []map[int]int64{{1: 100, 2: 100, 3: 100, 4: 100, 5: 100, 6: 100}, {11: 100, 12: 100, 13: 100, 14: 100, 15: 100, 16: 100}, {}}
+	plan, total := planBytes(3, sb)
+	if !slices.Equal(total, []int64{400, 400, 400}) || len(plan) != 4 {
+		t.Fatalf("plan %+v, bytes after %v", plan, total)
+	}
+	for _, m := range plan {
+		if m.to != 2 || len(m.slots) != 1 {
+			t.Fatalf("a move %+v", m)
+		}
+	}
+	again, _ := planBytes(3, sb)
+	if !reflect.DeepEqual(plan, again) {
+		t.Fatalf("two plans differ: %+v, %+v", plan, again)
+	}
+	// One collection as heavy as all the rest: it stays; the small ones
+	// move only while they narrow the gap.
+	plan, total = planBytes(2, []map[int]int64{{1: 1000, 2: 10, 3: 10}, {}})
+	if len(plan) != 2 || total[0] != 1000 || total[1] != 20 {
+		t.Fatalf("plan %+v, bytes after %v", plan, total)
+	}
+	// Balanced already: nothing.
+	if plan, _ := planBytes(2, []map[int]int64{{1: 100}, {2: 105}}); len(plan) != 0 {
+		t.Fatalf("a balanced cluster planned %+v", plan)
 	}
 }
