@@ -100,6 +100,7 @@ type BatchStats struct {
 // batchQuery is one query's state in a chunk.
 type batchQuery struct {
 	cands   candSet
+	memo    exactMemo // kthExactLocked's last distances
 	q4      lut4
 	qq      float32 // ‖q‖²
 	bound   float32 // the pruning bound: the k-th exact distance found, +Inf until known
@@ -118,6 +119,8 @@ type batchScratch struct {
 	lut    []float32      // [chunk·M·ksub] 8-bit codes' tables
 	score  []float32      // [chunk·2·k·Refine] the candidate sets' storage
 	row    []uint32       // [chunk·2·k·Refine]
+	mrow   []uint32       // [chunk·k] the queries' memos' storage
+	mdist  []float32      // [chunk·k]
 	count  []int32        // [NList+1] a round's pairs per list, then offsets
 	pairs  []int32        // a round's pairs (query·nprobe + position), grouped by list
 	keys   []int32        // the pairs in the order they were made
@@ -131,7 +134,7 @@ func (p Params) batchQueryBytes(k, refine, nprobe int) int {
 	if p.Bits == 8 {
 		lut = 4 * p.M * p.ksub()
 	}
-	return lut + 2*k*refine*8 + nprobe*(4+4+8) + 64
+	return lut + 2*k*refine*8 + k*8 + nprobe*(4+4+8) + 64
 }
 
 func (ix *Index) getBatchScratch() *batchScratch {
@@ -147,12 +150,15 @@ func (ix *Index) getBatchScratch() *batchScratch {
 
 // grow sizes b's per-query arrays for nq queries keeping limit
 // candidates each, and gives each query's candidate set its share of
-// b.score and b.row: a few allocations when the chunk outgrows the
-// scratch, never one per query.
-func (b *batchScratch) grow(p Params, nq, nprobe, limit int) {
+// b.score and b.row (its memo's of b.mrow and b.mdist are given at the
+// chunk's start): a few allocations when the chunk outgrows the scratch,
+// never one per query.
+func (b *batchScratch) grow(p Params, nq, nprobe, k, limit int) {
 	b.qs = growTo(b.qs, nq)
 	b.score = growTo(b.score, nq*2*limit)
 	b.row = growTo(b.row, nq*2*limit)
+	b.mrow = growTo(b.mrow, nq*k)
+	b.mdist = growTo(b.mdist, nq*k)
 	for i := range b.qs {
 		c := &b.qs[i].cands
 		lo, hi := i*2*limit, (i+1)*2*limit
@@ -357,7 +363,7 @@ func (ix *Index) batchChunkLocked(r *batchRun, lo, hi int, b *batchScratch, out 
 	p := ix.p
 	dim, nprobe, nq := p.Dim, r.nprobe, hi-lo
 	qs := r.qs[lo*dim : hi*dim]
-	b.grow(p, nq, nprobe, r.k*r.refine)
+	b.grow(p, nq, nprobe, r.k, r.k*r.refine)
 	s := b.s
 	l8, lf := lut8Len(p.M), p.M*p.ksub()
 
@@ -381,6 +387,7 @@ func (ix *Index) batchChunkLocked(r *batchRun, lo, hi int, b *batchScratch, out 
 				copy(b.lut[i*lf:(i+1)*lf], s.lut)
 			}
 			bq.cands.reset(r.k * r.refine)
+			bq.memo.reset(b.mrow[i*r.k:(i+1)*r.k], b.mdist[i*r.k:(i+1)*r.k])
 			bq.qq = s.qq
 			bq.bound = float32(math.Inf(1))
 			bq.skipped = 0
@@ -464,7 +471,7 @@ func (ix *Index) batchRoundLocked(r *batchRun, qs []float32, b *batchScratch, p0
 		}
 		q := qs[i*dim : (i+1)*dim]
 		if prune && p0 >= pruneFirst {
-			bq.bound = min(bq.bound, ix.kthExactLocked(q, r.k, r.src, &bq.cands, s))
+			bq.bound = min(bq.bound, ix.kthExactLocked(q, r.k, r.src, &bq.cands, &bq.memo, s))
 		}
 		c1, d1 := int(b.probes[i*nprobe]), b.pdist[i*nprobe]
 		for j := p0; j < p1; j++ {
