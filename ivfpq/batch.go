@@ -55,7 +55,7 @@ import (
 // held-out queries, nprobe 24, Refine 8) a batch pushed 482 candidates a
 // query and selected among 848, where Search pushed 341 and selected among
 // 568; scanned in these rounds, the batch pushes 340 and selects among 571
-// (the candidate set was a fifth of the batch's CPU profile). A round
+// (the candidate set was an eighth of the batch's CPU profile). A round
 // costs a clear and a scan of a count per list (NList), a few µs a chunk.
 //
 // What falls back to Search: a query that probes a damaged list (it needs
