@@ -35,9 +35,9 @@ import (
 // exact distance among the candidates, when its probe reaches lists 8, 16,
 // 32, …, and then decides for each later list from that bound. The batch
 // scans in rounds that start at those positions too, positions [0, 1),
-// [1, 2), [2, 4), [4, 8), [8, 16), [16, 32), …: at the start of a
-// round from 8 on it refreshes every query's bound, then
-// decides every skip of the round, then scans. The candidates a search
+// [1, 2), [2, 4), [4, 8), [8, 16), [16, 32), …: at the start of a round
+// from 8 on it refreshes every query's bound, then decides every skip of
+// the round, then scans. The candidates a search
 // keeps are the best k·Refine of what it scanned whatever the order it
 // scanned it in (cands.go keeps every score below its bound, which never
 // falls below the limit-th best), so at every refresh a query's
@@ -397,7 +397,7 @@ func (ix *Index) batchChunkLocked(r *batchRun, lo, hi int, b *batchScratch, out 
 
 	// 2. The probed lists, in rounds of positions [0, 1), [1, 2), [2, 4),
 	// …: each query's nearest list first, and its candidates cut after
-	// every round.
+	// the first round that leaves them more than their limit.
 	prune := r.factor != 0 && nprobe > pruneFirst
 	scale := pruneScale(r.factor)
 	for p0 := 0; p0 < nprobe; {
