@@ -119,7 +119,9 @@ func TestKthExactBoundsTheTrueKth(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		bound := ix.kthExactLocked(q, k, src, &s.cands, s)
+		var memo exactMemo
+		memo.reset(make([]uint32, k), make([]float32, k))
+		bound := ix.kthExactLocked(q, k, src, &s.cands, &memo, s)
 		ix.mu.RUnlock()
 		truth := bruteForce(base, d, q, k, L2, nil)
 		var kth float64
@@ -131,4 +133,58 @@ func TestKthExactBoundsTheTrueKth(t *testing.T) {
 			t.Fatalf("query %d: bound %g below the true k-th distance %g", qi, bound, kth)
 		}
 	}
+}
+
+// TestKthExactMemo: the bound kthExactLocked returns with a memo of the
+// query's last refresh is the bound it returns with an empty one, at
+// every list of a probe, and the memo saves reading rows (the k best
+// estimates change little from one list to the next).
+func TestKthExactMemo(t *testing.T) {
+	const n, d, k = 5000, 16, 10
+	all := clustered(n+20, d, 50, 11)
+	base := all[:n*d]
+	ix := buildIndex(t, Params{Dim: d, NList: 32, M: 8, Bits: 4, Metric: L2}, base, n)
+	src := &countingSource{sliceSource: sliceSource{base, d}}
+	s := ix.getScratch()
+	defer ix.scratch.Put(s)
+	var memo, empty exactMemo
+	var withMemo, without int
+	for qi := 0; qi < 20; qi++ {
+		q := all[(n+qi)*d : (n+qi+1)*d]
+		ix.mu.RLock()
+		q4 := ix.prepareLocked(q, 12, s)
+		s.cands.reset(k * 4)
+		memo.reset(make([]uint32, k), make([]float32, k))
+		for _, l := range s.probeOrder {
+			if err := ix.probeLocked(q, l, q4, nil, s, nil); err != nil {
+				t.Fatal(err)
+			}
+			src.reads = 0
+			got := ix.kthExactLocked(q, k, src, &s.cands, &memo, s)
+			withMemo += src.reads
+			src.reads = 0
+			empty.reset(make([]uint32, k), make([]float32, k))
+			want := ix.kthExactLocked(q, k, src, &s.cands, &empty, s)
+			without += src.reads
+			if got != want && !(math.IsInf(float64(got), 1) && math.IsInf(float64(want), 1)) {
+				t.Fatalf("query %d after list %d: bound %g with the memo, %g without", qi, l, got, want)
+			}
+		}
+		ix.mu.RUnlock()
+	}
+	if withMemo*2 > without {
+		t.Errorf("the memo saved too little: %d rows read with it, %d without", withMemo, without)
+	}
+	t.Logf("rows read: %d with the memo, %d without", withMemo, without)
+}
+
+// countingSource counts the rows read from it.
+type countingSource struct {
+	sliceSource
+	reads int
+}
+
+func (c *countingSource) Vector(row uint32) []float32 {
+	c.reads++
+	return c.sliceSource.Vector(row)
 }

@@ -35,6 +35,11 @@ type searchScratch struct {
 	vecs       [][]float32 // the candidates' raw vectors, in s.cands order
 	qq         float32     // ‖q‖², set by prepareLocked
 	best       []int       // kthExactLocked's selection
+	bestDist   []float32   // and its exact distances
+	missed     []int       // the positions in best not in the memo
+	memo       exactMemo   // kthExactLocked's last distances (Search's)
+	memoRow    []uint32    // memo's storage, [k]
+	memoDist   []float32
 	// damaged is set when the search probes a damaged list, and
 	// orphansScored once it has scored the damaged lists' rows
 	// (damaged.go); prepareLocked clears both.

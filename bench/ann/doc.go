@@ -14,7 +14,7 @@
 //	    [--k 10] [--json FILE] [--out-ids PREFIX]
 //	    [--metric l2|ip] [--nq N] [--nbase N] [--train-size N]
 //	    [--threads N] [--batch B] [--synthetic N --dim D] [--index-dir DIR [--reuse-index]]
-//	    [--cpuprofile FILE] [--no-prune] [--seed S]
+//	    [--cpuprofile FILE] [--no-prune] [--map-files] [--seed S]
 //
 // Settings left out get the engine's defaults (ivfpq.DefaultParams,
 // DefaultNProbe, DefaultRefine). Files are TEXMEX .fvecs/.bvecs (vectors)
@@ -28,6 +28,12 @@
 // ivfpq's PruneFactor too (the early stop; 1 is lossless, the default
 // ivfpq.DefaultPruneFactor); --no-prune turns list pruning off, to
 // measure what it saves.
+//
+// The sweep reads the index and the base vectors (the re-rank's rows) as
+// the engine does by default, from copies in huge-page memory
+// (ivfpq.OpenResident, vfs.AllocResident); --map-files reads the index
+// through a mapping of its file and the rows from the Go heap instead, as
+// this benchmark did before and as `memrl serve --map-files` reads both.
 //
 // --batch B searches the queries B at a time (ivfpq.SearchBatch, the same
 // results as one query per call) on --threads T workers: min(T, batches)

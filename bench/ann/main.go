@@ -29,6 +29,7 @@ type config struct {
 	indexDir               string
 	reuseIndex             bool
 	noPrune                bool
+	mapFiles               bool
 	cpuProfile             string
 	seed                   int64
 }
@@ -71,6 +72,7 @@ func parseArgs(args []string, stdout io.Writer) (*config, error) {
 	fs.BoolVar(&cfg.reuseIndex, "reuse-index", false, "open the index already saved in --index-dir (same data and shape) instead of building one; build_s is the building run's")
 	fs.StringVar(&prune, "prune", "", "comma-separated list-pruning factors in (0, 1] to sweep (ivfpq.SearchParams.PruneFactor; 1 is lossless; default: ivfpq.DefaultPruneFactor)")
 	fs.BoolVar(&cfg.noPrune, "no-prune", false, "scan every probed list (ivfpq.SearchParams.NoPrune), to measure what list pruning saves")
+	fs.BoolVar(&cfg.mapFiles, "map-files", false, "search the index through a mapping of its file and re-rank from the base vectors in the Go heap, instead of both in huge-page memory as the engine keeps them by default (memrl serve --map-files)")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the search sweep to this file")
 	fs.Int64Var(&cfg.seed, "seed", 1, "random seed for training and synthetic data")
 	if err := cliflag.Parse(fs, args, 0); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/memrl/memrl/ivfpq"
 	"github.com/memrl/memrl/vfs"
@@ -188,9 +190,21 @@ func run(cfg *config, w io.Writer) error {
 	} else {
 		fmt.Fprintf(w, "index: %s %v reused from %s (built in %.1fs)\n", name, p.Metric, dir, buildS)
 	}
+	open := ivfpq.OpenResident
+	if cfg.mapFiles {
+		open = ivfpq.Open
+	} else {
+		base, free, err := residentCopy(ds.base)
+		if err != nil {
+			return err
+		}
+		defer free()
+		ds.base = base
+		debug.FreeOSMemory() // the heap copy is garbage now: hand it back
+	}
 	src := source{ds.base, ds.dim}
 	start := time.Now()
-	ix, err := ivfpq.Open(vfs.Default, dir)
+	ix, err := open(vfs.Default, dir)
 	if err != nil {
 		return err
 	}
@@ -468,4 +482,19 @@ func reusedBuild(cfg *config, ds *dataset, p ivfpq.Params, dir string) (float64,
 		return 0, false, fmt.Errorf("--reuse-index: %s holds %+v with %d rows, want %+v with %d", dir, got, ix.Rows(), p, ds.n())
 	}
 	return buildS, true, nil
+}
+
+// residentCopy returns a copy of x in memory from vfs.AllocResident, where
+// the engine keeps a collection's rows by default (huge pages under
+// transparent huge pages "madvise" or "always"), and the function that
+// frees it: the re-rank reads rows scattered over the base, and from the Go
+// heap's 4 KB pages each is a page walk as well as a cache miss.
+func residentCopy(x []float32) ([]float32, func() error, error) {
+	b, free, err := vfs.AllocResident(int64(len(x)) * 4)
+	if err != nil || len(x) == 0 {
+		return x, func() error { return nil }, err
+	}
+	y := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), len(x))
+	copy(y, x)
+	return y, free, nil
 }
