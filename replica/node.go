@@ -99,6 +99,9 @@ type Config struct {
 	// (cluster.SlotStates.Load), is read back from it. An error fails
 	// Open, or refuses the snapshot (nothing changes).
 	EngineOpened func(db *engine.DB) error
+
+	// wrapStable, if set, wraps the stable store raft is given (tests).
+	wrapStable func(raft.StableStore) raft.StableStore
 }
 
 // DefaultRaftConfig is hashicorp/raft's default configuration (heartbeat
@@ -136,6 +139,10 @@ type Node struct {
 	// streams is the stream layer under transport when the node made
 	// it; Close ends its connections (transport_closing.go).
 	streams *closingStream
+	// heartbeats guards raft's heartbeat handler, which runs on the
+	// transport's goroutines, against the stores closing
+	// (transport_guard.go).
+	heartbeats *heartbeatGuard
 
 	// floor is the applied index the engine must reach again before
 	// this node serves follower reads; floorReached is set once it has
@@ -286,7 +293,13 @@ func Open(cfg Config, srv *server.Server) (*Node, error) {
 		}
 	}
 	n.fatal = fatal
-	n.raft, err = raft.NewRaft(rc, fsm{n}, readGateLogStore{fatalLogStore{n.store, fatal}, n}, n.store, snaps, n.transport)
+	var stable raft.StableStore = n.store
+	if cfg.wrapStable != nil {
+		stable = cfg.wrapStable(stable)
+	}
+	n.heartbeats = newHeartbeatGuard()
+	n.raft, err = raft.NewRaft(rc, fsm{n}, readGateLogStore{fatalLogStore{n.store, fatal}, n}, stable, snaps,
+		guardTransport(n.transport, n.heartbeats)) // transport_guard.go
 	if err != nil {
 		return fail(fmt.Errorf("replica: start raft: %w", err))
 	}
@@ -347,6 +360,10 @@ func (n *Node) Close() error {
 		n.log.Error("replica: raft did not stop in time; leaving its stores open", "timeout", timeout)
 		return ErrShutdownTimeout
 	}
+	// Raft has stopped, but a heartbeat it took on the transport's
+	// goroutine may still be running: wait for it before the stores
+	// close (transport_guard.go).
+	n.heartbeats.close()
 	n.wg.Wait()
 	rerr := n.recordApplied() // readgate.go
 	n.closeStores()
