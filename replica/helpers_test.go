@@ -229,14 +229,27 @@ func waitLeader(t testing.TB, nodes []*testNode) *testNode {
 }
 
 // waitCaughtUp waits until every live node's state machine has applied
-// what the leader's has (after a barrier, everything committed).
+// what the leader's has (after a barrier, everything committed). If
+// leader no longer leads (on a loaded machine a leader that misses its
+// lease steps down, and a restarted node can start an election), the
+// barrier goes to whichever node of nodes leads now: it has everything
+// committed, so the wait means the same.
 func waitCaughtUp(t *testing.T, leader *testNode, nodes []*testNode) {
 	t.Helper()
-	if err := leader.node.Raft().Barrier(10 * time.Second).Error(); err != nil {
-		t.Fatalf("barrier: %v", err)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := leader.node.Raft().Barrier(10 * time.Second).Error()
+		if err == nil {
+			break
+		}
+		if (err != raft.ErrNotLeader && err != raft.ErrLeadershipLost) || time.Now().After(deadline) {
+			t.Fatalf("barrier on %s: %v", leader.id, err)
+		}
+		t.Logf("barrier on %s: %v; asking the current leader", leader.id, err)
+		leader = waitLeader(t, nodes)
 	}
 	want := leader.node.AppliedIndex()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline = time.Now().Add(20 * time.Second)
 	for _, tn := range nodes {
 		for tn.node != nil && tn.node.AppliedIndex() < want {
 			if time.Now().After(deadline) {
