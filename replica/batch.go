@@ -265,7 +265,7 @@ var errNoAnswer = errors.New("raft shut down without answering")
 // So the wait also ends once raft has shut down, with errNoAnswer: whether
 // the entry was appended is then unknown. The goroutine left waiting on
 // such a future ends with the process.
-func (n *Node) futureErr(f raft.ApplyFuture) error {
+func (n *Node) futureErr(f raft.Future) error {
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
 	tick := time.NewTicker(50 * time.Millisecond)

@@ -543,7 +543,12 @@ func (n *Node) watchLeadership() {
 				continue
 			}
 			term := n.term()
-			if err := n.raft.Barrier(0).Error(); err == nil && n.raft.State() == raft.Leader {
+			// Not Barrier(0).Error(): a barrier still in raft's buffered
+			// apply queue when raft shuts down is never answered, and
+			// Close, waiting for this goroutine, hung for good (seen in
+			// the flake hunt: TestRaftAddRefusesBadNodeID's cleanup, 22
+			// minutes). futureErr also ends once raft has shut down.
+			if err := n.futureErr(n.raft.Barrier(0)); err == nil && n.raft.State() == raft.Leader {
 				n.readyTerm.Store(term)
 			}
 		}

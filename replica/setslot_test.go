@@ -170,7 +170,10 @@ func TestSetSlotReplicated(t *testing.T) {
 		t.Fatalf("%s caught up without a snapshot; the test did not test the shipped table", lagger.id)
 	}
 
-	// Failover: the new leader has the states and takes more.
+	// Failover: the new leader has the states and takes more. (The
+	// restarted lagger may have started an election: stop whichever
+	// node leads now.)
+	leader = waitLeader(t, nodes)
 	leader.stop(t)
 	old := leader
 	leader = waitLeader(t, nodes)
@@ -183,6 +186,7 @@ func TestSetSlotReplicated(t *testing.T) {
 
 	// Every node snapshots, then one more state goes to the log only;
 	// a restart of the whole group rebuilds both.
+	leader = waitLeader(t, nodes) // the restarted old leader may have started an election
 	for _, tn := range nodes {
 		if err := tn.node.Raft().Snapshot().Error(); err != nil && err != raft.ErrNothingNewToSnapshot {
 			t.Fatal(err)
