@@ -1,8 +1,9 @@
 // Package record is the format of the bodies of the engine's log records:
 // the type numbers of every record, and the codecs of those that depend on
 // nothing of the engine (adds, deletes, Q updates, attribute, payload and
-// expiry updates, drops, snapshots). The WAL (package wal) frames and
-// checksums each body; this package defines the bytes inside.
+// expiry updates, drops, snapshots, compaction's remap marker). The WAL
+// (package wal) frames and checksums each body; this package defines the
+// bytes inside.
 //
 // # Layouts
 //
@@ -24,6 +25,9 @@
 //	TypeSnapshot     uid u64 | seq u64 | created i64 | count u64 | name u16-len bytes
 //	TypeDelSnapshot  uid u64 | seq u64
 //	TypeRollback     uid u64 | seq u64 | n u64    (commits the n changes of the batches before it)
+//	TypeRemap        uid u64 | gen u64 | nrows u32 | paySize u64 | mapSum u64
+//	                 (records after it refer to generation gen's rows; mapSum is the
+//	                 xxhash64 of gen's row map file, package engine/remapfile)
 //
 // An add with attributes, a key or an expiry is TypeAddExt; one with none
 // of them is TypeAdd, whose layout never changes, and a TypeAddExt body
@@ -32,7 +36,7 @@
 // collection's (AddUID reads the collection first).
 //
 // The engine's other records (create, indexed fields, prune policies,
-// rollback batches, groups, remap, replace) are laid out beside their
+// rollback batches, groups, replace, import) are laid out beside their
 // codecs in the engine's files named at their Type constants.
 //
 // Records log results, not operations: TypeQ carries the new Q and

@@ -31,7 +31,7 @@ const (
 	TypeGroupMember   byte = 19 // engine (group.go)
 	TypeGroupCommit   byte = 20 // engine (group.go)
 	TypeGroupAbort    byte = 21 // engine (group.go)
-	TypeRemap         byte = 22 // engine (remap.go)
+	TypeRemap         byte = 22 // Remap
 	TypeReplace       byte = 23 // engine (replace.go)
 	TypeImport        byte = 24 // engine (collection_import.go)
 )

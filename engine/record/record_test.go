@@ -34,6 +34,7 @@ func bodies() map[string]struct {
 		"snapshot":    {EncodeSnapshot(Snapshot{1, 2, 3, 4, "s"}), Snapshot{1, 2, 3, 4, "s"}, dec(func(b []byte) (any, error) { return DecodeSnapshot(b) })},
 		"delsnapshot": {EncodeDelSnapshot(DelSnapshot{1, 2}), DelSnapshot{1, 2}, dec(func(b []byte) (any, error) { return DecodeDelSnapshot(b) })},
 		"rollback":    {EncodeRollback(Rollback{1, 2, 3}), Rollback{1, 2, 3}, dec(func(b []byte) (any, error) { return DecodeRollback(b) })},
+		"remap":       {EncodeRemap(Remap{3, 2, 1e6, 1 << 40, 0xdead_beef}), Remap{3, 2, 1e6, 1 << 40, 0xdead_beef}, dec(func(b []byte) (any, error) { return DecodeRemap(b) })},
 	}
 }
 
