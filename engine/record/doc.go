@@ -1,9 +1,9 @@
 // Package record is the format of the bodies of the engine's log records:
 // the type numbers of every record, and the codecs of those that depend on
 // nothing of the engine (adds, deletes, Q updates, attribute, payload and
-// expiry updates, drops, snapshots, compaction's remap marker). The WAL
-// (package wal) frames and checksums each body; this package defines the
-// bytes inside.
+// expiry updates, drops, snapshots, groups, vector replacements,
+// compaction's remap marker). The WAL (package wal) frames and checksums
+// each body; this package defines the bytes inside.
 //
 // # Layouts
 //
@@ -25,6 +25,13 @@
 //	TypeSnapshot     uid u64 | seq u64 | created i64 | count u64 | name u16-len bytes
 //	TypeDelSnapshot  uid u64 | seq u64
 //	TypeRollback     uid u64 | seq u64 | n u64    (commits the n changes of the batches before it)
+//	TypeReplace      uid u64 | id u64 | row u32 | flags u8 |
+//	                 [attrs u32-len bytes]                 (flags&ReplaceAttrs)
+//	                 [payOff u64 | payload u32-len bytes]  (flags&ReplacePayload)
+//	                 vector dim×f32
+//	TypeGroupMember  gid u64 | inner body (of any type but the three group types)
+//	TypeGroupCommit  gid u64 | count u32 | sum u64   (count > 0; sum = Σ xxhash64(inner) mod 2^64)
+//	TypeGroupAbort   gid u64
 //	TypeRemap        uid u64 | gen u64 | nrows u32 | paySize u64 | mapSum u64
 //	                 (records after it refer to generation gen's rows; mapSum is the
 //	                 xxhash64 of gen's row map file, package engine/remapfile)
@@ -36,7 +43,7 @@
 // collection's (AddUID reads the collection first).
 //
 // The engine's other records (create, indexed fields, prune policies,
-// rollback batches, groups, replace, import) are laid out beside their
+// rollback batches, import) are laid out beside their
 // codecs in the engine's files named at their Type constants.
 //
 // Records log results, not operations: TypeQ carries the new Q and
@@ -49,8 +56,10 @@
 //
 // Every decoder refuses, with an error wrapping ErrBad, a body cut short,
 // one with bytes past its last field, a delete whose count does not match
-// its bytes, an add whose vector is not of the dimension asked for, and a
-// TypeAddExt without attributes, key or expiry. Length fields are never
+// its bytes, an add or a replace whose vector is not of the dimension
+// asked for, a TypeAddExt without attributes, key or expiry, a replace
+// with unknown flags, a group member without an inner body or wrapping a
+// group record, and a group commit of no members. Length fields are never
 // trusted for an allocation: a decoder allocates no more than the body's
 // size. The WAL's checksum has accepted the bytes, so a refusal means a
 // bug or a log written by a newer version.

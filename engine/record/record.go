@@ -28,11 +28,11 @@ const (
 	// 15 and 16 are not used.
 	TypePrunePolicy   byte = 17 // engine (prune_policy_codec.go)
 	TypeRollbackBatch byte = 18 // engine (snapshot_record.go)
-	TypeGroupMember   byte = 19 // engine (group.go)
-	TypeGroupCommit   byte = 20 // engine (group.go)
-	TypeGroupAbort    byte = 21 // engine (group.go)
+	TypeGroupMember   byte = 19 // EncodeGroupMember
+	TypeGroupCommit   byte = 20 // GroupCommit
+	TypeGroupAbort    byte = 21 // EncodeGroupAbort
 	TypeRemap         byte = 22 // Remap
-	TypeReplace       byte = 23 // engine (replace.go)
+	TypeReplace       byte = 23 // Replace
 	TypeImport        byte = 24 // engine (collection_import.go)
 )
 
