@@ -33,7 +33,7 @@ const (
 	TypeGroupAbort    byte = 21 // EncodeGroupAbort
 	TypeRemap         byte = 22 // Remap
 	TypeReplace       byte = 23 // Replace
-	TypeImport        byte = 24 // engine (collection_import.go)
+	TypeImport        byte = 24 // EncodeImport
 )
 
 // ErrBad wraps every decoding failure; a record that the WAL's checksum

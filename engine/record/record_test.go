@@ -41,7 +41,8 @@ func bodies() map[string]struct {
 			dec(func(b []byte) (any, error) { return DecodeReplace(b, 2) })},
 		"replace-vector": {EncodeReplace(Replace{UID: 1, ID: 2, Row: 3, Vec: []float32{1, 2}}), Replace{UID: 1, ID: 2, Row: 3, Vec: []float32{1, 2}},
 			dec(func(b []byte) (any, error) { return DecodeReplace(b, 2) })},
-		"remap": {EncodeRemap(Remap{3, 2, 1e6, 1 << 40, 0xdead_beef}), Remap{3, 2, 1e6, 1 << 40, 0xdead_beef}, dec(func(b []byte) (any, error) { return DecodeRemap(b) })},
+		"import": {EncodeImport(5, "c"), [2]any{uint64(5), "c"}, dec(func(b []byte) (any, error) { u, n, err := DecodeImport(b); return [2]any{u, n}, err })},
+		"remap":  {EncodeRemap(Remap{3, 2, 1e6, 1 << 40, 0xdead_beef}), Remap{3, 2, 1e6, 1 << 40, 0xdead_beef}, dec(func(b []byte) (any, error) { return DecodeRemap(b) })},
 	}
 }
 
@@ -140,5 +141,14 @@ func TestReplaceRefusals(t *testing.T) {
 	}
 	if r, err := DecodeReplace(b, -1); err != nil || len(r.Vec) != 2 {
 		t.Fatalf("dimension from the body: %+v, %v", r, err)
+	}
+}
+
+// TestImportVersionRefused: an import record of another version is refused.
+func TestImportVersionRefused(t *testing.T) {
+	b := EncodeImport(5, "c")
+	b[1] = ImportVersion + 1
+	if _, _, err := DecodeImport(b); !errors.Is(err, ErrBad) {
+		t.Fatalf("version %d: %v", ImportVersion+1, err)
 	}
 }
