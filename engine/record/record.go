@@ -26,7 +26,7 @@ const (
 	TypeDelSnapshot   byte = 13 // DelSnapshot
 	TypeRollback      byte = 14 // Rollback
 	// 15 and 16 are not used.
-	TypePrunePolicy   byte = 17 // engine (prune_policy_codec.go)
+	TypePrunePolicy   byte = 17 // PrunePolicy
 	TypeRollbackBatch byte = 18 // engine (snapshot_record.go)
 	TypeGroupMember   byte = 19 // EncodeGroupMember
 	TypeGroupCommit   byte = 20 // GroupCommit

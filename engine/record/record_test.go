@@ -42,7 +42,14 @@ func bodies() map[string]struct {
 		"replace-vector": {EncodeReplace(Replace{UID: 1, ID: 2, Row: 3, Vec: []float32{1, 2}}), Replace{UID: 1, ID: 2, Row: 3, Vec: []float32{1, 2}},
 			dec(func(b []byte) (any, error) { return DecodeReplace(b, 2) })},
 		"import": {EncodeImport(5, "c"), [2]any{uint64(5), "c"}, dec(func(b []byte) (any, error) { u, n, err := DecodeImport(b); return [2]any{u, n}, err })},
-		"remap":  {EncodeRemap(Remap{3, 2, 1e6, 1 << 40, 0xdead_beef}), Remap{3, 2, 1e6, 1 << 40, 0xdead_beef}, dec(func(b []byte) (any, error) { return DecodeRemap(b) })},
+		"prune-policy-set": {EncodePrunePolicy(PrunePolicy{UID: 1, Kind: PolicySet, At: 2, Policy: Policy{Flags: PolicyOn | PolicyQBelow | PolicyFilter, QBelow: 0.5, Every: 60e9, Filter: ".a == 1"}}),
+			PrunePolicy{UID: 1, Kind: PolicySet, At: 2, Policy: Policy{Flags: PolicyOn | PolicyQBelow | PolicyFilter, QBelow: 0.5, Every: 60e9, Filter: ".a == 1"}},
+			dec(func(b []byte) (any, error) { return DecodePrunePolicy(b) })},
+		"prune-policy-off": {EncodePrunePolicy(PrunePolicy{UID: 1, Kind: PolicySet, At: 2}), PrunePolicy{UID: 1, Kind: PolicySet, At: 2},
+			dec(func(b []byte) (any, error) { return DecodePrunePolicy(b) })},
+		"prune-policy-ran": {EncodePrunePolicy(PrunePolicy{UID: 1, Kind: PolicyRan, At: 2, Count: 3}), PrunePolicy{UID: 1, Kind: PolicyRan, At: 2, Count: 3},
+			dec(func(b []byte) (any, error) { return DecodePrunePolicy(b) })},
+		"remap": {EncodeRemap(Remap{3, 2, 1e6, 1 << 40, 0xdead_beef}), Remap{3, 2, 1e6, 1 << 40, 0xdead_beef}, dec(func(b []byte) (any, error) { return DecodeRemap(b) })},
 	}
 }
 
@@ -150,5 +157,21 @@ func TestImportVersionRefused(t *testing.T) {
 	b[1] = ImportVersion + 1
 	if _, _, err := DecodeImport(b); !errors.Is(err, ErrBad) {
 		t.Fatalf("version %d: %v", ImportVersion+1, err)
+	}
+}
+
+// TestPrunePolicyRefusals: an unknown kind, an unknown flag, a policy
+// turned off with a field set, and filter text without the filter flag
+// are refused.
+func TestPrunePolicyRefusals(t *testing.T) {
+	for name, r := range map[string]PrunePolicy{
+		"unknown kind":        {UID: 1, Kind: 3, At: 2},
+		"unknown flag":        {UID: 1, Kind: PolicySet, Policy: Policy{Flags: PolicyOn | 1<<7, Every: 1}},
+		"off with a field":    {UID: 1, Kind: PolicySet, Policy: Policy{QBelow: 1}},
+		"filter without flag": {UID: 1, Kind: PolicySet, Policy: Policy{Flags: PolicyOn | PolicyQBelow, Filter: "x"}},
+	} {
+		if _, err := DecodePrunePolicy(EncodePrunePolicy(r)); !errors.Is(err, ErrBad) {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }
