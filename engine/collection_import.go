@@ -30,10 +30,9 @@ var ErrBadImage = errors.New("engine: invalid collection image")
 //
 // Replay opens the collection from them (loadImportLocked); the first
 // checkpoint after the record holds the collection like any other (its
-// memories are all marked dirty), and removes import.ckpt.
+// memories are all marked dirty), and removes import.ckpt. The body's
+// codec is package record's (EncodeImport).
 const recImport = record.TypeImport
-
-const importRecVersion = 1
 
 // Names in an importing collection's folder.
 const (
@@ -117,22 +116,9 @@ func (db *DB) releaseImportStatesLocked(lsn wal.LSN) {
 	}
 }
 
-func encodeImport(uid uint64, name string) []byte {
-	b := []byte{recImport, importRecVersion}
-	b = le.AppendUint64(b, uid)
-	b = le.AppendUint16(b, uint16(len(name)))
-	return append(b, name...)
-}
+func encodeImport(uid uint64, name string) []byte { return record.EncodeImport(uid, name) }
 
-func decodeImport(rec []byte) (uid uint64, name string, err error) {
-	d := decoder{B: rec[1:]}
-	if v := d.U8(); v != importRecVersion && !d.Err {
-		return 0, "", fmt.Errorf("%w: import record version %d", errBadRecord, v)
-	}
-	uid = d.U64()
-	name = string(d.Take(int(d.U16())))
-	return uid, name, d.Done("import")
-}
+func decodeImport(rec []byte) (uid uint64, name string, err error) { return record.DecodeImport(rec) }
 
 // ImportCollection reads a whole collection image (Export.WriteTo) from r
 // and creates collection name holding its state. It verifies everything

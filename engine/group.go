@@ -1,12 +1,12 @@
 package engine
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/memrl/memrl/engine/record"
 	"github.com/memrl/memrl/wal"
 )
 
@@ -59,14 +59,16 @@ import (
 // checkpoint or compact (it would wait for its own group); the server
 // runs a transaction holding MEM.CHECKPOINT or MEM.COMPACT without a
 // group.
+//
+// The bodies' codecs are package record's (engine/record/group.go).
 const (
-	recGroupMember byte = 19
-	recGroupCommit byte = 20
-	recGroupAbort  byte = 21
+	recGroupMember = record.TypeGroupMember
+	recGroupCommit = record.TypeGroupCommit
+	recGroupAbort  = record.TypeGroupAbort
 )
 
 // groupMemberHeader is the size of a member record before its inner record.
-const groupMemberHeader = 9
+const groupMemberHeader = record.GroupMemberHeader
 
 // groupState is the DB's book of open groups.
 type groupState struct {
@@ -247,42 +249,23 @@ func (db *DB) startGroupSeq(seen uint64) {
 	db.groups.seq.Store(max(seen, uint64(time.Now().UnixNano())))
 }
 
-func encodeGroupMember(gid uint64, rec []byte) []byte {
-	b := make([]byte, 0, groupMemberHeader+len(rec))
-	b = append(b, recGroupMember)
-	b = le.AppendUint64(b, gid)
-	return append(b, rec...)
-}
+// The group records' codecs are package record's; these are the engine's
+// names for them.
+
+func encodeGroupMember(gid uint64, rec []byte) []byte { return record.EncodeGroupMember(gid, rec) }
 
 func encodeGroupCommit(gid uint64, n uint32, sum uint64) []byte {
-	b := make([]byte, 0, 21)
-	b = append(b, recGroupCommit)
-	b = le.AppendUint64(b, gid)
-	b = le.AppendUint32(b, n)
-	return le.AppendUint64(b, sum)
+	return record.EncodeGroupCommit(record.GroupCommit{GID: gid, N: n, Sum: sum})
 }
 
-func encodeGroupAbort(gid uint64) []byte {
-	return le.AppendUint64([]byte{recGroupAbort}, gid)
-}
+func encodeGroupAbort(gid uint64) []byte { return record.EncodeGroupAbort(gid) }
 
 // isGroupRec reports whether t is one of the group record types, which a
 // member never wraps.
-func isGroupRec(t byte) bool {
-	return t == recGroupMember || t == recGroupCommit || t == recGroupAbort
-}
+func isGroupRec(t byte) bool { return record.IsGroup(t) }
 
 // decodeGroupMember returns a member's group id and inner record (aliasing b).
-func decodeGroupMember(b []byte) (uint64, []byte, error) {
-	if len(b) < groupMemberHeader+1 {
-		return 0, nil, fmt.Errorf("%w: short group member record", errBadRecord)
-	}
-	inner := b[groupMemberHeader:]
-	if isGroupRec(inner[0]) {
-		return 0, nil, fmt.Errorf("%w: group member wraps a group record (type %d)", errBadRecord, inner[0])
-	}
-	return le.Uint64(b[1:9]), inner, nil
-}
+func decodeGroupMember(b []byte) (uint64, []byte, error) { return record.DecodeGroupMember(b) }
 
 type groupCommitRec struct {
 	gid uint64
@@ -291,19 +274,8 @@ type groupCommitRec struct {
 }
 
 func decodeGroupCommit(b []byte) (groupCommitRec, error) {
-	d := decoder{B: b[1:]}
-	r := groupCommitRec{gid: d.U64(), n: d.U32(), sum: d.U64()}
-	if err := d.Done("group commit"); err != nil {
-		return r, err
-	}
-	if r.n == 0 {
-		return r, fmt.Errorf("%w: group commit of no members", errBadRecord)
-	}
-	return r, nil
+	r, err := record.DecodeGroupCommit(b)
+	return groupCommitRec{gid: r.GID, n: r.N, sum: r.Sum}, err
 }
 
-func decodeGroupAbort(b []byte) (uint64, error) {
-	d := decoder{B: b[1:]}
-	gid := d.U64()
-	return gid, d.Done("group abort")
-}
+func decodeGroupAbort(b []byte) (uint64, error) { return record.DecodeGroupAbort(b) }

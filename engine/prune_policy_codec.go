@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/memrl/memrl/engine/filter"
+	"github.com/memrl/memrl/engine/record"
 )
 
 // The on-disk forms of a prune policy (prune_policy.go): its log record and
@@ -26,25 +27,29 @@ import (
 // unix nanoseconds of Options.Now's clock. The log frames and checksums the
 // record; the checkpoint's trailing xxh64 covers the section, and the
 // section's version byte is for a later layout.
+//
+// The record's body and the policy's layout are package record's
+// (record.PrunePolicy, record.Policy); this file keeps the engine's names
+// for them, the conversion to and from PrunePolicy (where a policy's
+// values are checked), and the checkpoint section.
 const (
-	recPrunePolicy byte = 17
+	recPrunePolicy = record.TypePrunePolicy
 
-	policySet byte = 1 // the policy was set (or, without polOn, removed)
-	policyRan byte = 2 // the pruner applied the policy
+	policySet = record.PolicySet
+	policyRan = record.PolicyRan
 
 	pruneSectVersion byte = 1
 )
 
 // Policy flags.
 const (
-	polOn byte = 1 << iota
-	polQBelow
-	polMinVisits
-	polOlder
-	polIdle
-	polMaxCount
-	polFilter
-	polAll = polOn | polQBelow | polMinVisits | polOlder | polIdle | polMaxCount | polFilter
+	polOn        = record.PolicyOn
+	polQBelow    = record.PolicyQBelow
+	polMinVisits = record.PolicyMinVisits
+	polOlder     = record.PolicyOlder
+	polIdle      = record.PolicyIdle
+	polMaxCount  = record.PolicyMaxCount
+	polFilter    = record.PolicyFilter
 )
 
 // policyRec is one recPrunePolicy record.
@@ -57,124 +62,99 @@ type policyRec struct {
 }
 
 func encodePolicyRec(r policyRec) []byte {
-	b := make([]byte, 0, 80)
-	b = append(b, recPrunePolicy)
-	b = le.AppendUint64(b, r.uid)
-	b = append(b, r.kind)
-	b = le.AppendUint64(b, uint64(r.at))
+	w := record.PrunePolicy{UID: r.uid, Kind: r.kind, At: r.at, Count: r.count}
 	if r.kind == policySet {
-		return appendPolicy(b, r.policy)
+		w.Policy = policyWire(r.policy)
 	}
-	return le.AppendUint64(b, r.count)
+	return record.EncodePrunePolicy(w)
 }
 
 func decodePolicyRec(b []byte) (policyRec, error) {
-	d := decoder{B: b[1:]}
-	var r policyRec
-	r.uid = d.U64()
-	r.kind = d.U8()
-	r.at = int64(d.U64())
-	switch r.kind {
-	case policySet:
-		p, err := decodePolicy(&d)
+	w, err := record.DecodePrunePolicy(b)
+	r := policyRec{uid: w.UID, kind: w.Kind, at: w.At, count: w.Count}
+	if err != nil {
+		return r, err
+	}
+	if r.kind == policySet {
+		p, err := policyFromWire(w.Policy)
 		if err != nil {
 			return r, fmt.Errorf("%w: prune policy record: %v", errBadRecord, err)
 		}
 		r.policy = p
-	case policyRan:
-		r.count = d.U64()
-	default:
-		if !d.Err {
-			return r, fmt.Errorf("%w: prune policy record of unknown kind %d", errBadRecord, r.kind)
+	}
+	return r, nil
+}
+
+// policyWire returns p's fixed layout (nil: off, all zero).
+func policyWire(p *PrunePolicy) record.Policy {
+	if p == nil {
+		return record.Policy{}
+	}
+	o := p.Prune
+	w := record.Policy{Flags: polOn, QBelow: o.QBelow, MinVisits: o.MinVisits, Older: int64(o.Older),
+		Idle: int64(o.Idle), MaxCount: uint64(o.MaxCount), Every: int64(p.Every)}
+	for _, f := range []struct {
+		set  bool
+		flag byte
+	}{{o.HasQBelow, polQBelow}, {o.HasMinVisits, polMinVisits}, {o.HasOlder, polOlder},
+		{o.HasIdle, polIdle}, {o.HasMaxCount, polMaxCount}, {o.Filter != nil, polFilter}} {
+		if f.set {
+			w.Flags |= f.flag
 		}
 	}
-	return r, d.Done("prune policy")
+	if o.Filter != nil {
+		w.Filter = o.Filter.String()
+	}
+	return w
 }
 
 // appendPolicy appends p's fixed layout (nil: off, all zero).
 // REQUIRES: p valid (validate), so its filter's text fits a u16 length.
 func appendPolicy(b []byte, p *PrunePolicy) []byte {
-	var flags byte
-	var o PruneOptions
-	var every time.Duration
-	var src string
-	if p != nil {
-		o, every = p.Prune, p.Every
-		flags = polOn
-		for _, f := range []struct {
-			set  bool
-			flag byte
-		}{{o.HasQBelow, polQBelow}, {o.HasMinVisits, polMinVisits}, {o.HasOlder, polOlder},
-			{o.HasIdle, polIdle}, {o.HasMaxCount, polMaxCount}, {o.Filter != nil, polFilter}} {
-			if f.set {
-				flags |= f.flag
-			}
-		}
-		if o.Filter != nil {
-			src = o.Filter.String()
-		}
-	}
-	b = append(b, flags)
-	b = putF64(b, o.QBelow)
-	b = le.AppendUint64(b, o.MinVisits)
-	b = le.AppendUint64(b, uint64(o.Older))
-	b = le.AppendUint64(b, uint64(o.Idle))
-	b = le.AppendUint64(b, uint64(o.MaxCount))
-	b = le.AppendUint64(b, uint64(every))
-	b = le.AppendUint16(b, uint16(len(src)))
-	return append(b, src...)
+	return record.AppendPolicy(b, policyWire(p))
 }
 
-// decodePolicy reads a policy and checks it as SetPrunePolicy does: a
-// record or section that the checksum accepted but that holds a policy
-// SetPrunePolicy would have refused is damage (or a newer build's), never
-// applied.
-func decodePolicy(d *decoder) (*PrunePolicy, error) {
-	flags := d.U8()
+// policyFromWire checks a policy read from a record or a section as
+// SetPrunePolicy checks one: a record or section that the checksum
+// accepted but that holds a policy SetPrunePolicy would have refused is
+// damage (or a newer build's), never applied. A policy turned off is nil.
+func policyFromWire(w record.Policy) (*PrunePolicy, error) {
+	if w.Flags&polOn == 0 {
+		return nil, nil // ReadPolicy checked that nothing else is set
+	}
 	var o PruneOptions
-	o.QBelow = d.F64()
-	o.MinVisits = d.U64()
-	o.Older = time.Duration(d.U64())
-	o.Idle = time.Duration(d.U64())
-	maxCount := d.U64()
-	every := time.Duration(d.U64())
-	src := string(d.Take(int(d.U16())))
-	if d.Err {
-		return nil, nil // the caller's d.Done reports it
+	o.QBelow, o.MinVisits = w.QBelow, w.MinVisits
+	o.Older, o.Idle = time.Duration(w.Older), time.Duration(w.Idle)
+	o.HasQBelow = w.Flags&polQBelow != 0
+	o.HasMinVisits = w.Flags&polMinVisits != 0
+	o.HasOlder = w.Flags&polOlder != 0
+	o.HasIdle = w.Flags&polIdle != 0
+	o.HasMaxCount = w.Flags&polMaxCount != 0
+	if w.MaxCount > uint64(MaxID) {
+		return nil, fmt.Errorf("MAXCOUNT %d out of range", w.MaxCount)
 	}
-	if flags&^polAll != 0 {
-		return nil, fmt.Errorf("unknown flags %#x", flags&^polAll)
-	}
-	if flags&polOn == 0 {
-		if flags != 0 || o.QBelow != 0 || o.MinVisits != 0 || o.Older != 0 || o.Idle != 0 ||
-			maxCount != 0 || every != 0 || src != "" {
-			return nil, fmt.Errorf("a policy turned off has fields set")
-		}
-		return nil, nil
-	}
-	o.HasQBelow = flags&polQBelow != 0
-	o.HasMinVisits = flags&polMinVisits != 0
-	o.HasOlder = flags&polOlder != 0
-	o.HasIdle = flags&polIdle != 0
-	o.HasMaxCount = flags&polMaxCount != 0
-	if maxCount > uint64(MaxID) {
-		return nil, fmt.Errorf("MAXCOUNT %d out of range", maxCount)
-	}
-	o.MaxCount = int(maxCount)
-	if flags&polFilter != 0 {
-		e, err := filter.Parse(src)
+	o.MaxCount = int(w.MaxCount)
+	if w.Flags&polFilter != 0 {
+		e, err := filter.Parse(w.Filter)
 		if err != nil {
 			return nil, fmt.Errorf("filter: %v", err)
 		}
 		o.Filter = e
-	} else if src != "" {
-		return nil, fmt.Errorf("filter text without the filter flag")
 	}
-	p := &PrunePolicy{Prune: o, Every: every}
+	p := &PrunePolicy{Prune: o, Every: time.Duration(w.Every)}
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// decodePolicy reads a policy and checks it (policyFromWire).
+func decodePolicy(d *decoder) (*PrunePolicy, error) {
+	w, err := record.ReadPolicy(d)
+	if err != nil || d.Err {
+		return nil, err // on a short read the caller's length check reports it
+	}
+	return policyFromWire(w)
 }
 
 // encodePruneSection returns the collection's sectPrunePolicy section

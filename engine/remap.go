@@ -1,12 +1,13 @@
 package engine
 
 import (
-	"bytes"
 	"fmt"
 	"path/filepath"
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/memrl/memrl/engine/record"
+	"github.com/memrl/memrl/engine/remapfile"
 	"github.com/memrl/memrl/vfs"
 )
 
@@ -20,30 +21,18 @@ import (
 // naming the new generation follows at leisure. Recovery that meets the
 // marker after its checkpoint switches the collection to the new
 // generation there (replayRemapLocked), with the row map the compaction
-// wrote, and synced, before logging the marker:
-//
-//	recRemap  uid u64 | gen u64 | nrows u32 | paySize u64 | mapSum u64
-//
-// gen's files hold nrows rows and paySize payload bytes at the marker, and
-// its row map is the file remap.<gen>.map, whose xxhash64 is mapSum:
-//
-//	magic "MRLREMAP" | version u8 = 1 | gen u64 | nkept u32 | npinned u32 |
-//	nkept × (id u64 | oldRow u32 | oldOff u64 | newOff u64) |
-//	npinned × (id u64 | row u32 | off u64) | xxhash64 of all before u64
-//
-// The kept entry i is new row i: it holds memory id if that memory is, at
-// the marker, at oldRow with its payload at oldOff (then moved to row i and
-// newOff), and is dead otherwise. A pinned entry moves a snapshot's ghost.
+// wrote, and synced, before logging the marker. The marker's body is
+// package record's (record.Remap), the row map file's format package
+// remapfile's; this file keeps the engine's names for them and the
+// orchestration: writing the map, replaying the marker, removing the map.
 // The map file is removed with its generation; a damaged one, with its
 // marker in the log, is corruption (ErrCorrupt): recovery refuses it.
-const recRemap byte = 22
+const recRemap = record.TypeRemap
 
-// remapMagic opens a row map file; remapVersion is its layout.
+// remapBase and remapExt name a row map file (genName).
 const (
-	remapMagic   = "MRLREMAP"
-	remapVersion = 1
-	remapBase    = "remap"
-	remapExt     = ".map"
+	remapBase = remapfile.Base
+	remapExt  = remapfile.Ext
 )
 
 type remapRec struct {
@@ -54,94 +43,42 @@ type remapRec struct {
 }
 
 func encodeRemap(r remapRec) []byte {
-	b := make([]byte, 0, 37)
-	b = append(b, recRemap)
-	b = le.AppendUint64(b, r.uid)
-	b = le.AppendUint64(b, r.gen)
-	b = le.AppendUint32(b, r.nrows)
-	b = le.AppendUint64(b, r.paySize)
-	return le.AppendUint64(b, r.mapSum)
+	return record.EncodeRemap(record.Remap{UID: r.uid, Gen: r.gen, NRows: r.nrows, PaySize: r.paySize, MapSum: r.mapSum})
 }
 
 func decodeRemap(rec []byte) (remapRec, error) {
-	if len(rec) != 37 || rec[0] != recRemap {
-		return remapRec{}, fmt.Errorf("%w: remap: %d bytes, want 37", errBadRecord, len(rec))
-	}
-	return remapRec{uid: le.Uint64(rec[1:]), gen: le.Uint64(rec[9:]), nrows: le.Uint32(rec[17:]),
-		paySize: le.Uint64(rec[21:]), mapSum: le.Uint64(rec[29:])}, nil
+	r, err := record.DecodeRemap(rec)
+	return remapRec{uid: r.UID, gen: r.Gen, nrows: r.NRows, paySize: r.PaySize, mapSum: r.MapSum}, err
 }
 
-// remapMap is the content of a row map file.
-type remapMap struct {
-	gen    uint64
-	kept   []keptRow // by new row; payLen unused
-	pinned map[uint64]pinMove
-}
-
-const (
-	remapHeaderLen = len(remapMagic) + 1 + 8 + 4 + 4
-	remapKeptLen   = 8 + 4 + 8 + 8
-	remapPinnedLen = 8 + 4 + 8
-)
-
-func encodeRemapMap(m remapMap) []byte {
-	b := make([]byte, 0, remapHeaderLen+remapKeptLen*len(m.kept)+remapPinnedLen*len(m.pinned)+8)
-	b = append(b, remapMagic...)
-	b = append(b, remapVersion)
-	b = le.AppendUint64(b, m.gen)
-	b = le.AppendUint32(b, uint32(len(m.kept)))
-	b = le.AppendUint32(b, uint32(len(m.pinned)))
-	for _, k := range m.kept {
-		b = le.AppendUint64(b, k.id)
-		b = le.AppendUint32(b, k.old)
-		b = le.AppendUint64(b, k.oldOff)
-		b = le.AppendUint64(b, k.newOff)
+// encodeRemapMap returns generation gen's row map file: kept by new row,
+// and the ghosts' moves. The rows are handed to the encoder as they are,
+// without a copy.
+func encodeRemapMap(gen uint64, kept []keptRow, pinned map[uint64]pinMove) []byte {
+	keptSeq := func(yield func(remapfile.Kept) bool) {
+		for _, k := range kept {
+			if !yield(remapfile.Kept{ID: k.id, OldRow: k.old, OldOff: k.oldOff, NewOff: k.newOff}) {
+				return
+			}
+		}
 	}
-	for id, p := range m.pinned {
-		b = le.AppendUint64(b, id)
-		b = le.AppendUint32(b, p.row)
-		b = le.AppendUint64(b, p.off)
+	pinSeq := func(yield func(uint64, remapfile.Pin) bool) {
+		for id, p := range pinned {
+			if !yield(id, remapfile.Pin{Row: p.row, Off: p.off}) {
+				return
+			}
+		}
 	}
-	return le.AppendUint64(b, xxhash.Sum64(b))
+	return remapfile.Encode(gen, len(kept), keptSeq, len(pinned), pinSeq)
 }
 
 // decodeRemapMap decodes and verifies a row map file of generation gen
 // whose xxhash64 (trailer included) the marker recorded as sum. Any
 // mismatch wraps ErrCorrupt.
-func decodeRemapMap(b []byte, gen, sum uint64) (remapMap, error) {
-	bad := func(why string) (remapMap, error) {
-		return remapMap{}, fmt.Errorf("%w: row map of generation %d: %s", ErrCorrupt, gen, why)
-	}
-	if len(b) < remapHeaderLen+8 || !bytes.Equal(b[:len(remapMagic)], []byte(remapMagic)) {
-		return bad("no header")
-	}
-	if xxhash.Sum64(b) != sum {
-		return bad("checksum differs from the marker's")
-	}
-	body := b[:len(b)-8]
-	if xxhash.Sum64(body) != le.Uint64(b[len(b)-8:]) {
-		return bad("checksum mismatch")
-	}
-	if v := body[len(remapMagic)]; v != remapVersion {
-		return bad(fmt.Sprintf("version %d", v))
-	}
-	p := len(remapMagic) + 1
-	if g := le.Uint64(body[p:]); g != gen {
-		return bad(fmt.Sprintf("names generation %d", g))
-	}
-	nk, np := uint64(le.Uint32(body[p+8:])), uint64(le.Uint32(body[p+12:]))
-	if uint64(len(body)) != uint64(remapHeaderLen)+nk*remapKeptLen+np*remapPinnedLen {
-		return bad("length does not match its counts")
-	}
-	m := remapMap{gen: gen, kept: make([]keptRow, nk), pinned: make(map[uint64]pinMove, np)}
-	p = remapHeaderLen
-	for i := range m.kept {
-		m.kept[i] = keptRow{id: le.Uint64(body[p:]), old: le.Uint32(body[p+8:]), oldOff: le.Uint64(body[p+12:]), newOff: le.Uint64(body[p+20:])}
-		p += remapKeptLen
-	}
-	for range np {
-		m.pinned[le.Uint64(body[p:])] = pinMove{row: le.Uint32(body[p+8:]), off: le.Uint64(body[p+12:])}
-		p += remapPinnedLen
+func decodeRemapMap(b []byte, gen, sum uint64) (remapfile.Map, error) {
+	m, err := remapfile.Decode(b, gen, sum)
+	if err != nil {
+		return m, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return m, nil
 }
@@ -154,7 +91,7 @@ func remapPath(dir string, gen uint64) string {
 // writeRemapMap writes generation ng's row map durably (WriteFileAtomic:
 // synced, and its name too) and returns its checksum for the marker.
 func (ng *nextGen) writeRemapMap(pinTo map[uint64]pinMove) (uint64, error) {
-	b := encodeRemapMap(remapMap{gen: ng.gen, kept: ng.kept, pinned: pinTo})
+	b := encodeRemapMap(ng.gen, ng.kept, pinTo)
 	if err := vfs.WriteFileAtomic(ng.c.db.fs, remapPath(ng.c.dir, ng.gen), b); err != nil {
 		return 0, fdError(err)
 	}
@@ -185,16 +122,16 @@ func (c *Collection) replayRemapLocked(r remapRec) error {
 	if err != nil {
 		return fmt.Errorf("engine: collection %q: %w", c.name, err)
 	}
-	if uint64(len(m.kept)) != uint64(r.nrows) {
-		return fmt.Errorf("%w: collection %q: row map of %d rows, marker %d", ErrCorrupt, c.name, len(m.kept), r.nrows)
+	if uint64(len(m.Kept)) != uint64(r.nrows) {
+		return fmt.Errorf("%w: collection %q: row map of %d rows, marker %d", ErrCorrupt, c.name, len(m.Kept), r.nrows)
 	}
 	mems := make(map[uint64]memory, len(c.mems))
-	rowIDs := make([]uint64, len(m.kept))
-	for i, k := range m.kept {
-		rowIDs[i] = k.id
-		if mm, ok := c.mems[k.id]; ok && mm.row == k.old && mm.payOff == k.oldOff {
-			mm.row, mm.payOff = uint32(i), k.newOff
-			mems[k.id] = mm
+	rowIDs := make([]uint64, len(m.Kept))
+	for i, k := range m.Kept {
+		rowIDs[i] = k.ID
+		if mm, ok := c.mems[k.ID]; ok && mm.row == k.OldRow && mm.payOff == k.OldOff {
+			mm.row, mm.payOff = uint32(i), k.NewOff
+			mems[k.ID] = mm
 		}
 	}
 	if len(mems) != len(c.mems) {
@@ -210,8 +147,8 @@ func (c *Collection) replayRemapLocked(r remapRec) error {
 		return fmt.Errorf("engine: collection %q: files of generation %d: %w", c.name, r.gen, err)
 	}
 	c.forEachPinnedLocked(func(id uint64, gm *memory) {
-		if to, ok := m.pinned[id]; ok {
-			gm.row, gm.payOff = to.row, to.off
+		if to, ok := m.Pinned[id]; ok {
+			gm.row, gm.payOff = to.Row, to.Off
 		}
 	})
 	if err := c.closeFiles(); err != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/memrl/memrl/engine/record"
 )
 
 // Replacing a memory's vector in place (MEM.SETVECTOR, and MEM.ADD …
@@ -22,20 +24,15 @@ import (
 // triggers it) a replace looks like a delete of the old row and an add of
 // the new one with the same id.
 //
-//	recReplace  uid u64 | id u64 | row u32 | flags u8 |
-//	            [attrs u32-len bytes]            (flags&replaceAttrs)
-//	            [payOff u64 | payload u32-len bytes] (flags&replacePayload)
-//	            vector dim×f32
-//
 // Like every record it logs results (the row and payload offset chosen),
-// so replaying it twice changes nothing.
-const recReplace byte = 23
+// so replaying it twice changes nothing. The record's body and codec are
+// package record's (record.Replace, engine/record/doc.go has its layout).
+const recReplace = record.TypeReplace
 
 // The flags of a recReplace record; any other bit is a malformed record.
 const (
-	replaceAttrs   byte = 1 << 0 // the record carries new attributes (empty: none)
-	replacePayload byte = 1 << 1 // the record carries a new payload
-	replaceFlags        = replaceAttrs | replacePayload
+	replaceAttrs   = record.ReplaceAttrs   // the record carries new attributes (empty: none)
+	replacePayload = record.ReplacePayload // the record carries a new payload
 )
 
 // ErrReplaceHeld: a memory that a snapshot holds cannot have its vector
@@ -67,63 +64,17 @@ type replaceRec struct {
 }
 
 func encodeReplace(r replaceRec) []byte {
-	b := make([]byte, 0, 34+len(r.attrs)+len(r.payload)+4*len(r.vec))
-	b = append(b, recReplace)
-	b = le.AppendUint64(b, r.uid)
-	b = le.AppendUint64(b, r.id)
-	b = le.AppendUint32(b, r.row)
-	b = append(b, r.flags)
-	if r.flags&replaceAttrs != 0 {
-		b = le.AppendUint32(b, uint32(len(r.attrs)))
-		b = append(b, r.attrs...)
-	}
-	if r.flags&replacePayload != 0 {
-		b = le.AppendUint64(b, r.payOff)
-		b = le.AppendUint32(b, uint32(len(r.payload)))
-		b = append(b, r.payload...)
-	}
-	for _, f := range r.vec {
-		b = le.AppendUint32(b, math.Float32bits(f))
-	}
-	return b
+	return record.EncodeReplace(record.Replace{UID: r.uid, ID: r.id, Row: r.row, Flags: r.flags,
+		Attrs: r.attrs, PayOff: r.payOff, Payload: r.payload, Vec: r.vec})
 }
 
 // decodeReplace decodes a recReplace body whose vector has dim components
 // (dim < 0: whatever the body holds, for inspection). The attributes and
 // payload alias b.
 func decodeReplace(b []byte, dim int) (replaceRec, error) {
-	d := decoder{B: b[1:]}
-	var r replaceRec
-	r.uid = d.U64()
-	r.id = d.U64()
-	r.row = d.U32()
-	r.flags = d.U8()
-	if r.flags&^replaceFlags != 0 {
-		return r, fmt.Errorf("%w: replace record with unknown flags %#x", errBadRecord, r.flags)
-	}
-	if r.flags&replaceAttrs != 0 {
-		if n := d.U32(); n > 0 {
-			r.attrs = d.Take(int(n))
-		}
-	}
-	if r.flags&replacePayload != 0 {
-		r.payOff = d.U64()
-		r.payload = d.Take(int(d.U32()))
-	}
-	if d.Err {
-		return r, fmt.Errorf("%w: bad replace record", errBadRecord)
-	}
-	if dim < 0 && len(d.B)%4 == 0 {
-		dim = len(d.B) / 4
-	}
-	if dim == 0 || len(d.B) != 4*dim {
-		return r, fmt.Errorf("%w: replace record has %d vector bytes, want %d", errBadRecord, len(d.B), 4*dim)
-	}
-	r.vec = make([]float32, dim)
-	for i := range r.vec {
-		r.vec[i] = math.Float32frombits(d.U32())
-	}
-	return r, d.Done("replace")
+	r, err := record.DecodeReplace(b, dim)
+	return replaceRec{uid: r.UID, id: r.ID, row: r.Row, flags: r.Flags,
+		attrs: r.Attrs, payOff: r.PayOff, payload: r.Payload, vec: r.Vec}, err
 }
 
 // Replace gives memory r a new vector (and, as req says, new attributes

@@ -1,8 +1,9 @@
 // Package record is the format of the bodies of the engine's log records:
 // the type numbers of every record, and the codecs of those that depend on
 // nothing of the engine (adds, deletes, Q updates, attribute, payload and
-// expiry updates, drops, snapshots). The WAL (package wal) frames and
-// checksums each body; this package defines the bytes inside.
+// expiry updates, drops, snapshots, groups, vector replacements,
+// compaction's remap marker, imports, prune policies' layout). The WAL (package wal) frames and checksums
+// each body; this package defines the bytes inside.
 //
 // # Layouts
 //
@@ -24,6 +25,23 @@
 //	TypeSnapshot     uid u64 | seq u64 | created i64 | count u64 | name u16-len bytes
 //	TypeDelSnapshot  uid u64 | seq u64
 //	TypeRollback     uid u64 | seq u64 | n u64    (commits the n changes of the batches before it)
+//	TypeReplace      uid u64 | id u64 | row u32 | flags u8 |
+//	                 [attrs u32-len bytes]                 (flags&ReplaceAttrs)
+//	                 [payOff u64 | payload u32-len bytes]  (flags&ReplacePayload)
+//	                 vector dim×f32
+//	TypeGroupMember  gid u64 | inner body (of any type but the three group types)
+//	TypeGroupCommit  gid u64 | count u32 | sum u64   (count > 0; sum = Σ xxhash64(inner) mod 2^64)
+//	TypeGroupAbort   gid u64
+//	TypePrunePolicy  uid u64 | kind u8 | at i64 | kind PolicySet: policy
+//	                                           | kind PolicyRan: count u64
+//	policy:          flags u8 | qBelow f64 | minVisits u64 | older i64 | idle i64 |
+//	                 maxCount u64 | every i64 | filter u16-len bytes
+//	                 (flags: Policy* bits; without PolicyOn, no policy and all zero;
+//	                 the engine's checkpoint prune section carries the same policy)
+//	TypeImport       version u8 = 1 | uid u64 | name u16-len bytes
+//	TypeRemap        uid u64 | gen u64 | nrows u32 | paySize u64 | mapSum u64
+//	                 (records after it refer to generation gen's rows; mapSum is the
+//	                 xxhash64 of gen's row map file, package engine/remapfile)
 //
 // An add with attributes, a key or an expiry is TypeAddExt; one with none
 // of them is TypeAdd, whose layout never changes, and a TypeAddExt body
@@ -31,9 +49,9 @@
 // vector's dimension is not in the body: the reader passes the
 // collection's (AddUID reads the collection first).
 //
-// The engine's other records (create, indexed fields, prune policies,
-// rollback batches, groups, remap, replace) are laid out beside their
-// codecs in the engine's files named at their Type constants.
+// The engine's other records (create, indexed fields, rollback batches) are
+// laid out beside their codecs in the engine's files named at their Type
+// constants.
 //
 // Records log results, not operations: TypeQ carries the new Q and
 // counters, TypeAdd the row and payload offset chosen, an expiry is
@@ -45,9 +63,15 @@
 //
 // Every decoder refuses, with an error wrapping ErrBad, a body cut short,
 // one with bytes past its last field, a delete whose count does not match
-// its bytes, an add whose vector is not of the dimension asked for, and a
-// TypeAddExt without attributes, key or expiry. Length fields are never
-// trusted for an allocation: a decoder allocates no more than the body's
-// size. The WAL's checksum has accepted the bytes, so a refusal means a
-// bug or a log written by a newer version.
+// its bytes, an add or a replace whose vector is not of the dimension asked
+// for, a TypeAddExt without attributes, key or expiry, a replace with
+// unknown flags, a prune policy record of unknown kind or flags (or turned
+// off with a field set, or with filter text without its flag), an import of
+// another version, a group member without an inner body or wrapping a group
+// record, and a group commit of no members. Length fields are never trusted
+// for an allocation: a decoder allocates no more than the body's size. The
+// WAL's checksum has accepted the bytes, so a refusal means a bug or a log
+// written by a newer version. The values of a prune policy (its criteria,
+// its filter's parse) are the engine's to check, as it checks a policy it is
+// given.
 package record

@@ -26,14 +26,14 @@ const (
 	TypeDelSnapshot   byte = 13 // DelSnapshot
 	TypeRollback      byte = 14 // Rollback
 	// 15 and 16 are not used.
-	TypePrunePolicy   byte = 17 // engine (prune_policy_codec.go)
+	TypePrunePolicy   byte = 17 // PrunePolicy
 	TypeRollbackBatch byte = 18 // engine (snapshot_record.go)
-	TypeGroupMember   byte = 19 // engine (group.go)
-	TypeGroupCommit   byte = 20 // engine (group.go)
-	TypeGroupAbort    byte = 21 // engine (group.go)
-	TypeRemap         byte = 22 // engine (remap.go)
-	TypeReplace       byte = 23 // engine (replace.go)
-	TypeImport        byte = 24 // engine (collection_import.go)
+	TypeGroupMember   byte = 19 // EncodeGroupMember
+	TypeGroupCommit   byte = 20 // GroupCommit
+	TypeGroupAbort    byte = 21 // EncodeGroupAbort
+	TypeRemap         byte = 22 // Remap
+	TypeReplace       byte = 23 // Replace
+	TypeImport        byte = 24 // EncodeImport
 )
 
 // ErrBad wraps every decoding failure; a record that the WAL's checksum

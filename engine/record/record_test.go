@@ -23,17 +23,33 @@ func bodies() map[string]struct {
 		want   any
 		decode func([]byte) (any, error)
 	}{
-		"drop":        {EncodeDrop(7), uint64(7), dec(func(b []byte) (any, error) { return DecodeDrop(b) })},
-		"add":         {EncodeAdd(add), add, dec(func(b []byte) (any, error) { return DecodeAdd(b, 2) })},
-		"add-ext":     {EncodeAdd(ext), ext, dec(func(b []byte) (any, error) { return DecodeAdd(b, 2) })},
-		"delete":      {EncodeDelete(Delete{UID: 1, IDs: []uint64{2, 3}}), Delete{UID: 1, IDs: []uint64{2, 3}}, dec(func(b []byte) (any, error) { return DecodeDelete(b) })},
-		"q":           {EncodeQ(Q{1, 2, 0.5, 3, -1, 2.5, 6}), Q{1, 2, 0.5, 3, -1, 2.5, 6}, dec(func(b []byte) (any, error) { return DecodeQ(b) })},
-		"set-attrs":   {EncodeSetAttrs(SetAttrs{1, 2, []byte(`{}`)}), SetAttrs{1, 2, []byte(`{}`)}, dec(func(b []byte) (any, error) { return DecodeSetAttrs(b) })},
-		"set-payload": {EncodeSetPayload(SetPayload{1, 2, 3, []byte("x")}), SetPayload{1, 2, 3, []byte("x")}, dec(func(b []byte) (any, error) { return DecodeSetPayload(b) })},
-		"expire":      {EncodeExpire(Expire{1, 2, 3}), Expire{1, 2, 3}, dec(func(b []byte) (any, error) { return DecodeExpire(b) })},
-		"snapshot":    {EncodeSnapshot(Snapshot{1, 2, 3, 4, "s"}), Snapshot{1, 2, 3, 4, "s"}, dec(func(b []byte) (any, error) { return DecodeSnapshot(b) })},
-		"delsnapshot": {EncodeDelSnapshot(DelSnapshot{1, 2}), DelSnapshot{1, 2}, dec(func(b []byte) (any, error) { return DecodeDelSnapshot(b) })},
-		"rollback":    {EncodeRollback(Rollback{1, 2, 3}), Rollback{1, 2, 3}, dec(func(b []byte) (any, error) { return DecodeRollback(b) })},
+		"drop":         {EncodeDrop(7), uint64(7), dec(func(b []byte) (any, error) { return DecodeDrop(b) })},
+		"add":          {EncodeAdd(add), add, dec(func(b []byte) (any, error) { return DecodeAdd(b, 2) })},
+		"add-ext":      {EncodeAdd(ext), ext, dec(func(b []byte) (any, error) { return DecodeAdd(b, 2) })},
+		"delete":       {EncodeDelete(Delete{UID: 1, IDs: []uint64{2, 3}}), Delete{UID: 1, IDs: []uint64{2, 3}}, dec(func(b []byte) (any, error) { return DecodeDelete(b) })},
+		"q":            {EncodeQ(Q{1, 2, 0.5, 3, -1, 2.5, 6}), Q{1, 2, 0.5, 3, -1, 2.5, 6}, dec(func(b []byte) (any, error) { return DecodeQ(b) })},
+		"set-attrs":    {EncodeSetAttrs(SetAttrs{1, 2, []byte(`{}`)}), SetAttrs{1, 2, []byte(`{}`)}, dec(func(b []byte) (any, error) { return DecodeSetAttrs(b) })},
+		"set-payload":  {EncodeSetPayload(SetPayload{1, 2, 3, []byte("x")}), SetPayload{1, 2, 3, []byte("x")}, dec(func(b []byte) (any, error) { return DecodeSetPayload(b) })},
+		"expire":       {EncodeExpire(Expire{1, 2, 3}), Expire{1, 2, 3}, dec(func(b []byte) (any, error) { return DecodeExpire(b) })},
+		"snapshot":     {EncodeSnapshot(Snapshot{1, 2, 3, 4, "s"}), Snapshot{1, 2, 3, 4, "s"}, dec(func(b []byte) (any, error) { return DecodeSnapshot(b) })},
+		"delsnapshot":  {EncodeDelSnapshot(DelSnapshot{1, 2}), DelSnapshot{1, 2}, dec(func(b []byte) (any, error) { return DecodeDelSnapshot(b) })},
+		"rollback":     {EncodeRollback(Rollback{1, 2, 3}), Rollback{1, 2, 3}, dec(func(b []byte) (any, error) { return DecodeRollback(b) })},
+		"group-commit": {EncodeGroupCommit(GroupCommit{1, 2, 3}), GroupCommit{1, 2, 3}, dec(func(b []byte) (any, error) { return DecodeGroupCommit(b) })},
+		"group-abort":  {EncodeGroupAbort(7), uint64(7), dec(func(b []byte) (any, error) { return DecodeGroupAbort(b) })},
+		"replace": {EncodeReplace(Replace{UID: 1, ID: 2, Row: 3, Flags: ReplaceAttrs | ReplacePayload, Attrs: []byte(`{"a":1}`), PayOff: 4, Payload: []byte("p"), Vec: []float32{1, 2}}),
+			Replace{UID: 1, ID: 2, Row: 3, Flags: ReplaceAttrs | ReplacePayload, Attrs: []byte(`{"a":1}`), PayOff: 4, Payload: []byte("p"), Vec: []float32{1, 2}},
+			dec(func(b []byte) (any, error) { return DecodeReplace(b, 2) })},
+		"replace-vector": {EncodeReplace(Replace{UID: 1, ID: 2, Row: 3, Vec: []float32{1, 2}}), Replace{UID: 1, ID: 2, Row: 3, Vec: []float32{1, 2}},
+			dec(func(b []byte) (any, error) { return DecodeReplace(b, 2) })},
+		"import": {EncodeImport(5, "c"), [2]any{uint64(5), "c"}, dec(func(b []byte) (any, error) { u, n, err := DecodeImport(b); return [2]any{u, n}, err })},
+		"prune-policy-set": {EncodePrunePolicy(PrunePolicy{UID: 1, Kind: PolicySet, At: 2, Policy: Policy{Flags: PolicyOn | PolicyQBelow | PolicyFilter, QBelow: 0.5, Every: 60e9, Filter: ".a == 1"}}),
+			PrunePolicy{UID: 1, Kind: PolicySet, At: 2, Policy: Policy{Flags: PolicyOn | PolicyQBelow | PolicyFilter, QBelow: 0.5, Every: 60e9, Filter: ".a == 1"}},
+			dec(func(b []byte) (any, error) { return DecodePrunePolicy(b) })},
+		"prune-policy-off": {EncodePrunePolicy(PrunePolicy{UID: 1, Kind: PolicySet, At: 2}), PrunePolicy{UID: 1, Kind: PolicySet, At: 2},
+			dec(func(b []byte) (any, error) { return DecodePrunePolicy(b) })},
+		"prune-policy-ran": {EncodePrunePolicy(PrunePolicy{UID: 1, Kind: PolicyRan, At: 2, Count: 3}), PrunePolicy{UID: 1, Kind: PolicyRan, At: 2, Count: 3},
+			dec(func(b []byte) (any, error) { return DecodePrunePolicy(b) })},
+		"remap": {EncodeRemap(Remap{3, 2, 1e6, 1 << 40, 0xdead_beef}), Remap{3, 2, 1e6, 1 << 40, 0xdead_beef}, dec(func(b []byte) (any, error) { return DecodeRemap(b) })},
 	}
 }
 
@@ -91,5 +107,71 @@ func TestDeleteCountMustMatch(t *testing.T) {
 	le.PutUint32(b[9:], 1<<30)
 	if _, err := DecodeDelete(b); !errors.Is(err, ErrBad) {
 		t.Fatalf("count 2^30 over one id: err %v", err)
+	}
+}
+
+// TestGroupRefusals: a group member without an inner record, or wrapping a
+// group record, and a group commit of no members are refused; a member's
+// inner record comes back as it went in.
+func TestGroupRefusals(t *testing.T) {
+	inner := EncodeDrop(5)
+	gid, got, err := DecodeGroupMember(EncodeGroupMember(9, inner))
+	if err != nil || gid != 9 || !reflect.DeepEqual(got, inner) {
+		t.Fatalf("member: %d %v %v", gid, got, err)
+	}
+	for n := 1; n <= GroupMemberHeader; n++ {
+		if _, _, err := DecodeGroupMember(EncodeGroupMember(9, inner)[:n]); !errors.Is(err, ErrBad) {
+			t.Fatalf("member cut to %d bytes: %v", n, err)
+		}
+	}
+	for _, g := range [][]byte{EncodeGroupMember(1, inner), EncodeGroupCommit(GroupCommit{1, 1, 0}), EncodeGroupAbort(1)} {
+		if _, _, err := DecodeGroupMember(EncodeGroupMember(9, g)); !errors.Is(err, ErrBad) {
+			t.Fatalf("member wrapping type %d: %v", g[0], err)
+		}
+	}
+	if _, err := DecodeGroupCommit(EncodeGroupCommit(GroupCommit{GID: 1, N: 0, Sum: 4})); !errors.Is(err, ErrBad) {
+		t.Fatalf("commit of no members: %v", err)
+	}
+}
+
+// TestReplaceRefusals: a replace with an unknown flag, or a vector of
+// another dimension, is refused.
+func TestReplaceRefusals(t *testing.T) {
+	b := EncodeReplace(Replace{UID: 1, ID: 2, Row: 3, Vec: []float32{1, 2}})
+	bad := append([]byte(nil), b...)
+	bad[21] = 4
+	if _, err := DecodeReplace(bad, 2); !errors.Is(err, ErrBad) {
+		t.Fatalf("unknown flag: %v", err)
+	}
+	if _, err := DecodeReplace(b, 3); !errors.Is(err, ErrBad) {
+		t.Fatalf("dimension 3 asked of a vector of 2: %v", err)
+	}
+	if r, err := DecodeReplace(b, -1); err != nil || len(r.Vec) != 2 {
+		t.Fatalf("dimension from the body: %+v, %v", r, err)
+	}
+}
+
+// TestImportVersionRefused: an import record of another version is refused.
+func TestImportVersionRefused(t *testing.T) {
+	b := EncodeImport(5, "c")
+	b[1] = ImportVersion + 1
+	if _, _, err := DecodeImport(b); !errors.Is(err, ErrBad) {
+		t.Fatalf("version %d: %v", ImportVersion+1, err)
+	}
+}
+
+// TestPrunePolicyRefusals: an unknown kind, an unknown flag, a policy
+// turned off with a field set, and filter text without the filter flag
+// are refused.
+func TestPrunePolicyRefusals(t *testing.T) {
+	for name, r := range map[string]PrunePolicy{
+		"unknown kind":        {UID: 1, Kind: 3, At: 2},
+		"unknown flag":        {UID: 1, Kind: PolicySet, Policy: Policy{Flags: PolicyOn | 1<<7, Every: 1}},
+		"off with a field":    {UID: 1, Kind: PolicySet, Policy: Policy{QBelow: 1}},
+		"filter without flag": {UID: 1, Kind: PolicySet, Policy: Policy{Flags: PolicyOn | PolicyQBelow, Filter: "x"}},
+	} {
+		if _, err := DecodePrunePolicy(EncodePrunePolicy(r)); !errors.Is(err, ErrBad) {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }
