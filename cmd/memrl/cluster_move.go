@@ -132,7 +132,8 @@ var moveLog = os.Stderr
 var moveStepOnce sync.Once
 
 // hook marks a step of a move: "export" (the image is being written),
-// "chunk" (the first chunk is imported), "delta" (a delta round is
+// "chunk" (the first chunk is imported), "prepare" (the target's
+// replicas are preparing the image, COMMIT not yet sent), "delta" (a delta round is
 // copied), "pause" (writes are paused), "commit" (the target is sealed,
 // the source not yet dropped). With MEMRL_MOVE_PAUSE_AT=<step> in the
 // environment (tests of real processes), the first move to reach that
