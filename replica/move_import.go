@@ -273,7 +273,7 @@ func (n *Node) importStaged(db *engine.DB, name, id, path string) (*engine.Colle
 		// No job, or one whose failure may be this replica's alone (or
 		// a matter of timing, as too many collections at that moment):
 		// prepare again here, where the outcome is decided.
-		p, err = prepareFile(db, path)
+		p, err = prepareFile(db, path, nil)
 	}
 	if err == nil {
 		var c *engine.Collection

@@ -3,8 +3,10 @@ package replica
 import (
 	"bufio"
 	"errors"
+	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/memrl/memrl/engine"
 	"github.com/memrl/memrl/engine/image"
@@ -45,6 +47,10 @@ type prepJob struct {
 	db   *engine.DB    // the engine it prepares into
 	done chan struct{} // closed when p, err are set
 
+	// stop, set by cancel, makes the job's reads of the image fail, so
+	// that a cancelled preparation ends soon (stopAll waits for it).
+	stop atomic.Bool
+
 	mu        sync.Mutex // guards cancelled, and p once done
 	cancelled bool
 	p         *engine.PreparedImport
@@ -80,7 +86,7 @@ func (j *prepJob) run(id, path string) {
 	if h := prepareHook; h != nil {
 		h(id)
 	}
-	p, err := prepareFile(j.db, path)
+	p, err := prepareFile(j.db, path, &j.stop)
 	j.mu.Lock()
 	j.p, j.err = p, err
 	if j.cancelled && p != nil {
@@ -93,6 +99,7 @@ func (j *prepJob) run(id, path string) {
 
 // cancel aborts the job's preparation, now or when it ends.
 func (j *prepJob) cancel() {
+	j.stop.Store(true)
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.cancelled = true
@@ -181,14 +188,36 @@ func (j *prepJob) wait() (*engine.PreparedImport, error) {
 	return p, j.err
 }
 
-// prepareFile prepares the image at path into db.
-func prepareFile(db *engine.DB, path string) (*engine.PreparedImport, error) {
+// errPrepCancelled is a cancelled job's read error (its outcome is never
+// used).
+var errPrepCancelled = errors.New("replica: preparation cancelled")
+
+// stopReader fails its reads once stop is set.
+type stopReader struct {
+	r    io.Reader
+	stop *atomic.Bool
+}
+
+func (s stopReader) Read(b []byte) (int, error) {
+	if s.stop.Load() {
+		return 0, errPrepCancelled
+	}
+	return s.r.Read(b)
+}
+
+// prepareFile prepares the image at path into db; if stop (not nil) is
+// set meanwhile, it fails.
+func prepareFile(db *engine.DB, path string, stop *atomic.Bool) (*engine.PreparedImport, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return db.PrepareImport(bufio.NewReaderSize(f, 1<<20))
+	var r io.Reader = f
+	if stop != nil {
+		r = stopReader{f, stop}
+	}
+	return db.PrepareImport(bufio.NewReaderSize(r, 1<<20))
 }
 
 // imageRefused reports whether err is a refusal of the image itself,
