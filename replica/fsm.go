@@ -71,6 +71,10 @@ func (f fsm) Restore(rc io.ReadCloser) error {
 	}
 	old := n.db.Swap(db)
 	if old != nil {
+		// Preparations into the old engine end first (Commit or Abort
+		// before its Close); COMMIT prepares again from the snapshot's
+		// staged image.
+		n.preps.stopAll()
 		if err := old.Close(); err != nil {
 			n.log.Warn("replica: closing the replaced engine", "err", err)
 		}

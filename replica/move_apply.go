@@ -179,6 +179,7 @@ func (n *Node) applyDiscard(a *server.Applier, name, id string) []byte {
 		return okReply() // nothing of this move here
 	}
 	if r.state == importStaging {
+		n.preps.drop(id)
 		os.Remove(stagePath(db, id))
 	} else if _, err := db.Collection(name); err == nil {
 		if reply := a.Apply([][]byte{[]byte("MEM.DROP"), []byte(name)}); bytes.HasPrefix(reply, []byte("-")) {

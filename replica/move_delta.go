@@ -39,6 +39,7 @@ func (n *Node) registerMoveCommands(s *server.Server) {
 	s.Register("MEMRL.EXPORTREAD", 3, n.cmdExportRead, server.ReadOnly)
 	s.Register("MEMRL.EXPORTDONE", 1, n.cmdExportDone, server.Local)
 	s.Register("MEMRL.IMPORT", 3, n.cmdImport)
+	s.Register("MEMRL.IMPORTREADY", 1, n.cmdImportReady, server.Local)
 	s.Register("MEMRL.REPLAY", 2, applyOnly)
 	s.Register("MEMRL.PAUSE", 2, applyOnly)
 	s.Register("MEMRL.UNPAUSE", 2, applyOnly)

@@ -1,7 +1,8 @@
 package replica
 
 import (
-	"bufio"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 //
 //	MEMRL.IMPORT BEGIN <collection> <move id>
 //	MEMRL.IMPORT CHUNK <move id> <seq> <bytes>
+//	MEMRL.IMPORT PREPARE <move id> <chunks>
 //	MEMRL.IMPORT COMMIT <move id> <chunks> <X>
 //	MEMRL.IMPORT SEAL <collection> <move id> <P>
 //	MEMRL.IMPORT DONE <collection> <move id>
@@ -28,10 +30,12 @@ import (
 // the engine's folder, so a raft snapshot taken mid-import ships it;
 // chunks are at most maxChunk bytes (why: chunkBound) and come in order
 // (seq from 0; a seq already staged is acknowledged again and changes
-// nothing, so a mover can resend after an unknown outcome). COMMIT
-// imports the staged image (engine.DB.ImportCollection verifies it whole
-// and creates the collection atomically), after which the collection is
-// visible here, and MEMRL.REPLAY (move_apply.go) applies the source's
+// nothing, so a mover can resend after an unknown outcome). PREPARE,
+// once every chunk is staged, starts the import's long step in a
+// goroutine on each replica (move_prepare.go). COMMIT imports the staged
+// image (engine.DB.PrepareImport, done by PREPARE's goroutine or here,
+// verifies it whole; PreparedImport.Commit creates the collection
+// atomically), after which the collection is visible here, and MEMRL.REPLAY (move_apply.go) applies the source's
 // commands after X to it. SEAL records that the source's final delta,
 // up to its PAUSE entry P, is in. DONE forgets the import once the
 // source has dropped its copy; DISCARD rolls an unfinished import back
@@ -45,7 +49,7 @@ import (
 // latency on the shard, bounded, at one commit per MiB.
 const maxChunk = 1 << 20
 
-var errImportSyntax = server.NewError("MEMRL.IMPORT BEGIN <coll> <id> | CHUNK <id> <seq> <bytes> | COMMIT <id> <chunks> <X> | SEAL <coll> <id> <P> | DONE <coll> <id> | DISCARD <coll> <id>")
+var errImportSyntax = server.NewError("MEMRL.IMPORT BEGIN <coll> <id> | CHUNK <id> <seq> <bytes> | PREPARE <id> <chunks> | COMMIT <id> <chunks> <X> | SEAL <coll> <id> <P> | DONE <coll> <id> | DISCARD <coll> <id>")
 
 // stagePath is the staged image of move id in db's folder.
 func stagePath(db *engine.DB, id string) string {
@@ -74,6 +78,8 @@ func (n *Node) cmdImport(c *server.Ctx, args [][]byte) error {
 		reply, err = n.importBeginLocked(db, t, string(args[1]), string(args[2]))
 	case sub == "CHUNK" && len(args) == 4:
 		reply, err = n.importChunkLocked(db, t, string(args[1]), args[2], args[3])
+	case sub == "PREPARE" && len(args) == 3:
+		reply, err = n.importPrepareLocked(db, t, string(args[1]), args[2])
 	case sub == "COMMIT" && len(args) == 4:
 		reply, err = n.importCommitLocked(db, t, string(args[1]), args[2], args[3])
 	case sub == "SEAL" && len(args) == 4:
@@ -121,6 +127,7 @@ func (n *Node) importBeginLocked(db *engine.DB, t *moveTables, name, id string) 
 		if r.state != importStaging {
 			return nil, server.NewError("MEMRL.IMPORT BEGIN: " + name + " was imported by move " + r.moveID + "; DISCARD or DONE it first")
 		}
+		n.preps.drop(r.moveID)
 		os.Remove(stagePath(db, r.moveID))
 		delete(t.imports, name)
 	}
@@ -171,6 +178,9 @@ func (n *Node) importChunkLocked(db *engine.DB, t *moveTables, id string, seqArg
 	if err != nil {
 		return nil, err
 	}
+	// A chunk after PREPARE: a job may have read the image without it,
+	// so COMMIT prepares again.
+	n.preps.drop(id)
 	r.chunks++
 	r.bytes += int64(len(data))
 	t.imports[name] = r
@@ -194,16 +204,12 @@ func (n *Node) importCommitLocked(db *engine.DB, t *moveTables, id string, chunk
 		return nil, server.NewError("MEMRL.IMPORT COMMIT: " + strconv.FormatUint(r.chunks, 10) + " chunks are staged, not " + strconv.FormatUint(chunks, 10))
 	}
 	path := stagePath(db, id)
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	_, ierr := db.ImportCollection(name, bufio.NewReaderSize(f, 1<<20))
-	f.Close()
+	_, ierr := n.importStaged(db, name, id, path)
 	os.Remove(path)
 	if ierr != nil {
 		// A refused image is refused alike by every replica (the same
 		// bytes): the staging is dropped and the mover starts again.
+		// (importStaged stopped the process for a local error.)
 		delete(t.imports, name)
 		n.log.Error("replica: import refused", "collection", name, "move", id, "err", ierr)
 		return nil, server.NewError("MEMRL.IMPORT COMMIT: " + ierr.Error())
@@ -226,4 +232,81 @@ func (n *Node) importSealLocked(t *moveTables, name, id string, pArg []byte) (fu
 	r.state, r.seal = importSealed, p
 	t.imports[name] = r
 	return nil, nil
+}
+
+// importPrepareLocked is PREPARE: every chunk is staged; start preparing
+// the image in a goroutine (move_prepare.go). It changes no replicated
+// state: COMMIT decides.
+func (n *Node) importPrepareLocked(db *engine.DB, t *moveTables, id string, chunksArg []byte) (func(), error) {
+	_, r, ok := findImportLocked(t, id)
+	if !ok {
+		return nil, server.NewError("MEMRL.IMPORT PREPARE: no import " + strconv.Quote(id) + " here")
+	}
+	if r.state != importStaging {
+		return nil, nil // committed already
+	}
+	chunks, err := strconv.ParseUint(string(chunksArg), 10, 64)
+	if err != nil {
+		return nil, errImportSyntax
+	}
+	if chunks != r.chunks {
+		return nil, server.NewError("MEMRL.IMPORT PREPARE: " + strconv.FormatUint(r.chunks, 10) + " chunks are staged, not " + strconv.FormatUint(chunks, 10))
+	}
+	n.preps.start(db, id, stagePath(db, id))
+	return nil, nil
+}
+
+// importStaged imports move id's image, staged at path, into db as
+// collection name: PREPARE's job's outcome if this replica has one for
+// db, else prepared here. It returns an error that every replica meets
+// alike (the image refused, the name taken, too many collections: each
+// decided at this entry's place in the log); for any other error it
+// stops the process (Node.fatal) rather than diverge, and returns it.
+// REQUIRES: called while applying COMMIT.
+func (n *Node) importStaged(db *engine.DB, name, id, path string) (*engine.Collection, error) {
+	var p *engine.PreparedImport
+	var err error
+	if j := n.preps.take(db, id); j != nil {
+		p, err = j.wait()
+	}
+	if p == nil && (err == nil || !imageRefused(err)) {
+		// No job, or one whose failure may be this replica's alone (or
+		// a matter of timing, as too many collections at that moment):
+		// prepare again here, where the outcome is decided.
+		p, err = prepareFile(db, path, nil)
+	}
+	if err == nil {
+		var c *engine.Collection
+		if c, err = p.Commit(name); err == nil {
+			return c, nil
+		}
+	} else if p != nil {
+		p.Abort()
+	}
+	if imageRefused(err) || errors.Is(err, engine.ErrCollectionExists) || errors.Is(err, engine.ErrTooManyCollections) {
+		return nil, err
+	}
+	err = fmt.Errorf("replica: import of %q (move %s) failed here, not for a reason every replica meets alike: %w", name, id, err)
+	n.fatal(err)
+	return nil, err
+}
+
+// cmdImportReady is MEMRL.IMPORTREADY <move id>, answered by this node
+// alone: 1 if its PREPARE job for the move has ended (COMMIT will not
+// wait for it), 0 if it runs, -1 if it has none (COMMIT would prepare on
+// the apply goroutine). The mover asks the target's leader before COMMIT.
+func (n *Node) cmdImportReady(c *server.Ctx, args [][]byte) error {
+	if len(args) != 1 {
+		return c.WrongArity()
+	}
+	db, id := n.DB(), string(args[0])
+	switch {
+	case n.preps.ready(db, id):
+		c.WriteInt(1)
+	case n.preps.has(db, id):
+		c.WriteInt(0)
+	default:
+		c.WriteInt(-1)
+	}
+	return nil
 }

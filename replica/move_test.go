@@ -56,8 +56,34 @@ func (d *moveDriver) do(nodes []*testNode, args ...any) any {
 }
 
 // export runs MEMRL.EXPORT and copies the image into the target (BEGIN,
-// CHUNK ×, COMMIT); it returns X.
+// CHUNK ×, PREPARE, COMMIT once the leader's preparation is done); it
+// returns X.
 func (d *moveDriver) export() int64 {
+	d.t.Helper()
+	x, seq := d.stage()
+	d.do(d.dst, "MEMRL.IMPORT", "PREPARE", d.id, seq)
+	d.waitReady()
+	d.do(d.dst, "MEMRL.IMPORT", "COMMIT", d.id, seq, x)
+	d.do(d.src, "MEMRL.EXPORTDONE", d.id)
+	return x
+}
+
+// waitReady polls the target leader's MEMRL.IMPORTREADY until its
+// preparation has ended (not 0).
+func (d *moveDriver) waitReady() {
+	d.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for d.do(d.dst, "MEMRL.IMPORTREADY", d.id).(int64) == 0 {
+		if time.Now().After(deadline) {
+			d.t.Fatal("the target leader's preparation did not end in 60 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// stage runs MEMRL.EXPORT and stages the image on the target (BEGIN,
+// CHUNK ×); it returns X and the number of chunks.
+func (d *moveDriver) stage() (int64, int) {
 	d.t.Helper()
 	ctx := context.Background()
 	srcLeader := waitLeader(d.t, d.src)
@@ -93,9 +119,7 @@ func (d *moveDriver) export() int64 {
 			break
 		}
 	}
-	d.do(d.dst, "MEMRL.IMPORT", "COMMIT", d.id, seq, x)
-	d.do(d.src, "MEMRL.EXPORTDONE", d.id)
-	return x
+	return x, seq
 }
 
 // delta copies the source's commands after *cursor up to upto and

@@ -166,6 +166,7 @@ type Node struct {
 	// moves is the replicated state of collection moves; exports the
 	// images this node wrote as a move's source (move_*.go).
 	moves   moveState
+	preps   prepJobs // imports prepared off the apply goroutine (move_prepare.go)
 	exports exportSet
 
 	// readyTerm is the raft term in which this node, as leader, has
@@ -319,6 +320,7 @@ func (n *Node) closeStores() {
 	if n.store != nil {
 		n.store.Close()
 	}
+	n.preps.stopAll() // before the engine they prepare into closes
 	if db := n.db.Load(); db != nil {
 		db.Close()
 	}

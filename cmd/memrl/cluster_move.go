@@ -23,8 +23,10 @@ import (
 //  1. MEMRL.EXPORT on the source's leader: a consistent image of the
 //     collection at raft index X, written by that leader to a file;
 //  2. MEMRL.IMPORT BEGIN, CHUNK × (1 MiB each, read with
-//     MEMRL.EXPORTREAD), COMMIT X on the target: the collection exists
-//     there as it was at X;
+//     MEMRL.EXPORTREAD), PREPARE (each replica verifies and writes the
+//     image in a goroutine), then, once the target leader's preparation
+//     is done (MEMRL.IMPORTREADY), COMMIT X on the target: the collection
+//     exists there as it was at X;
 //  3. delta rounds while writes go on: MEMRL.DELTA reads the source's
 //     commands for the collection after the last index copied, MEMRL.REPLAY
 //     applies them on the target at their original times, until a round
@@ -51,6 +53,36 @@ func mvReply(ctx context.Context, nodes []cluster.Node, shard int, args ...strin
 	ctx, cancel := context.WithTimeout(ctx, moveWait)
 	defer cancel()
 	return leaderReply(ctx, nodes, shard, args...)
+}
+
+// prepareWait bounds waitPrepared: past it, COMMIT is sent anyway (it
+// waits for the preparation on the target's apply goroutines, stalling
+// the shard's writes, but is correct).
+var prepareWait = 10 * time.Minute
+
+// waitPrepared waits until the target leader's preparation of move id
+// (MEMRL.IMPORT PREPARE) has ended, so that COMMIT, applied after it,
+// finds it done and stalls the target shard's other writes for
+// milliseconds only. A node without the preparation (-1: it became
+// leader after a restart) or that does not know the command: COMMIT
+// prepares there.
+func waitPrepared(ctx context.Context, nodes []cluster.Node, shard int, id string) error {
+	deadline := time.Now().Add(prepareWait)
+	for time.Now().Before(deadline) {
+		v, err := mvReply(ctx, nodes, shard, "MEMRL.IMPORTREADY", id)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if r, ok := v.(int64); err != nil || !ok || r != 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // mvDo is onLeader bounded by moveWait.
@@ -100,7 +132,8 @@ var moveLog = os.Stderr
 var moveStepOnce sync.Once
 
 // hook marks a step of a move: "export" (the image is being written),
-// "chunk" (the first chunk is imported), "delta" (a delta round is
+// "chunk" (the first chunk is imported), "prepare" (the target's
+// replicas are preparing the image, COMMIT not yet sent), "delta" (a delta round is
 // copied), "pause" (writes are paused), "commit" (the target is sealed,
 // the source not yet dropped). With MEMRL_MOVE_PAUSE_AT=<step> in the
 // environment (tests of real processes), the first move to reach that
@@ -198,6 +231,13 @@ func moveOnce(ctx context.Context, nodes []cluster.Node, name string, from, to i
 			st.Bytes = size
 			break
 		}
+	}
+	if err := mvDo(ctx, nodes, t, "MEMRL.IMPORT", "PREPARE", id, strconv.Itoa(seq)); err != nil {
+		return st, rollback(err)
+	}
+	hook("prepare")
+	if err := waitPrepared(ctx, nodes, t, id); err != nil {
+		return st, rollback(err)
 	}
 	if err := mvDo(ctx, nodes, t, "MEMRL.IMPORT", "COMMIT", id, strconv.Itoa(seq), strconv.FormatInt(x, 10)); err != nil {
 		return st, rollback(err)

@@ -59,7 +59,7 @@ func restartNode(t *testing.T, bin, nodesPath string, all []cluster.Node, n clus
 // By default (CI) it tries three kills: the target's leader during the
 // import chunks, the source's leader while writes are paused, and the
 // mover between the target's seal and the source's drop. MEMRL_MOVE_SWEEP=1
-// tries every step (export, chunk, delta, pause, commit) with each of the
+// tries every step (export, chunk, prepare, delta, pause, commit) with each of the
 // three killed (docs/CLUSTER.md "Resharding").
 func TestClusterMoveKill9(t *testing.T) {
 	type round struct {
@@ -76,7 +76,7 @@ func TestClusterMoveKill9(t *testing.T) {
 		}
 	} else if os.Getenv("MEMRL_MOVE_SWEEP") != "" {
 		rounds = nil
-		for _, s := range []string{"export", "chunk", "delta", "pause", "commit"} {
+		for _, s := range []string{"export", "chunk", "prepare", "delta", "pause", "commit"} {
 			rounds = append(rounds, round{s, 0}, round{s, 1}, round{s, -1})
 		}
 	}
