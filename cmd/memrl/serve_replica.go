@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"flag"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -92,6 +94,24 @@ func (f *replicaFlags) check(c *clusterFlags, o *serveOptions, env func(string) 
 			return cliflag.Usagef("$%s is set but empty", clusterSecretEnv)
 		}
 		f.secret = envSecret
+	case c.enabled() && f.tlsCert == "" && f.tlsKey == "" && f.tlsCA == "":
+		// Given neither secret nor TLS, a node of a cluster that memrl
+		// cluster start gave a secret (DIR/cluster.secret beside the
+		// nodes file) uses it, as cluster start does: a node restarted
+		// by hand without it would run with an open raft port that its
+		// peers never reach (they prove the secret, it expects none),
+		// and theirs refuse it, so it would stay a candidate with no
+		// leader, answering every write CLUSTERDOWN, for as long as it
+		// runs (issue 28: TestClusterReshardLeaderKill9's minute of
+		// CLUSTERDOWN after its restarts).
+		path := filepath.Join(filepath.Dir(c.nodesFile), clusterSecretFile)
+		if _, err := os.Stat(path); err == nil {
+			s, err := readSecretFile(path)
+			if err != nil {
+				return cliflag.Usagef("%s: %v", path, err)
+			}
+			f.secret, f.secretFile = s, path
+		}
 	}
 	if f.secret != "" && len(f.secret) < replica.MinSecretLen {
 		return cliflag.Usagef("the cluster secret must be at least %d bytes (openssl rand -hex 32 makes one)", replica.MinSecretLen)
