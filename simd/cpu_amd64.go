@@ -83,6 +83,20 @@ var avx2Kernels = &kernels{
 	scoreMask16: scoreMask16Call,
 
 	dotBlockedF16Multi: dotBlockedF16MultiCall,
+
+	fastScan4Multi: func(codes []byte, m int, q *FastScan4Queries) {
+		fastScan4MultiCall(fastScan4AVX2Call, codes, m, q)
+	},
+}
+
+// fastScan4AVX2Call is the AVX2 level's FastScan4.
+func fastScan4AVX2Call(codes []byte, m int, lut []byte, thresh uint16, sums []uint16, masks []uint32) {
+	fastScanCall(fastScan4AVX2, codes, m, lut, thresh, sums, masks)
+}
+
+// fastScan4AVX512Call is the AVX-512 level's FastScan4.
+func fastScan4AVX512Call(codes []byte, m int, lut []byte, thresh uint16, sums []uint16, masks []uint32) {
+	fastScanCall(fastScan4AVX512, codes, m, lut, thresh, sums, masks)
 }
 
 var avx512Kernels = &kernels{
@@ -107,6 +121,13 @@ var avx512Kernels = &kernels{
 	scoreMask16: scoreMask16Call,
 
 	dotBlockedF16Multi: dotBlockedF16MultiCall,
+
+	// The AVX2 multi-query kernels (no 512-bit one was written: this
+	// project's machines have no AVX-512 to measure it on); one query
+	// goes to the AVX-512 FastScan4.
+	fastScan4Multi: func(codes []byte, m int, q *FastScan4Queries) {
+		fastScan4MultiCall(fastScan4AVX512Call, codes, m, q)
+	},
 }
 
 // pairCall checks the slices (panicking, as the Go version does, when b is

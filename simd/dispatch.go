@@ -46,6 +46,9 @@ type kernels struct {
 
 	// dotBlockedF16Multi is dotBlockedF16 for several queries.
 	dotBlockedF16Multi func(qs []float32, dim int, blocks []uint16, rows int, out []float32)
+
+	// fastScan4Multi is fastScan4 for up to four queries.
+	fastScan4Multi func(codes []byte, m int, q *FastScan4Queries)
 }
 
 var genericKernels = &kernels{
@@ -65,6 +68,8 @@ var genericKernels = &kernels{
 	scoreMask16: scoreMask16Generic,
 
 	dotBlockedF16Multi: dotBlockedF16MultiGeneric,
+
+	fastScan4Multi: fastScan4MultiGeneric,
 }
 
 // cur is the kernel set in use. INVARIANT: never nil after package init.
