@@ -78,6 +78,11 @@
 // bytes and LUT entries bound it, so a gather would not help). FastScan4
 // uses byte shuffles (VPSHUFB) as 16-entry table look-ups, 32 vectors per
 // 256-bit shuffle, and 16-bit accumulators; its results are bit-exact.
+// FastScan4Multi is FastScan4 for up to four queries over the same codes
+// (ivfpq's batch search): each group of 32 code bytes is loaded and split
+// into nibbles once and looked up in every query's tables, each query's
+// sums kept in two registers (AVX2 at both AVX levels; one query goes to
+// FastScan4). Its sums and masks are FastScan4's, bit for bit.
 //
 // # Layouts
 //
