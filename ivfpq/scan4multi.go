@@ -7,17 +7,27 @@ import (
 	"github.com/memrl/memrl/simd"
 )
 
-// The 4-bit scan's steps shared by scan4 (one query) and scan4Multi
-// (up to simd.FastScanMaxQueries queries over the same list, batch.go):
-// the kernel's threshold, then the exact pass (ScoreMask, ScoreMask16)
-// and the merge into the candidates. Both scan a segment in chunks of
-// scanChunk vectors, deciding each query's threshold and bound from its
-// candidates as they stand at the chunk's start, so a query's candidates
-// come out the same whichever scan ran: the kernels' sums and masks are
-// the same bit for bit (simd.FastScan4Multi's contract).
+// The multi-query 4-bit scan (batch.go): scan4 (search.go) for up to
+// simd.FastScanMaxQueries queries over the same list. For each chunk of
+// scanChunk vectors it decides each query's kernel threshold from that
+// query's candidates as they stand at the chunk's start, runs
+// simd.FastScan4Multi once for all of them (its sums and masks are
+// FastScan4's, bit for bit), then finishes each query as scan4 does: the
+// exact pass (ScoreMask, ScoreMask16) and the merge, the same float32
+// expressions in the same order. So each query's candidates come out as
+// scan4 leaves them (TestScan4MultiMatchesScan4).
+//
+// Why scan4 keeps its own copy of the threshold and the merge rather than
+// calling these: Search's code stays main's, so its latency cannot move.
+// With scan4 calling them, one query per call on one thread read 2-11%
+// slower than main at 1M in six ABBA-alternated rounds (nprobe 32 and 96,
+// bench/batch/fastscan_1m/abba_*); with scan4 as it was, 0.98-1.10
+// (abba2_*); main against itself read 0.76-1.00 on the same loaded
+// machine (aa_*). The copies are short, and the test above holds them to
+// each other.
 
 // scan4Params are one query's constants for one segment (scan4's doc
-// comment gives the expressions).
+// comment gives the expressions, and scan4 computes them alike).
 type scan4Params struct {
 	scale, inv, offset, step float32
 }

@@ -2,6 +2,8 @@ package ivfpq
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -319,7 +321,12 @@ func (ix *Index) scan8(seg *segment, lut []float32, bias float32, f *Filter, c *
 // the dequantized term's (grid.value) only in float32 rounding.
 func (ix *Index) scan4(seg *segment, q4 lut4, lut8 []byte, bias float32, f *Filter, c *candSet, s *searchScratch) {
 	m := ix.p.M
-	sp := newScan4Params(seg, q4, bias)
+	scale, offset := q4.scale, q4.offset+bias
+	if seg.terms16 != nil {
+		offset += seg.grid.base
+	}
+	step := seg.grid.step
+	inv := 1 / scale
 	n := len(seg.ids)
 	bb := block4Bytes(m)
 	nblocks := (n + simd.FastScanBlock - 1) / simd.FastScanBlock
@@ -328,12 +335,55 @@ func (ix *Index) scan4(seg *segment, q4 lut4, lut8 []byte, bias float32, f *Filt
 		b1 := min(b0+chunkBlocks, nblocks)
 		v0, v1 := b0*simd.FastScanBlock, min(b1*simd.FastScanBlock, n)
 		masks := s.masks[:b1-b0]
-		thresh := sp.thresh(seg, c.worst())
-		if thresh == 0 {
-			continue // nothing in this chunk can beat the candidates
+		switch {
+		case seg.terms != nil:
+			simd.FastScan4(seg.codes[b0*bb:b1*bb], m, lut8, math.MaxUint16, s.sums, masks)
+			simd.ScoreMask(s.sums[:v1-v0], inv, offset, seg.terms[v0:v1], c.worst(), masks)
+		case seg.terms16 != nil:
+			simd.FastScan4(seg.codes[b0*bb:b1*bb], m, lut8, math.MaxUint16, s.sums, masks)
+			simd.ScoreMask16(s.sums[:v1-v0], inv, offset, seg.terms16[v0:v1], step, c.worst(), masks)
+		default:
+			thresh := uint16(math.MaxUint16)
+			if w := c.worst(); !math.IsInf(float64(w), 1) {
+				t := math.Ceil(float64((w - offset) * scale))
+				switch {
+				case t <= 0:
+					thresh = 0
+				case t < math.MaxUint16:
+					thresh = uint16(t)
+				}
+			}
+			if thresh == 0 {
+				continue // nothing in this chunk can beat the candidates
+			}
+			simd.FastScan4(seg.codes[b0*bb:b1*bb], m, lut8, thresh, s.sums, masks)
 		}
-		simd.FastScan4(seg.codes[b0*bb:b1*bb], m, lut8, thresh, s.sums, masks)
-		ix.scan4Merge(seg, v0, v1, s.sums, masks, sp, f, c)
+		for bi, mask := range masks {
+			for mask != 0 {
+				j := bits.TrailingZeros32(mask)
+				mask &= mask - 1
+				idx := (b0+bi)*simd.FastScanBlock + j
+				if idx >= n {
+					break
+				}
+				// ScoreMask's (ScoreMask16's) expression: the
+				// conversions round the products (no fused multiply-add).
+				d := float32(float32(s.sums[bi*simd.FastScanBlock+j])*inv) + offset
+				if seg.terms != nil {
+					d += seg.terms[idx]
+				} else if seg.terms16 != nil {
+					d += float32(float32(seg.terms16[idx]) * step)
+				}
+				if d >= c.worst() {
+					continue
+				}
+				row := seg.ids[idx]
+				if f != nil && !f.keep(row) {
+					continue
+				}
+				c.push(d, row)
+			}
+		}
 	}
 }
 
