@@ -26,6 +26,13 @@ import (
 // mutex lock and unlock and a map look-up: a server with one busy user
 // pays nothing more.
 //
+// A step's size may depend on who else searches: a MEM.MRETRIEVE step is
+// 4× longer while its user is alone (searchGate.alone: no other user's
+// step running or waiting), asked once the slot is held, so one user's
+// batches keep the engine's batch sharing (the shorter steps cost a
+// fifth of the throughput through the server), and its next step shrinks
+// back as soon as another user searches.
+//
 // A step whose user has no step running starts at once even when every
 // slot is held: it borrows one above the bound. Without that a single
 // retrieval would wait for someone else's step to end, and a step is
@@ -91,6 +98,9 @@ type searchGate struct {
 	// that starts to wait ('w') and each slot handed to a waiter ('g'),
 	// with the user.
 	trace func(ev byte, user string)
+	// aloneTrace, if set (by tests, before Serve), sees each answer of
+	// alone, after mu is released: it may call the gate.
+	aloneTrace func(user string, alone bool)
 }
 
 // searchSlots is Config.SearchSlots with its default applied.
@@ -274,6 +284,32 @@ func (g *searchGate) leaveLocked(u *gateUser, w *gateWaiter) {
 	}
 }
 
+// alone reports whether user, holding a slot for a step, is the only
+// user with steps running or waiting: no other user's step holds a slot
+// (borrowed or not) nor waits for one. A step may then be longer (see
+// mretrieveAloneK1): no other user can be kept waiting by it but one that
+// arrives while it runs, and only for that user's second step, its first
+// borrowing a slot. The answer is a snapshot: the caller sizes its step
+// with it and asks again for the next one, so steps shrink back as soon as
+// another user searches. With no admission (slots <= 0) every user is
+// alone.
+// REQUIRES: user holds a slot (tryAcquire or acquire returned true/nil).
+func (g *searchGate) alone(user string) bool {
+	if g.slots <= 0 {
+		return true
+	}
+	g.mu.Lock()
+	u := g.users[user]
+	ok := u != nil && u.running == g.running &&
+		(len(g.waiting) == 0 || len(g.waiting) == 1 && g.waiting[0] == u)
+	hook := g.aloneTrace
+	g.mu.Unlock()
+	if hook != nil {
+		hook(user, ok)
+	}
+	return ok
+}
+
 // state returns what INFO shows of the gate now: the slots held, the
 // steps waiting, and the users they belong to.
 func (g *searchGate) state() (running, queued, users int) {
@@ -324,4 +360,16 @@ func admitted[T any](c *Ctx, search func() (T, error)) (T, error) {
 	}
 	defer c.doneSearch()
 	return search()
+}
+
+// admittedAlone is admitted for a step whose size depends on whether its
+// user is alone (searchGate.alone), which search is told once the slot is
+// held.
+func admittedAlone[T any](c *Ctx, search func(alone bool) (T, error)) (T, error) {
+	if err := c.admitSearch(); err != nil {
+		var zero T
+		return zero, err
+	}
+	defer c.doneSearch()
+	return search(c.conn.srv.gate.alone(c.conn.searchUser()))
 }
