@@ -21,17 +21,22 @@ import (
 // So a search runs only while it holds one of a fixed number of slots
 // (Config.SearchSlots: GOMAXPROCS by default, about one a core). What is
 // admitted is one step: a MEM.RETRIEVE, or one step of a MEM.MRETRIEVE
-// (commands_mretrieve.go), which gives its slot back between steps. A
-// step that finds a slot free and no one waiting takes it at once, for one
-// mutex lock and unlock and a map look-up: a server with one busy user
-// pays nothing more.
+// (commands_mretrieve.go), which gives its slot back between steps. The
+// reads that can do as much work without a search are steps too: a
+// MEM.COUNT … FILTER and a MEM.SCAN … FILTER page (each may evaluate
+// every memory's attributes: one step, bounded by busy-timeout), and a
+// MEM.MGET, in steps of at most mgetStepIDs ids (commands_batch.go). A
+// get by id, an unfiltered count or scan page stay outside: their work is
+// bounded by what they return. A step that finds a slot free and no one
+// waiting takes it at once, for one mutex lock and unlock and a map
+// look-up: a server with one busy user pays nothing more.
 //
 // A step's size may depend on who else searches: a MEM.MRETRIEVE step is
 // 4× longer while its user is alone (searchGate.alone: no other user's
 // step running or waiting), asked once the slot is held, so one user's
-// batches keep the engine's batch sharing (the shorter steps cost a
-// fifth of the throughput through the server), and its next step shrinks
-// back as soon as another user searches.
+// batches keep the engine's batch sharing (commands_mretrieve.go,
+// mretrieveAloneK1), and its next step shrinks back as soon as another
+// user searches.
 //
 // A step whose user has no step running starts at once even when every
 // slot is held: it borrows one above the bound. Without that a single
