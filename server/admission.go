@@ -33,7 +33,8 @@ import (
 //
 // A step's size may depend on who else searches: a MEM.MRETRIEVE step is
 // 4× longer while its user is alone (searchGate.alone: no other user's
-// step running or waiting), asked once the slot is held, so one user's
+// step running, waiting or ended in the last aloneIdle), asked once the
+// slot is held, so one user's
 // batches keep the engine's batch sharing (commands_mretrieve.go,
 // mretrieveAloneK1), and its next step shrinks back as soon as another
 // user searches.
@@ -106,6 +107,38 @@ type searchGate struct {
 	// aloneTrace, if set (by tests, before Serve), sees each answer of
 	// alone, after mu is released: it may call the gate.
 	aloneTrace func(user string, alone bool)
+	// lastEnds are the two users whose steps ended last, the latest
+	// first, and when. INVARIANT: lastEnds[0].u != lastEnds[1].u unless
+	// both are nil.
+	lastEnds [2]gateEnd
+	// clock, if set (by tests, before Serve), is the gate's time;
+	// otherwise the monotonic time since gateEpoch.
+	clock func() time.Duration
+}
+
+// gateEnd is when a user's last step ended.
+type gateEnd struct {
+	u  *gateUser
+	at time.Duration
+}
+
+// gateEpoch is the origin of the gate's clock.
+var gateEpoch = time.Now()
+
+// aloneIdle is how long after another user's step ended a user is still
+// not alone (see alone): a client looping on retrievals is between two
+// of them most of the time it is not in one, and the other user's steps
+// sized then would be the long ones; a user that has not searched for
+// aloneIdle has gone for now.
+const aloneIdle = 50 * time.Millisecond
+
+// timeLocked returns the gate's clock.
+// REQUIRES: g.mu held.
+func (g *searchGate) timeLocked() time.Duration {
+	if g.clock != nil {
+		return g.clock()
+	}
+	return time.Since(gateEpoch)
 }
 
 // searchSlots is Config.SearchSlots with its default applied.
@@ -248,6 +281,11 @@ func (g *searchGate) release(user string) {
 func (g *searchGate) releaseLocked(u *gateUser) {
 	u.running--
 	g.running--
+	if e := (gateEnd{u, g.timeLocked()}); g.lastEnds[0].u == u {
+		g.lastEnds[0] = e
+	} else {
+		g.lastEnds = [2]gateEnd{e, g.lastEnds[0]}
+	}
 	for g.running < g.slots && len(g.waiting) > 0 {
 		best := 0
 		for i, x := range g.waiting[1:] {
@@ -290,14 +328,15 @@ func (g *searchGate) leaveLocked(u *gateUser, w *gateWaiter) {
 }
 
 // alone reports whether user, holding a slot for a step, is the only
-// user with steps running or waiting: no other user's step holds a slot
-// (borrowed or not) nor waits for one. A step may then be longer (see
-// mretrieveAloneK1): no other user can be kept waiting by it but one that
-// arrives while it runs, and only for that user's second step, its first
-// borrowing a slot. The answer is a snapshot: the caller sizes its step
-// with it and asks again for the next one, so steps shrink back as soon as
-// another user searches. With no admission (slots <= 0) every user is
-// alone.
+// user searching: no other user's step holds a slot (borrowed or not) or
+// waits for one, or ended less than aloneIdle ago. A step may then be
+// longer (see mretrieveAloneK1): no other user can be kept waiting by it
+// but one that arrives while it runs, and only for that user's second
+// step, its first borrowing a slot; and a user that searched lately, its
+// next step likely on its way, is not made to share the cores with such
+// steps. The answer is a snapshot: the caller sizes its step with it and
+// asks again for the next one, so steps shrink back as soon as another
+// user searches. With no admission (slots <= 0) every user is alone.
 // REQUIRES: user holds a slot (tryAcquire or acquire returned true/nil).
 func (g *searchGate) alone(user string) bool {
 	if g.slots <= 0 {
@@ -305,8 +344,13 @@ func (g *searchGate) alone(user string) bool {
 	}
 	g.mu.Lock()
 	u := g.users[user]
+	other := g.lastEnds[0]
+	if other.u == u {
+		other = g.lastEnds[1]
+	}
 	ok := u != nil && u.running == g.running &&
-		(len(g.waiting) == 0 || len(g.waiting) == 1 && g.waiting[0] == u)
+		(len(g.waiting) == 0 || len(g.waiting) == 1 && g.waiting[0] == u) &&
+		(other.u == nil || g.timeLocked()-other.at >= aloneIdle)
 	hook := g.aloneTrace
 	g.mu.Unlock()
 	if hook != nil {
