@@ -58,16 +58,18 @@ const mretrieveStepRows = 64 << 10
 const mretrieveAdmitK1 = 160
 
 // mretrieveAloneK1 is mretrieveAdmitK1 for a step whose user is alone
-// (searchGate.alone: no other user's step runs or waits), so 64 queries
-// at K1 10. The shorter steps cost the batch: through the server, 16
-// clients sending MEM.MRETRIEVE of 64 queries on a 1M index answered
-// 0.77–0.95× the in-process batch's QPS in steps of 16 queries, 0.97× in
-// one step of 64 before the admission (docs/BENCHMARKS.md). A longer
-// step can keep another user waiting only if that user arrives while it
-// runs and already has a step running (a user's first step borrows a
-// slot), and only for this one step: the next is sized again, 160/K1
-// while the other user searches. So the bound is 4 shared steps, ~16 ms
-// of a core at K1 10 on 100k memories.
+// (searchGate.alone: no other user's step runs, waits, or ended in the
+// last aloneIdle), so 64 queries at K1 10: the whole command of clients
+// batching 64 at a time, as the engine's batch path is best fed. On the 1M
+// SIFT index a batch of 64 costs 5–10% less CPU a query than 4 of 16 (in
+// process, one thread), and through the server (16 clients × MEM.MRETRIEVE
+// of 64) the in-process batch's CPU a query over the server's went from
+// 0.78 to 0.84 (medians of 15 alternated rounds; docs/BENCHMARKS.md). A
+// longer step can keep another user waiting only if that user arrives
+// while it runs and already has a step running (a user's first step
+// borrows a slot), and only for this one step: the next is sized again.
+// So the bound is 4 shared steps, ~16 ms of a core at K1 10 on 100k
+// memories.
 const mretrieveAloneK1 = 4 * mretrieveAdmitK1
 
 // mretrieveAdmitQueries returns the queries of one admitted step with
