@@ -29,15 +29,15 @@ import (
 // get by id, an unfiltered count or scan page stay outside: their work is
 // bounded by what they return. A step that finds a slot free and no one
 // waiting takes it at once, for one mutex lock and unlock and a map
-// look-up: a server with one busy user pays nothing more.
+// look-up (and a clock read when it ends): a server with one busy user
+// pays nothing more.
 //
 // A step's size may depend on who else searches: a MEM.MRETRIEVE step is
 // 4× longer while its user is alone (searchGate.alone: no other user's
 // step running, waiting or ended in the last aloneIdle), asked once the
-// slot is held, so one user's
-// batches keep the engine's batch sharing (commands_mretrieve.go,
-// mretrieveAloneK1), and its next step shrinks back as soon as another
-// user searches.
+// slot is held, so one user's batches keep the engine's batch sharing
+// (commands_mretrieve.go, mretrieveAloneK1), and its next step shrinks
+// back as soon as another user searches.
 //
 // A step whose user has no step running starts at once even when every
 // slot is held: it borrows one above the bound. Without that a single

@@ -64,7 +64,7 @@ const mretrieveAdmitK1 = 160
 // SIFT index a batch of 64 costs 5–10% less CPU a query than 4 of 16 (in
 // process, one thread), and through the server (16 clients × MEM.MRETRIEVE
 // of 64) the in-process batch's CPU a query over the server's went from
-// 0.78 to 0.84 (medians of 15 alternated rounds; docs/BENCHMARKS.md). A
+// 0.78 to 0.83 (medians of 17 alternated rounds; docs/BENCHMARKS.md). A
 // longer step can keep another user waiting only if that user arrives
 // while it runs and already has a step running (a user's first step
 // borrows a slot), and only for this one step: the next is sized again.
