@@ -48,7 +48,9 @@ import (
 // shares the cores by time slices with at most the slots' steps, so its
 // latency is about its own work. A user borrows at most one slot at a
 // time (its first running step), so steps above the bound are at most one
-// per user with a step running, and the configured users bound those.
+// per user with a step running, and the configured users bound those,
+// besides the steps of transactions that write (see admitSearch), one per
+// such transaction running.
 //
 // Every other step waits, and each freed slot goes straight to a waiter
 // (once the steps running are fewer than the slots), chosen between users
@@ -212,6 +214,19 @@ func (g *searchGate) tryAcquire(user string) bool {
 	return ok
 }
 
+// startNow starts a step of user's at once, above the bound if every
+// slot is held (see admitSearch); the caller must call release(user).
+func (g *searchGate) startNow(user string) {
+	if g.slots <= 0 {
+		return
+	}
+	g.mu.Lock()
+	u := g.userLocked(user)
+	g.running++
+	u.running++
+	g.mu.Unlock()
+}
+
 // acquire takes a slot for a step of user's, waiting its turn if it may
 // not start at once (see above), and returns nil once it holds one; the
 // caller must then call release(user) exactly once. If ctx ends first it
@@ -373,14 +388,29 @@ func (g *searchGate) state() (running, queued, users int) {
 // waits it lets go of the locks the command holds shared (txlocks.go), as
 // a durability wait does, so that a transaction that writes is not held
 // up by searches waiting their turn.
+//
+// A step of a transaction that writes never waits: it starts at once,
+// above the bound if every slot is held. Such a transaction holds its
+// collections' locks exclusively (or txMu) for its whole length, and a
+// step granted a slot takes its shared locks back before it runs
+// (resumeShared): had the transaction waited for that slot, each would
+// wait for the other until busy-timeout, for ever without one. Only a
+// user allowed to write runs such a transaction, and its locks exclude
+// every other command on those collections anyway.
 // REQUIRES: called by the connection's goroutine, holding no engine lock.
 func (c *Ctx) admitSearch() error {
 	g := &c.conn.srv.gate
 	name := c.conn.searchUser()
+	cn := c.conn
+	if cn.inExec && !cn.sharedHeld {
+		// A transaction that writes: a read-only one runs each command
+		// holding its shared locks (lockCmd sets sharedHeld).
+		g.startNow(name)
+		return nil
+	}
 	if g.tryAcquire(name) {
 		return nil
 	}
-	cn := c.conn
 	ctx := c.Context()
 	defer cn.resumeShared(cn.pauseShared())
 	return g.acquire(ctx, name)
