@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestSearchFairUnderReadFlood: the reads that can do a search's work
@@ -55,7 +57,9 @@ func TestSearchFairUnderReadFlood(t *testing.T) {
 			var wg sync.WaitGroup
 			floodErr := make(chan error, 16)
 			for range 16 {
-				a := userClient(t, ts, "attacker")
+				// Its commands wait while the test holds the slot: a
+				// read timeout well past any loaded machine's wait.
+				a := patientClient(t, ts, "attacker")
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -171,4 +175,20 @@ func TestMGetSteps(t *testing.T) {
 			t.Errorf("mgetStepEnd(%v…, %d) = %d, want %d", c.sizes[:min(3, len(c.sizes))], c.start, end, c.end)
 		}
 	}
+}
+
+// patientClient is userClient with a one-minute read timeout, for
+// commands that wait for a slot the test holds.
+func patientClient(t *testing.T, ts *testServer, name string) *redis.Client {
+	t.Helper()
+	for _, u := range fairUsers {
+		if u.Name == name {
+			c := redis.NewClient(&redis.Options{Addr: ts.addr, Username: u.Name, Password: u.Password,
+				MaxRetries: -1, PoolSize: 1, ReadTimeout: time.Minute})
+			t.Cleanup(func() { c.Close() })
+			return c
+		}
+	}
+	t.Fatalf("no user %q", name)
+	return nil
 }

@@ -25,7 +25,7 @@ func TestSearchAdmissionWritingTx(t *testing.T) {
 	ctx := context.Background()
 	q := fp32(randVec(rand.New(rand.NewPCG(13, 14)), 16)...)
 
-	victim := userClient(t, ts, "victim")
+	victim := patientClient(t, ts, "victim") // it waits for the test's slot
 	vErr := make(chan error, 1)
 	go func() { vErr <- victim.Do(ctx, "MEM.RETRIEVE", "f", "FP32", q).Err() }()
 	waitGate(t, &ts.gate, "the victim's retrieval queues", func(_, q int) bool { return q == 1 })
