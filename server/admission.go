@@ -21,10 +21,23 @@ import (
 // So a search runs only while it holds one of a fixed number of slots
 // (Config.SearchSlots: GOMAXPROCS by default, about one a core). What is
 // admitted is one step: a MEM.RETRIEVE, or one step of a MEM.MRETRIEVE
-// (commands_mretrieve.go), which gives its slot back between steps. A
-// step that finds a slot free and no one waiting takes it at once, for one
-// mutex lock and unlock and a map look-up: a server with one busy user
+// (commands_mretrieve.go), which gives its slot back between steps. The
+// reads that can do as much work without a search are steps too: a
+// MEM.COUNT … FILTER and a MEM.SCAN … FILTER page (each may evaluate
+// every memory's attributes: one step, bounded by busy-timeout), and a
+// MEM.MGET, in steps of at most mgetStepIDs ids (commands_batch.go). A
+// get by id, an unfiltered count or scan page stay outside: their work is
+// bounded by what they return. A step that finds a slot free and no one
+// waiting takes it at once, for one mutex lock and unlock and a map
+// look-up (and a clock read when it ends): a server with one busy user
 // pays nothing more.
+//
+// A step's size may depend on who else searches: a MEM.MRETRIEVE step is
+// 4× longer while its user is alone (searchGate.alone: no other user's
+// step running, waiting or ended in the last aloneIdle), asked once the
+// slot is held, so one user's batches keep the engine's batch sharing
+// (commands_mretrieve.go, mretrieveAloneK1), and its next step shrinks
+// back as soon as another user searches.
 //
 // A step whose user has no step running starts at once even when every
 // slot is held: it borrows one above the bound. Without that a single
@@ -35,7 +48,9 @@ import (
 // shares the cores by time slices with at most the slots' steps, so its
 // latency is about its own work. A user borrows at most one slot at a
 // time (its first running step), so steps above the bound are at most one
-// per user with a step running, and the configured users bound those.
+// per user with a step running, and the configured users bound those,
+// besides the steps of transactions that write (see admitSearch), one per
+// such transaction running.
 //
 // Every other step waits, and each freed slot goes straight to a waiter
 // (once the steps running are fewer than the slots), chosen between users
@@ -91,6 +106,41 @@ type searchGate struct {
 	// that starts to wait ('w') and each slot handed to a waiter ('g'),
 	// with the user.
 	trace func(ev byte, user string)
+	// aloneTrace, if set (by tests, before Serve), sees each answer of
+	// alone, after mu is released: it may call the gate.
+	aloneTrace func(user string, alone bool)
+	// lastEnds are the two users whose steps ended last, the latest
+	// first, and when. INVARIANT: lastEnds[0].u != lastEnds[1].u unless
+	// both are nil.
+	lastEnds [2]gateEnd
+	// clock, if set (by tests, before Serve), is the gate's time;
+	// otherwise the monotonic time since gateEpoch.
+	clock func() time.Duration
+}
+
+// gateEnd is when a user's last step ended.
+type gateEnd struct {
+	u  *gateUser
+	at time.Duration
+}
+
+// gateEpoch is the origin of the gate's clock.
+var gateEpoch = time.Now()
+
+// aloneIdle is how long after another user's step ended a user is still
+// not alone (see alone): a client looping on retrievals is between two
+// of them most of the time it is not in one, and the other user's steps
+// sized then would be the long ones; a user that has not searched for
+// aloneIdle has gone for now.
+const aloneIdle = 50 * time.Millisecond
+
+// timeLocked returns the gate's clock.
+// REQUIRES: g.mu held.
+func (g *searchGate) timeLocked() time.Duration {
+	if g.clock != nil {
+		return g.clock()
+	}
+	return time.Since(gateEpoch)
 }
 
 // searchSlots is Config.SearchSlots with its default applied.
@@ -164,6 +214,19 @@ func (g *searchGate) tryAcquire(user string) bool {
 	return ok
 }
 
+// startNow starts a step of user's at once, above the bound if every
+// slot is held (see admitSearch); the caller must call release(user).
+func (g *searchGate) startNow(user string) {
+	if g.slots <= 0 {
+		return
+	}
+	g.mu.Lock()
+	u := g.userLocked(user)
+	g.running++
+	u.running++
+	g.mu.Unlock()
+}
+
 // acquire takes a slot for a step of user's, waiting its turn if it may
 // not start at once (see above), and returns nil once it holds one; the
 // caller must then call release(user) exactly once. If ctx ends first it
@@ -233,6 +296,11 @@ func (g *searchGate) release(user string) {
 func (g *searchGate) releaseLocked(u *gateUser) {
 	u.running--
 	g.running--
+	if e := (gateEnd{u, g.timeLocked()}); g.lastEnds[0].u == u {
+		g.lastEnds[0] = e
+	} else {
+		g.lastEnds = [2]gateEnd{e, g.lastEnds[0]}
+	}
 	for g.running < g.slots && len(g.waiting) > 0 {
 		best := 0
 		for i, x := range g.waiting[1:] {
@@ -274,6 +342,38 @@ func (g *searchGate) leaveLocked(u *gateUser, w *gateWaiter) {
 	}
 }
 
+// alone reports whether user, holding a slot for a step, is the only
+// user searching: no other user's step holds a slot (borrowed or not) or
+// waits for one, or ended less than aloneIdle ago. A step may then be
+// longer (see mretrieveAloneK1): no other user can be kept waiting by it
+// but one that arrives while it runs, and only for that user's second
+// step, its first borrowing a slot; and a user that searched lately, its
+// next step likely on its way, is not made to share the cores with such
+// steps. The answer is a snapshot: the caller sizes its step with it and
+// asks again for the next one, so steps shrink back as soon as another
+// user searches. With no admission (slots <= 0) every user is alone.
+// REQUIRES: user holds a slot (tryAcquire or acquire returned true/nil).
+func (g *searchGate) alone(user string) bool {
+	if g.slots <= 0 {
+		return true
+	}
+	g.mu.Lock()
+	u := g.users[user]
+	other := g.lastEnds[0]
+	if other.u == u {
+		other = g.lastEnds[1]
+	}
+	ok := u != nil && u.running == g.running &&
+		(len(g.waiting) == 0 || len(g.waiting) == 1 && g.waiting[0] == u) &&
+		(other.u == nil || g.timeLocked()-other.at >= aloneIdle)
+	hook := g.aloneTrace
+	g.mu.Unlock()
+	if hook != nil {
+		hook(user, ok)
+	}
+	return ok
+}
+
 // state returns what INFO shows of the gate now: the slots held, the
 // steps waiting, and the users they belong to.
 func (g *searchGate) state() (running, queued, users int) {
@@ -288,14 +388,29 @@ func (g *searchGate) state() (running, queued, users int) {
 // waits it lets go of the locks the command holds shared (txlocks.go), as
 // a durability wait does, so that a transaction that writes is not held
 // up by searches waiting their turn.
+//
+// A step of a transaction that writes never waits: it starts at once,
+// above the bound if every slot is held. Such a transaction holds its
+// collections' locks exclusively (or txMu) for its whole length, and a
+// step granted a slot takes its shared locks back before it runs
+// (resumeShared): had the transaction waited for that slot, each would
+// wait for the other until busy-timeout, for ever without one. Only a
+// user allowed to write runs such a transaction, and its locks exclude
+// every other command on those collections anyway.
 // REQUIRES: called by the connection's goroutine, holding no engine lock.
 func (c *Ctx) admitSearch() error {
 	g := &c.conn.srv.gate
 	name := c.conn.searchUser()
+	cn := c.conn
+	if cn.inExec && !cn.sharedHeld {
+		// A transaction that writes: a read-only one runs each command
+		// holding its shared locks (lockCmd sets sharedHeld).
+		g.startNow(name)
+		return nil
+	}
 	if g.tryAcquire(name) {
 		return nil
 	}
-	cn := c.conn
 	ctx := c.Context()
 	defer cn.resumeShared(cn.pauseShared())
 	return g.acquire(ctx, name)
@@ -324,4 +439,16 @@ func admitted[T any](c *Ctx, search func() (T, error)) (T, error) {
 	}
 	defer c.doneSearch()
 	return search()
+}
+
+// admittedAlone is admitted for a step whose size depends on whether its
+// user is alone (searchGate.alone), which search is told once the slot is
+// held.
+func admittedAlone[T any](c *Ctx, search func(alone bool) (T, error)) (T, error) {
+	if err := c.admitSearch(); err != nil {
+		var zero T
+		return zero, err
+	}
+	defer c.doneSearch()
+	return search(c.conn.srv.gate.alone(c.conn.searchUser()))
 }

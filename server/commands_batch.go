@@ -202,10 +202,15 @@ func fp32Blob(v []float32) []byte {
 //
 // Replies an array with, for each id in the order given, MEM.GET's reply,
 // or a null for an id with no memory. The reply's size is checked against
-// MaxReplyBytes, and the largest payload (and vector) reserved from the
-// client-memory budget, before anything is written; memories are then read
-// and written one at a time, so the reply never sits in memory whole. A
-// memory deleted meanwhile gets a null.
+// MaxReplyBytes before anything is written. The ids are looked up, then
+// read, in admitted steps (mgetStepIDs, mgetStepBytes): a step's memories
+// are read holding a search slot and reserved from the client-memory
+// budget, and written once the slot is given back, so the reply never
+// sits in memory whole and a client slow to read holds no slot. A memory
+// deleted meanwhile gets a null. A step that waits for its slot past
+// busy-timeout (or for a client gone) ends the command: with -TIMEOUT if
+// nothing was written yet, by closing the connection if part of the reply
+// is out (see HandlerFunc), rather than desynchronise it.
 func (m memCommands) mget(c *Ctx, args [][]byte) error {
 	coll, err := m.coll(args[0])
 	if err != nil {
@@ -227,7 +232,7 @@ func (m memCommands) mget(c *Ctx, args [][]byte) error {
 		}
 		refs = append(refs, r)
 	}
-	ids, sizes, err := coll.PayloadSizesRefs(refs)
+	ids, sizes, err := mgetSizes(c, coll, refs)
 	if err != nil {
 		return err
 	}
@@ -235,47 +240,129 @@ func (m memCommands) mget(c *Ctx, args [][]byte) error {
 	if withVector {
 		vecBytes = 4 * int64(coll.Config().Dim)
 	}
-	var total, largest int64
+	var total int64
 	for _, n := range sizes {
 		total += memoryReplyFixed + max(n, 0) + vecBytes
-		largest = max(largest, n)
 	}
 	if err := c.CheckReplySize(total); err != nil {
 		return err
 	}
-	held := largest + 2*vecBytes // the payload, the vector and its blob
+	for start := 0; start < len(ids); {
+		end := mgetStepEnd(sizes, start, vecBytes)
+		if err := mgetStep(c, coll, ids[start:end], sizes[start:end], vecBytes, start == 0, len(ids), withVector); err != nil {
+			return err
+		}
+		start = end
+	}
+	return nil
+}
+
+// mgetStepIDs bounds the ids one admitted step of a MEM.MGET looks up or
+// reads (admission.go), and mgetStepBytes the payloads, attributes, keys
+// and vectors a step reads, at least one memory: an MGET of many ids is
+// many short steps, between which the slot goes to other users' waiting
+// searches.
+const (
+	mgetStepIDs   = 256
+	mgetStepBytes = 1 << 20
+)
+
+// mgetSizes resolves refs (engine.Collection.PayloadSizesRefs) in admitted
+// steps of mgetStepIDs.
+func mgetSizes(c *Ctx, coll *engine.Collection, refs []engine.Ref) ([]uint64, []int64, error) {
+	type idSizes struct {
+		ids   []uint64
+		sizes []int64
+	}
+	ids := make([]uint64, 0, len(refs))
+	sizes := make([]int64, 0, len(refs))
+	for start := 0; start < len(refs); start += mgetStepIDs {
+		part := refs[start:min(len(refs), start+mgetStepIDs)]
+		r, err := admitted(c, func() (idSizes, error) {
+			i, s, err := coll.PayloadSizesRefs(part)
+			return idSizes{i, s}, err
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		ids = append(ids, r.ids...)
+		sizes = append(sizes, r.sizes...)
+	}
+	return ids, sizes, nil
+}
+
+// mgetStepEnd returns the end of the step of reads starting at start:
+// at most mgetStepIDs memories, and no more once their sizes reach
+// mgetStepBytes, but at least one.
+func mgetStepEnd(sizes []int64, start int, vecBytes int64) int {
+	end, sum := start, int64(0)
+	for end < len(sizes) && end-start < mgetStepIDs && (end == start || sum < mgetStepBytes) {
+		sum += max(sizes[end], 0) + vecBytes
+		end++
+	}
+	return end
+}
+
+// mgetStep reads the memories ids (sizes their PayloadSizesRefs sizes, -1
+// for none) in one admitted step, then writes them, after the reply's
+// header of n memories if first.
+func mgetStep(c *Ctx, coll *engine.Collection, ids []uint64, sizes []int64, vecBytes int64, first bool, n int, withVector bool) error {
+	// What the step holds: its memories, and one vector's blob at a time.
+	held := vecBytes
+	for _, s := range sizes {
+		held += max(s, 0) + vecBytes
+	}
 	release, err := c.ReserveMemory(held)
 	if err != nil {
 		return err
 	}
 	defer func() { release() }()
-	c.WriteArrayHeader(len(ids))
-	for i, id := range ids {
-		if sizes[i] < 0 {
-			c.WriteNull() // no such id or key
-			continue
+	type got struct {
+		mi engine.MemoryInfo
+		ok bool
+	}
+	mis, err := admitted(c, func() ([]got, error) {
+		mis := make([]got, len(ids))
+		for i, id := range ids {
+			if sizes[i] < 0 {
+				continue // no such id or key
+			}
+			mi, err := coll.Get(id)
+			switch {
+			case errors.Is(err, engine.ErrNoMemory), errors.Is(err, engine.ErrNoCollection):
+				continue
+			case err != nil:
+				return nil, err
+			}
+			mis[i] = got{mi, true}
 		}
-		mi, err := coll.Get(id)
-		switch {
-		case errors.Is(err, engine.ErrNoMemory), errors.Is(err, engine.ErrNoCollection):
-			c.WriteNull()
-			continue
-		case err != nil:
-			// Part of the reply is out: the server closes the connection
-			// (see HandlerFunc) rather than desynchronise it.
+		return mis, nil
+	})
+	if err != nil {
+		return err // part of the reply may be out: the server closes the connection
+	}
+	var size int64
+	for _, g := range mis {
+		size += int64(len(g.mi.Payload)+len(g.mi.Attrs)+len(g.mi.Key)) + vecBytes
+	}
+	if size += vecBytes; size > held {
+		// Replaced by larger memories since the sizes were taken.
+		more, err := c.ReserveMemory(size - held)
+		if err != nil {
 			return err
 		}
-		if n := int64(len(mi.Payload)) + 2*vecBytes; n > held {
-			// Replaced by a larger payload since the sizes were taken.
-			more, err := c.ReserveMemory(n - held)
-			if err != nil {
-				return err
-			}
-			prev := release
-			release = func() { prev(); more() }
-			held = n
+		prev := release
+		release = func() { prev(); more() }
+	}
+	if first {
+		c.WriteArrayHeader(n)
+	}
+	for _, g := range mis {
+		if !g.ok {
+			c.WriteNull()
+			continue
 		}
-		writeMemory(c, mi, true, withVector)
+		writeMemory(c, g.mi, true, withVector)
 	}
 	return nil
 }
@@ -318,7 +405,7 @@ func (m memCommands) scan(c *Ctx, args [][]byte) error {
 			return err
 		}
 	}
-	page, next, err := coll.ScanContext(c.Context(), cursor, opt)
+	page, next, err := scanPage(c, coll, cursor, opt)
 	if err != nil {
 		return err
 	}
@@ -342,10 +429,29 @@ func (m memCommands) scan(c *Ctx, args [][]byte) error {
 	return nil
 }
 
+// scanPage reads one page of a MEM.SCAN; with a filter, in one admitted
+// step (admission.go): a filtered page may examine every memory of the
+// collection to find COUNT that match. An unfiltered page examines the
+// memories it returns only, at most scanPageBytes of them.
+func scanPage(c *Ctx, coll *engine.Collection, cursor uint64, opt engine.ScanOptions) ([]engine.MemoryInfo, uint64, error) {
+	ctx := c.Context()
+	if opt.Filter == nil {
+		return coll.ScanContext(ctx, cursor, opt)
+	}
+	var next uint64
+	page, err := admitted(c, func() ([]engine.MemoryInfo, error) {
+		p, n, err := coll.ScanContext(ctx, cursor, opt)
+		next = n
+		return p, err
+	})
+	return page, next, err
+}
+
 // MEM.COUNT coll [FILTER expr]
 //
 // Replies the number of live memories, or with FILTER of those whose
-// attributes match expr.
+// attributes match expr; a filtered count is one admitted step
+// (admission.go): it may evaluate every memory's attributes.
 func (m memCommands) count(c *Ctx, args [][]byte) error {
 	if len(args) != 1 && len(args) != 3 {
 		return c.WrongArity()
@@ -365,7 +471,8 @@ func (m memCommands) count(c *Ctx, args [][]byte) error {
 		}
 		// Assigned, not declared: a := here would shadow err and drop a
 		// stopped read's error (TestBusyTimeoutStopsEngineReads).
-		n, err = coll.CountFilterContext(c.Context(), e)
+		ctx := c.Context()
+		n, err = admitted(c, func() (int, error) { return coll.CountFilterContext(ctx, e) })
 	} else {
 		n, err = coll.Count()
 	}

@@ -57,9 +57,29 @@ const mretrieveStepRows = 64 << 10
 // machine.
 const mretrieveAdmitK1 = 160
 
-// mretrieveAdmitQueries returns the queries of one admitted step with opt.
-func mretrieveAdmitQueries(opt engine.RetrieveOptions) int {
-	return max(1, mretrieveAdmitK1/max(1, opt.K1))
+// mretrieveAloneK1 is mretrieveAdmitK1 for a step whose user is alone
+// (searchGate.alone: no other user's step runs, waits, or ended in the
+// last aloneIdle), so 64 queries at K1 10: the whole command of clients
+// batching 64 at a time, as the engine's batch path is best fed. On the 1M
+// SIFT index a batch of 64 costs 5–10% less CPU a query than 4 of 16 (in
+// process, one thread), and through the server (16 clients × MEM.MRETRIEVE
+// of 64) the in-process batch's CPU a query over the server's went from
+// 0.78 to 0.83 (medians of 17 alternated rounds; docs/BENCHMARKS.md). A
+// longer step can keep another user waiting only if that user arrives
+// while it runs and already has a step running (a user's first step
+// borrows a slot), and only for this one step: the next is sized again.
+// So the bound is 4 shared steps, ~16 ms of a core at K1 10 on 100k
+// memories.
+const mretrieveAloneK1 = 4 * mretrieveAdmitK1
+
+// mretrieveAdmitQueries returns the queries of one admitted step with
+// opt, alone telling whether the step's user is the only one searching.
+func mretrieveAdmitQueries(opt engine.RetrieveOptions, alone bool) int {
+	k1 := mretrieveAdmitK1
+	if alone {
+		k1 = mretrieveAloneK1
+	}
+	return max(1, k1/max(1, opt.K1))
 }
 
 // mretrieveArgs is a parsed MEM.MRETRIEVE.
@@ -156,20 +176,24 @@ func (m memCommands) mretrieveInto(c *Ctx, reply *replyBuf, coll *engine.Collect
 	c.Writer = mem
 	defer func() { c.Writer = real }()
 	ctx := c.Context()
-	step := min(max(1, mretrieveStepRows/opt.K2), mretrieveAdmitQueries(opt))
-	for start := 0; start < len(r.queries); start += step {
+	rows := max(1, mretrieveStepRows/opt.K2)
+	for start := 0; start < len(r.queries); {
 		if err := ctx.Err(); err != nil {
 			return err // busy-timeout or client gone: busyErr replies
 		}
-		qs := r.queries[start:min(len(r.queries), start+step)]
 		// Each step is admitted on its own (admission.go): between
-		// steps the slot goes to other users' waiting searches.
-		res, err := admitted(c, func() ([][]engine.Result, error) {
-			return retrieveBatch(ctx, coll, qs, opt)
+		// steps the slot goes to other users' waiting searches. Its
+		// queries are counted once the slot is held, longer while no
+		// other user searches, and go to the engine as one batch.
+		var n int
+		res, err := admittedAlone(c, func(alone bool) ([][]engine.Result, error) {
+			n = min(len(r.queries)-start, rows, mretrieveAdmitQueries(opt, alone))
+			return retrieveBatch(ctx, coll, r.queries[start:start+n], opt)
 		})
 		if err != nil {
 			return mretrieveErr(start, err)
 		}
+		start += n
 		for i := range res {
 			if err := m.writeRetrieved(c, coll, res[i], r.retrieveArgs); err != nil {
 				return err
