@@ -153,7 +153,9 @@ func (p Params) codeSize() int {
 // faster (16 centroids a sub-space instead of 256). Figures and commands:
 // bench/README.md, "The default index shape". The code then shrank from
 // dim/4 to 13·dim/64 bytes (PQ52x4 at dim 128) to keep the index within a
-// quarter of hnswlib's graph; see DefaultM.
+// quarter of hnswlib's graph; see DefaultM. Half or twice the lists at 1M
+// (IVF1024, IVF4096) win at recall 0.99 and lose at 0.95 in batched search,
+// and 4096 lists outgrow that quarter; docs/BENCHMARKS.md, "Index shape at 1M".
 func DefaultParams(n, dim int, metric Metric) Params {
 	nlist := 1
 	// Doubling while 2·nlist ≤ 1.5·(2√n) rounds 2√n to the nearest power of two.
@@ -186,7 +188,9 @@ func DefaultParams(n, dim int, metric Metric) Params {
 // 26-byte ones make it 35.4 MB. The smaller code costs little speed: it
 // reaches recall@10 0.95 with the same CPU per query as 32 bytes (fewer
 // bytes scanned per list, a few more lists), and 0.99 with 10–20% more
-// (bench/README.md, "The default shape at 1M on Zen 5").
+// (bench/README.md, "The default shape at 1M on Zen 5"). In batched search
+// the gap is larger: 32-byte codes took 0.79–1.0 of the CPU at 0.95 and
+// 0.65–0.76 at 0.99 (5 rounds; docs/BENCHMARKS.md, "Index shape at 1M").
 func DefaultM(dim, bits int) int {
 	if bits == 8 {
 		m := 1
