@@ -18,6 +18,7 @@ func bodies() map[string]struct {
 	ext := add
 	ext.Attrs, ext.Key, ext.Expires = []byte(`{"a":1}`), "k", 9
 	dec := func(f func([]byte) (any, error)) func([]byte) (any, error) { return f }
+	cfg := Config{Dim: 8, Metric: 1, Alpha: 0.3, Gamma: 0.1, QInit: -1, IndexKind: 1, NList: 16, PQM: 4, PQBits: 8, TrainThreshold: 1000}
 	return map[string]struct {
 		b      []byte
 		want   any
@@ -49,6 +50,12 @@ func bodies() map[string]struct {
 			dec(func(b []byte) (any, error) { return DecodePrunePolicy(b) })},
 		"prune-policy-ran": {EncodePrunePolicy(PrunePolicy{UID: 1, Kind: PolicyRan, At: 2, Count: 3}), PrunePolicy{UID: 1, Kind: PolicyRan, At: 2, Count: 3},
 			dec(func(b []byte) (any, error) { return DecodePrunePolicy(b) })},
+		"indexed": {EncodeIndexed(Indexed{UID: 1, Fields: []string{"a", "bc"}}), Indexed{UID: 1, Fields: []string{"a", "bc"}},
+			dec(func(b []byte) (any, error) { return DecodeIndexed(b) })},
+		"create": {EncodeCreate(Create{UID: 1, Name: "c", Config: cfg}), Create{UID: 1, Name: "c", Config: cfg},
+			dec(func(b []byte) (any, error) { return DecodeCreate(b) })},
+		"create-indexed": {EncodeCreate(Create{UID: 1, Name: "c", Config: cfg, Indexed: []string{"a"}}), Create{UID: 1, Name: "c", Config: cfg, Indexed: []string{"a"}},
+			dec(func(b []byte) (any, error) { return DecodeCreate(b) })},
 		"remap": {EncodeRemap(Remap{3, 2, 1e6, 1 << 40, 0xdead_beef}), Remap{3, 2, 1e6, 1 << 40, 0xdead_beef}, dec(func(b []byte) (any, error) { return DecodeRemap(b) })},
 	}
 }
@@ -173,5 +180,20 @@ func TestPrunePolicyRefusals(t *testing.T) {
 		if _, err := DecodePrunePolicy(EncodePrunePolicy(r)); !errors.Is(err, ErrBad) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// TestCreateRefusals: a TypeCreateIndexed body with an empty field list is
+// refused (the encoding is canonical: a create without fields is
+// TypeCreate); a create's config has its fixed size.
+func TestCreateRefusals(t *testing.T) {
+	b := EncodeCreate(Create{UID: 1, Name: "c"})
+	if b[0] != TypeCreate || len(b) != 1+8+2+1+ConfigSize {
+		t.Fatalf("create without fields: type %d, %d bytes", b[0], len(b))
+	}
+	b = append(b, 0) // an empty field list
+	b[0] = TypeCreateIndexed
+	if _, err := DecodeCreate(b); !errors.Is(err, ErrBad) || !strings.Contains(err.Error(), "empty list") {
+		t.Fatalf("indexed create without fields: %v", err)
 	}
 }
