@@ -27,7 +27,7 @@ const (
 	TypeRollback      byte = 14 // Rollback
 	// 15 and 16 are not used.
 	TypePrunePolicy   byte = 17 // PrunePolicy
-	TypeRollbackBatch byte = 18 // engine (snapshot_record.go)
+	TypeRollbackBatch byte = 18 // RollbackBatch
 	TypeGroupMember   byte = 19 // EncodeGroupMember
 	TypeGroupCommit   byte = 20 // GroupCommit
 	TypeGroupAbort    byte = 21 // EncodeGroupAbort
