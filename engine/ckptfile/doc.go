@@ -76,13 +76,36 @@
 //	collection sections: n u16 | n × (tag u16 | len u32 | bytes)
 //	memory sections:     n u8  | n × (tag u8  | len u32 | bytes)
 //
-// Tags are listed in engine/checkpoint_sections.go, each owned by the
-// file named beside it, which defines the bytes (the history section's is
-// package histlog's); DecodeBody asks its Visitor which tags are known. A collection's sections are read with its sizes
-// (the last chunk of a copy, under the collection's read lock), and a delta
-// carries them whole: applying a delta replaces the sections before it. A
-// memory's sections travel with the memory (a delta that holds the memory
-// holds all of them).
+// The tags are this package's (the Sect and MemSect constants), and so is
+// each section's layout; the engine makes and loads each section's state
+// (engine/checkpoint_sections.go names the file that owns each tag), and
+// DecodeBody asks its Visitor which tags are known. A collection's
+// sections are read with its sizes (the last chunk of a copy, under the
+// collection's read lock), and a delta carries them whole: applying a
+// delta replaces the sections before it. A memory's sections travel with
+// the memory (a delta that holds the memory holds all of them).
+//
+//	SectSnapshots (1):    version u8 = 1 | nextSeq u64 |
+//	                      nsnap u32  | nsnap × (seq u64 | created i64 | count u64 | name u16-len bytes) |
+//	                      nghost u32 | nghost × (id u64 | row u32 | payOff u64 | payLen u32 |
+//	                                             created i64 | expires i64 | key u16-len bytes |
+//	                                             attrs u32-len bytes)
+//	                      (AppendSnap, DecodeSnap; the snapshots' memories are in their
+//	                      files, package engine/snapfile)
+//	SectCompact (2):      version u8 = 1 | gen u64   (the files' generation; none for 0)
+//	SectPrunePolicy (3):  version u8 = 1 | setAt i64 | lastAt i64 | lastCount u64 | policy
+//	                      (policy: package engine/record's AppendPolicy, as the prune
+//	                      policy record carries it)
+//	SectTest (0xFFFF):    written by tests only
+//	MemSectHistory (1):   the memory's history log (package engine/histlog)
+//	MemSectTest (0xFF):   written by tests only
+//
+// Each section's version byte is for a later layout: a version this build
+// does not read is damage. A snapshot section is refused when cut short or
+// long, when a snapshot's seq is 0 or not below nextSeq or its name is one
+// the engine refuses, or when a ghost lies past the collection's rows; a
+// compaction section of another length; a prune policy section cut short
+// or long, or whose policy record.ReadPolicy or the engine refuses.
 //
 // An unknown tag is refused as damage (ErrCorrupt): a section is
 // state, and a build that does not know it would silently drop it at its
