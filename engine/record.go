@@ -9,14 +9,14 @@ import (
 )
 
 // Log records. The WAL frames and checksums each record; package record
-// defines the bodies: every type number, and the codecs of the bodies that
-// need nothing of the engine. This file keeps the engine's decoder, the
-// checks of a create record's values (its config and indexed fields), and
-// the short names the engine's code uses for the package's types and
-// codecs. The names for 10 and 11 (indexed attribute fields, and a create
-// with them) are in filter_index.go; 17 (prune policies) in
-// prune_policy_codec.go; 18 (rollback batches) in snapshot_record.go; 19
-// to 21 in group.go; 22 in remap.go; 23 in replace.go.
+// defines the bodies: every type number, and every body's codec. This file
+// keeps the engine's decoder, the checks of a create record's values (its
+// config and indexed fields), and the short names the engine's code uses
+// for the package's types and codecs. The names for 10 and 11 (indexed
+// attribute fields, and a create with them) are in filter_index.go; 17
+// (prune policies) in prune_policy_codec.go; 18 (rollback batches) in
+// snapshot_record.go; 19 to 21 in group.go; 22 in remap.go; 23 in
+// replace.go.
 const (
 	recCreate     = record.TypeCreate
 	recDrop       = record.TypeDrop
