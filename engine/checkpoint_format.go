@@ -1,12 +1,9 @@
 package engine
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"slices"
-
-	"github.com/cespare/xxhash/v2"
 
 	"github.com/memrl/memrl/engine/ckptfile"
 )
@@ -15,16 +12,19 @@ import (
 // deltas written after it, CHECKPOINT.1, CHECKPOINT.2, ..., each holding
 // only the memories changed (and the ids deleted) since the one before.
 // Package ckptfile is the format's specification (its doc.go draws the
-// layout of every version) and codes the file's frame: magic, header,
-// trailing checksum. This file encodes and decodes what lies between them:
-// collections and memories, which are the engine's types.
+// layout of every version) and codes it: the frame (magic, header,
+// trailing checksum), the collections and memories (ckptfile.Writer,
+// ckptfile.DecodeBody) and the sections' framing. This file converts the
+// engine's types to and from the format's, and checks what the format
+// leaves to the engine: a collection's config and indexed fields, the
+// bytes of a memory's sections, and that every memory lies within its
+// collection's file sizes.
 const (
-	ckptMagic     = ckptfile.Magic
-	ckptVersion   = ckptfile.Version
-	ckptName      = "CHECKPOINT"
-	ckptMemSize   = ckptfile.MemSize  // a memory of versions 1 to 3; the least a version-4 memory takes too
-	ckptMaxBatch  = ckptfile.MaxBatch // memories per batch, at most
-	ckptFlushSize = 1 << 20           // bytes the writer buffers before writing
+	ckptMagic    = ckptfile.Magic
+	ckptVersion  = ckptfile.Version
+	ckptName     = "CHECKPOINT"
+	ckptMemSize  = ckptfile.MemSize  // a memory of versions 1 to 3; the least a version-4 memory takes too
+	ckptMaxBatch = ckptfile.MaxBatch // memories per batch, at most
 )
 
 // ErrCorruptCheckpoint is returned by Open when the checkpoint file fails
@@ -73,174 +73,67 @@ type checkpoint struct {
 	colls   []ckptCollection
 }
 
-// ckptWriter encodes a version-5 checkpoint onto w as it is produced,
-// hashing every byte. Call header, then for each collection
-// beginCollection, tombstones (once), memories (any number of times) and
-// endCollection, then finish. The first
-// write error is kept and returned by finish; later calls do nothing.
+// ckptWriter encodes a checkpoint onto w as it is produced
+// (ckptfile.Writer), from the engine's types. Call header, then for each
+// collection beginCollection, tombstones (once), memories (any number of
+// times) and endCollection, then finish. The first write error is kept and
+// returned by finish; later calls do nothing.
 type ckptWriter struct {
 	version uint32 // ckptVersion; tests set 3 to write the previous version
-	w       io.Writer
-	h       *xxhash.Digest
-	buf     []byte // encoded bytes not yet written to w
-	err     error
+	fw      *ckptfile.Writer
 }
 
 func newCkptWriter(w io.Writer) *ckptWriter {
-	return &ckptWriter{version: ckptVersion, w: w, h: xxhash.New(), buf: make([]byte, 0, ckptFlushSize+ckptMaxBatch)}
+	return &ckptWriter{version: ckptVersion, fw: ckptfile.NewWriter(w)}
 }
 
 func (cw *ckptWriter) header(kind uint8, chainID uint64, seq uint32, walLSN, nextUID uint64, ncoll int) {
-	cw.buf = ckptfile.AppendHeader(cw.buf, ckptfile.Header{Version: cw.version, Kind: kind, ChainID: chainID,
+	cw.fw.Header(ckptfile.Header{Version: cw.version, Kind: kind, ChainID: chainID,
 		Seq: seq, WalLSN: walLSN, NextUID: nextUID, NColl: uint32(ncoll)})
 }
 
 func (cw *ckptWriter) beginCollection(uid uint64, name string, cfg Config) {
-	cw.buf = le.AppendUint64(cw.buf, uid)
-	cw.buf = le.AppendUint16(cw.buf, uint16(len(name)))
-	cw.buf = append(cw.buf, name...)
-	cw.buf = encodeConfig(cw.buf, cfg)
-	if cw.version >= 5 {
-		cw.buf = appendFieldList(cw.buf, cfg.Indexed)
-	}
+	cw.fw.BeginCollection(ckptfile.Collection{UID: uid, Name: name, Config: recConfig(cfg), Indexed: cfg.Indexed})
 }
 
 // tombstones appends the collection's tombstone batches and their end.
-func (cw *ckptWriter) tombstones(ids []uint64) {
-	for len(ids) > 0 {
-		n := min(len(ids), ckptMaxBatch)
-		cw.buf = le.AppendUint32(cw.buf, uint32(n))
-		for _, id := range ids[:n] {
-			cw.buf = le.AppendUint64(cw.buf, id)
-			if len(cw.buf) >= ckptFlushSize {
-				cw.flush()
-			}
-		}
-		ids = ids[n:]
-	}
-	cw.buf = le.AppendUint32(cw.buf, 0)
-}
+func (cw *ckptWriter) tombstones(ids []uint64) { cw.fw.Tombstones(ids) }
 
-// memories appends one or more batches holding mems.
+// memories appends one or more batches holding mems, each read straight
+// from mems (no copy of the slice).
 func (cw *ckptWriter) memories(mems []ckptMemory) {
-	for len(mems) > 0 {
-		n := min(len(mems), ckptMaxBatch)
-		cw.buf = le.AppendUint32(cw.buf, uint32(n))
-		for _, m := range mems[:n] {
-			if cw.version >= 6 {
-				cw.buf = appendCkptMemory(cw.buf, m)
-				cw.buf = appendMemSections(cw.buf, m.sections)
-			} else if cw.version >= 4 {
-				cw.buf = appendCkptMemory(cw.buf, m)
-			} else {
-				cw.buf = appendCkptMemoryV3(cw.buf, m)
-			}
-			if len(cw.buf) >= ckptFlushSize {
-				cw.flush()
-			}
-		}
-		mems = mems[n:]
-	}
+	cw.fw.Memories(len(mems), func(i int, m *ckptfile.Memory) { mems[i].fill(m) })
 }
 
 func (cw *ckptWriter) endCollection(nrows uint32, paySize, nextID uint64, sections []ckptSection) {
-	cw.buf = le.AppendUint32(cw.buf, 0)
-	cw.buf = le.AppendUint32(cw.buf, nrows)
-	cw.buf = le.AppendUint64(cw.buf, paySize)
-	cw.buf = le.AppendUint64(cw.buf, nextID)
-	if cw.version >= 6 {
-		cw.buf = appendCollSections(cw.buf, sections)
-	}
-	if len(cw.buf) >= ckptFlushSize {
-		cw.flush()
-	}
+	cw.fw.EndCollection(ckptfile.End{NRows: nrows, PaySize: paySize, NextID: nextID, Sections: sections})
 }
 
 // finish writes the checksum and everything still buffered.
-func (cw *ckptWriter) finish() error {
-	cw.flush()
-	if cw.err == nil {
-		cw.buf = le.AppendUint64(cw.buf, cw.h.Sum64())
-		_, cw.err = cw.w.Write(cw.buf)
-		cw.buf = cw.buf[:0]
-	}
-	return cw.err
-}
+func (cw *ckptWriter) finish() error { return cw.fw.Finish() }
 
-func (cw *ckptWriter) flush() {
-	if cw.err == nil && len(cw.buf) > 0 {
-		cw.h.Write(cw.buf)
-		_, cw.err = cw.w.Write(cw.buf)
-	}
-	cw.buf = cw.buf[:0]
-}
-
-// appendCkptMemory appends m's version-4 record.
-func appendCkptMemory(b []byte, m ckptMemory) []byte {
-	b = appendCkptMemoryV3(b, m)
+// fill sets every field of *f from m.
+func (m *ckptMemory) fill(f *ckptfile.Memory) {
 	x := m.m.extOrZero()
-	b = le.AppendUint64(b, uint64(x.expires))
-	b = le.AppendUint16(b, uint16(len(x.key)))
-	b = append(b, x.key...)
-	b = le.AppendUint32(b, uint32(len(x.attrs)))
-	return append(b, x.attrs...)
+	*f = ckptfile.Memory{ID: m.id, Row: m.m.row, PayOff: m.m.payOff, PayLen: m.m.payLen, Created: m.m.created,
+		Q: m.q, Visits: m.visits, LastReward: m.lastReward, RewardSum: m.rewardSum, Updated: m.updated,
+		Expires: x.expires, Key: x.key, Attrs: x.attrs, Sections: m.sections}
 }
 
 // appendCkptMemoryV3 appends the record of versions 1 to 3 (the first 72
 // bytes of version 4's).
 func appendCkptMemoryV3(b []byte, m ckptMemory) []byte {
-	b = le.AppendUint64(b, m.id)
-	b = le.AppendUint32(b, m.m.row)
-	b = le.AppendUint64(b, m.m.payOff)
-	b = le.AppendUint32(b, m.m.payLen)
-	b = le.AppendUint64(b, uint64(m.m.created))
-	b = putF64(b, m.q)
-	b = le.AppendUint64(b, m.visits)
-	b = putF64(b, m.lastReward)
-	b = putF64(b, m.rewardSum)
-	return le.AppendUint64(b, uint64(m.updated))
+	var f ckptfile.Memory
+	m.fill(&f)
+	return ckptfile.AppendMemory(b, 3, &f)
 }
 
 // inBounds reports whether m's row and payload range lie within a vector
-// file of nrows rows and a payload file of paySize bytes. The payload test
-// cannot overflow: an offset near 2^64 plus a length must not wrap to a
-// small end.
+// file of nrows rows and a payload file of paySize bytes
+// (ckptfile.Memory.InBounds).
 func (m ckptMemory) inBounds(nrows uint32, paySize uint64) bool {
-	return m.m.row < nrows && uint64(m.m.payLen) <= paySize && m.m.payOff <= paySize-uint64(m.m.payLen)
-}
-
-func decodeCkptMemory(d *decoder, version uint32) (ckptMemory, error) {
-	var m ckptMemory
-	m.id = d.U64()
-	m.m.row = d.U32()
-	m.m.payOff = d.U64()
-	m.m.payLen = d.U32()
-	m.m.created = int64(d.U64())
-	m.q = d.F64()
-	m.visits = d.U64()
-	m.lastReward = d.F64()
-	m.rewardSum = d.F64()
-	m.updated = int64(d.U64())
-	if version >= 4 {
-		expires := int64(d.U64())
-		key := string(d.Take(int(d.U16())))
-		var attrs []byte
-		if n := d.U32(); n > 0 {
-			attrs = bytes.Clone(d.Take(int(n))) // the file's buffer is not kept
-		}
-		m.m.ext = makeExt(attrs, key, expires)
-	}
-	if version >= 6 {
-		var err error
-		m.sections, err = decodeSections(d, int(d.U8()), func() uint16 { return uint16(d.U8()) }, knownMemSection)
-		if err == nil {
-			err = checkMemSections(m.sections)
-		}
-		if err != nil {
-			return m, fmt.Errorf("memory %d: %v", m.id, err)
-		}
-	}
-	return m, nil
+	f := ckptfile.Memory{Row: m.m.row, PayOff: m.m.payOff, PayLen: m.m.payLen}
+	return f.InBounds(nrows, paySize)
 }
 
 func decodeCheckpoint(b []byte) (checkpoint, error) {
@@ -262,112 +155,69 @@ func decodeCheckpointBody(body []byte) (checkpoint, int, error) {
 	return cp, len(body) - len(d.B), err
 }
 
+// decodeCheckpointFrom decodes a checkpoint through ckptfile.DecodeBody,
+// which hands each memory to the engine as it reads it: the memory is
+// built once, in its batch's slice, and the batches are joined once per
+// collection.
 func decodeCheckpointFrom(d *decoder) (checkpoint, error) {
 	var cp checkpoint
-	h, err := ckptfile.DecodeHeader(d)
-	// On an error too: what was read is shown by memrl dump checkpoint.
-	cp.kind, cp.chainID, cp.seq, cp.walLSN, cp.nextUID = h.Kind, h.ChainID, h.Seq, h.WalLSN, h.NextUID
-	if err != nil {
-		return cp, err
-	}
-	version, ncoll := h.Version, h.NColl
-	for i := uint32(0); i < ncoll && !d.Err; i++ {
-		var c ckptCollection
-		c.uid = d.U64()
-		c.name = string(d.Take(int(d.U16())))
-		c.cfg = decodeConfig(d)
-		if version >= 5 {
-			c.cfg.Indexed = decodeFieldList(d)
-			if err := checkFieldList(c.cfg.Indexed); !d.Err && err != nil {
-				return cp, fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, c.name, err)
+	var c ckptCollection
+	// Each batch is decoded into a slice of its own size and the batches
+	// are joined once at the end. Why: appending a million memories to
+	// one slice grew it thirty-odd times, each a copy into freshly faulted
+	// memory: 1.9 s of a 5.9 s Open at 1M (growslice's memmove and page
+	// faults).
+	var batches [][]ckptMemory
+	total := 0
+	h, err := ckptfile.DecodeBody(d, ckptfile.Visitor{
+		KnownCollSection: knownCollSection,
+		KnownMemSection:  knownMemSection,
+		Collection: func(x ckptfile.Collection) error {
+			c = ckptCollection{uid: x.UID, name: x.Name, cfg: configOf(x.Config)}
+			c.cfg.Indexed = x.Indexed
+			batches, total = batches[:0], 0
+			if err := checkFieldList(c.cfg.Indexed); err != nil {
+				return err
 			}
-		}
-		// Only valid configs are ever written; an invalid one (a zero
-		// dimension would divide by a zero row size) is damage.
-		if err := c.cfg.Validate(); !d.Err && err != nil {
-			return cp, fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, c.name, err)
-		}
-		if version == 1 {
-			c.nrows = d.U32()
-			c.paySize = d.U64()
-			c.nextID = d.U64()
-			nmem := d.U64()
-			if nmem > uint64(len(d.B))/ckptMemSize {
-				return cp, fmt.Errorf("%w: collection %q claims %d memories", ErrCorruptCheckpoint, c.name, nmem)
+			// Only valid configs are ever written; an invalid one (a zero
+			// dimension would divide by a zero row size) is damage.
+			return c.cfg.Validate()
+		},
+		Tombstone: func(id uint64) { c.tombs = append(c.tombs, id) },
+		Batch: func(n int) {
+			batches = append(batches, make([]ckptMemory, 0, n))
+		},
+		Memory: func(x *ckptfile.Memory) error {
+			if err := checkMemSections(x.Sections); err != nil {
+				return err
 			}
-			for range nmem {
-				m, _ := decodeCkptMemory(d, version) // no sections before version 6
-				c.mems = append(c.mems, m)
-			}
-		} else {
-			for version >= 3 && !d.Err {
-				n := d.U32()
-				if n == 0 {
-					break
-				}
-				if cp.kind == ckptFull {
-					return cp, fmt.Errorf("%w: collection %q: tombstones in a full checkpoint", ErrCorruptCheckpoint, c.name)
-				}
-				if n > ckptMaxBatch || uint64(n) > uint64(len(d.B))/8 {
-					return cp, fmt.Errorf("%w: collection %q: batch of %d tombstones", ErrCorruptCheckpoint, c.name, n)
-				}
-				for range n {
-					c.tombs = append(c.tombs, d.U64())
-				}
-			}
-			// Each batch is decoded into a slice of its own size and the
-			// batches are joined once at the end. Why: appending a
-			// million memories to one slice grew it thirty-odd times, each
-			// a copy into freshly faulted memory: 1.9 s of a 5.9 s Open at
-			// 1M (growslice's memmove and page faults).
-			var batches [][]ckptMemory
-			total := 0
-			for !d.Err {
-				n := d.U32()
-				if n == 0 {
-					break
-				}
-				if n > ckptMaxBatch || uint64(n) > uint64(len(d.B))/ckptMemSize {
-					return cp, fmt.Errorf("%w: collection %q: batch of %d memories", ErrCorruptCheckpoint, c.name, n)
-				}
-				batch := make([]ckptMemory, 0, n)
-				for range n {
-					m, err := decodeCkptMemory(d, version)
-					if err != nil {
-						return cp, fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, c.name, err)
-					}
-					batch = append(batch, m)
-				}
-				batches = append(batches, batch)
-				total += len(batch)
-			}
+			b := &batches[len(batches)-1]
+			*b = append(*b, ckptMemory{sections: x.Sections, id: x.ID,
+				m: memory{row: x.Row, payOff: x.PayOff, payLen: x.PayLen, created: x.Created,
+					ext: makeExt(x.Attrs, x.Key, x.Expires)},
+				q: x.Q, visits: x.Visits, lastReward: x.LastReward, rewardSum: x.RewardSum, updated: x.Updated})
+			total++
+			return nil
+		},
+		End: func(e ckptfile.End) error {
 			c.mems = slices.Grow(c.mems, total)
 			for _, b := range batches {
 				c.mems = append(c.mems, b...)
 			}
-			c.nrows = d.U32()
-			c.paySize = d.U64()
-			c.nextID = d.U64()
-			if version >= 6 {
-				var err error
-				c.sections, err = decodeSections(d, int(d.U16()), d.U16, knownCollSection)
-				if err != nil {
-					return cp, fmt.Errorf("%w: collection %q: %v", ErrCorruptCheckpoint, c.name, err)
+			c.nrows, c.paySize, c.nextID, c.sections = e.NRows, e.PaySize, e.NextID, e.Sections
+			// Loading trusts rows and payload ranges, so a checkpoint
+			// whose checksum verifies but that points past its own file
+			// sizes (a bug, never a torn write) is refused, not indexed.
+			for _, m := range c.mems {
+				if !d.Err && !m.inBounds(c.nrows, c.paySize) {
+					return fmt.Errorf("memory %d lies past the recorded file sizes", m.id)
 				}
 			}
-		}
-		// Loading trusts rows and payload ranges, so a checkpoint whose
-		// checksum verifies but that points past its own file sizes (a
-		// bug, never a torn write) is refused, not indexed.
-		for _, m := range c.mems {
-			if !d.Err && !m.inBounds(c.nrows, c.paySize) {
-				return cp, fmt.Errorf("%w: collection %q: memory %d lies past the recorded file sizes", ErrCorruptCheckpoint, c.name, m.id)
-			}
-		}
-		cp.colls = append(cp.colls, c)
-	}
-	if err := d.Done("checkpoint"); err != nil {
-		return cp, fmt.Errorf("%w: %v", ErrCorruptCheckpoint, err)
-	}
-	return cp, nil
+			cp.colls = append(cp.colls, c)
+			return nil
+		},
+	})
+	// On an error too: what was read is shown by memrl dump checkpoint.
+	cp.kind, cp.chainID, cp.seq, cp.walLSN, cp.nextUID = h.Kind, h.ChainID, h.Seq, h.WalLSN, h.NextUID
+	return cp, err
 }

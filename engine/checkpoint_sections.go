@@ -14,8 +14,9 @@ import (
 //	collection sections: n u16 | n × (tag u16 | len u32 | bytes)
 //	memory sections:     n u8  | n × (tag u8  | len u32 | bytes)
 //
-// Tags are listed below, each owned by the file named beside it, which
-// defines the bytes. A collection's sections are read with its sizes
+// Tags are listed in package ckptfile, which lays out each section's
+// bytes; the engine's file named beside each tag below makes and loads
+// them. A collection's sections are read with its sizes
 // (the last chunk of a copy, under the collection's read lock), and a delta
 // carries them whole: applying a delta replaces the sections before it. A
 // memory's sections travel with the memory (a delta that holds the memory
@@ -25,31 +26,31 @@ import (
 // state, and a build that does not know it would silently drop it at its
 // next checkpoint. A tag appears at most once per collection or memory.
 //
-// The sections' framing is package ckptfile's (ckptfile.Section,
-// AppendCollSections, AppendMemSections, DecodeSections); the tags, and
-// which owner defines each one's bytes, are the engine's, below.
+// The sections' framing, tags and layouts are package ckptfile's
+// (ckptfile.Section, AppendCollSections, AppendMemSections,
+// DecodeSections, and a codec per section); which tags this build knows,
+// and what each one's state is in the engine, are decided here.
 type ckptSection = ckptfile.Section
 
-// Collection section tags.
+// Collection section tags (ckptfile's list). The owner of each one's
+// bytes: sectSnapshots, the snapshot catalog and ghosts
+// (snapshot_section.go); sectCompact, the generation of the collection's
+// files (compact_files.go); sectPrunePolicy, the prune policy and its
+// latest run (prune_policy_codec.go); sectTest is written by tests only.
+// Each section's layout is package ckptfile's.
 const (
-	// sectSnapshots: the snapshot catalog and ghosts (snapshot_section.go).
-	sectSnapshots uint16 = 1
-	// sectCompact records the generation of the collection's files
-	// (compact_files.go).
-	sectCompact uint16 = 2
-	// sectTest is written by tests only.
-	sectTest uint16 = 0xFFFF
-	// sectPrunePolicy: the prune policy and its latest run
-	// (prune_policy_codec.go).
-	sectPrunePolicy uint16 = 3
+	sectSnapshots   = ckptfile.SectSnapshots
+	sectCompact     = ckptfile.SectCompact
+	sectTest        = ckptfile.SectTest
+	sectPrunePolicy = ckptfile.SectPrunePolicy
 )
 
-// Memory section tags (they fit a byte).
+// Memory section tags (they fit a byte): memSectHistory is the memory's
+// recent updates (history.go; the layout is package histlog's);
+// memSectTest is written by tests only.
 const (
-	// memSectHistory is the memory's recent updates (history.go).
-	memSectHistory uint16 = 1
-	// memSectTest is written by tests only.
-	memSectTest uint16 = 0xFF
+	memSectHistory = ckptfile.MemSectHistory
+	memSectTest    = ckptfile.MemSectTest
 )
 
 // knownCollSection reports whether this build understands a collection

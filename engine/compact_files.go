@@ -1,12 +1,12 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/memrl/memrl/engine/ckptfile"
 	"github.com/memrl/memrl/vfs"
 )
 
@@ -136,21 +136,16 @@ func (c *Collection) removeStaleGensLocked() error {
 }
 
 // The compaction section (tag sectCompact) of a collection's checkpoint
-// records the generation of its files:
-//
-//	version u8 = 1 | gen u64
-//
-// A collection that was never compacted writes none (generation 0). The
-// checkpoint's checksum covers it; a version or length this build does not
-// know is damage (ErrCorruptCheckpoint).
-const compactSectVersion = 1
+// records the generation of its files (ckptfile.AppendCompact has the
+// layout). A collection that was never compacted writes none (generation
+// 0). The checkpoint's checksum covers it; a version or length this build
+// does not know is damage (ErrCorruptCheckpoint).
+const compactSectVersion = ckptfile.CompactVersion
 
-func encodeCompactSection(gen uint64) []byte {
-	return le.AppendUint64([]byte{compactSectVersion}, gen)
-}
+func encodeCompactSection(gen uint64) []byte { return ckptfile.AppendCompact(gen) }
 
 // errBadCompactSection: the compaction section is 9 bytes of version 1.
-var errBadCompactSection = errors.New("compaction section: want 9 bytes of version 1")
+var errBadCompactSection = ckptfile.ErrBadCompact
 
 // collGen returns the file generation a checkpointed collection records.
 func collGen(cc ckptCollection) (uint64, error) {
@@ -158,10 +153,11 @@ func collGen(cc ckptCollection) (uint64, error) {
 		if s.Tag != sectCompact {
 			continue
 		}
-		if len(s.Data) != 9 || s.Data[0] != compactSectVersion {
-			return 0, fmt.Errorf("%w: collection %q: %w", ErrCorruptCheckpoint, cc.name, errBadCompactSection)
+		gen, err := ckptfile.DecodeCompact(s.Data)
+		if err != nil {
+			return 0, fmt.Errorf("%w: collection %q: %w", ErrCorruptCheckpoint, cc.name, err)
 		}
-		return le.Uint64(s.Data[1:]), nil
+		return gen, nil
 	}
 	return 0, nil
 }

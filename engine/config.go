@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/memrl/memrl/engine/record"
 )
 
 // Metric is how a collection measures similarity. Similarity is always
@@ -90,41 +92,28 @@ type Config struct {
 }
 
 // encodeConfig appends c's fields in the layout shared by the create record
-// and the checkpoint:
-//
-//	dim u32 | metric u8 | alpha f64 | gamma f64 | qinit f64 |
-//	index kind u8 | nlist u32 | pqm u32 | pqbits u8 | train u32
+// and the checkpoint (record.Config).
 //
 // REQUIRES: c.Validate() == nil, whose bounds (MaxDim, NLIST 65536, PQM 256,
 // PQBITS 8, MaxTrainThreshold) keep every field inside its width: a value
 // too wide would be stored truncated, and come back different.
-func encodeConfig(b []byte, c Config) []byte {
-	b = le.AppendUint32(b, uint32(c.Dim))
-	b = append(b, byte(c.Metric))
-	b = putF64(b, c.Alpha)
-	b = putF64(b, c.Gamma)
-	b = putF64(b, c.QInit)
-	b = append(b, byte(c.Index.Kind))
-	b = le.AppendUint32(b, uint32(c.Index.NList))
-	b = le.AppendUint32(b, uint32(c.Index.PQM))
-	b = append(b, byte(c.Index.PQBits))
-	b = le.AppendUint32(b, uint32(c.Index.TrainThreshold))
-	return b
+func encodeConfig(b []byte, c Config) []byte { return record.AppendConfig(b, recConfig(c)) }
+
+func decodeConfig(d *decoder) Config { return configOf(record.DecodeConfig(d)) }
+
+// recConfig is c in record.Config's fields (all but Indexed, which the
+// records and checkpoints carry after the config).
+func recConfig(c Config) record.Config {
+	return record.Config{Dim: uint32(c.Dim), Metric: uint8(c.Metric), Alpha: c.Alpha, Gamma: c.Gamma, QInit: c.QInit,
+		IndexKind: uint8(c.Index.Kind), NList: uint32(c.Index.NList), PQM: uint32(c.Index.PQM),
+		PQBits: uint8(c.Index.PQBits), TrainThreshold: uint32(c.Index.TrainThreshold)}
 }
 
-func decodeConfig(d *decoder) Config {
-	var c Config
-	c.Dim = int(d.U32())
-	c.Metric = Metric(d.U8())
-	c.Alpha = d.F64()
-	c.Gamma = d.F64()
-	c.QInit = d.F64()
-	c.Index.Kind = IndexKind(d.U8())
-	c.Index.NList = int(d.U32())
-	c.Index.PQM = int(d.U32())
-	c.Index.PQBits = int(d.U8())
-	c.Index.TrainThreshold = int(d.U32())
-	return c
+// configOf is recConfig's inverse; it validates nothing (Validate does).
+func configOf(x record.Config) Config {
+	return Config{Dim: int(x.Dim), Metric: Metric(x.Metric), Alpha: x.Alpha, Gamma: x.Gamma, QInit: x.QInit,
+		Index: IndexConfig{Kind: IndexKind(x.IndexKind), NList: int(x.NList), PQM: int(x.PQM),
+			PQBits: int(x.PQBits), TrainThreshold: int(x.TrainThreshold)}}
 }
 
 // NewConfig returns a Config of dimension dim with the default metric and

@@ -140,7 +140,7 @@
 // # Files
 //
 //	dir/LOCK                        flock: one process per database
-//	dir/CHECKPOINT                  full checkpoint: state as of a WAL position (checkpoint_format.go)
+//	dir/CHECKPOINT                  full checkpoint: state as of a WAL position (package ckptfile)
 //	dir/CHECKPOINT.<n>              delta checkpoints of its chain (checkpoint_chain.go)
 //	dir/wal/                        the write-ahead log (package wal)
 //	dir/collections/<uid>/vectors.f32   row-major float32 vectors, copied into memory at open (Options.MapFiles: mapped)

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/memrl/memrl/engine/filter"
+	"github.com/memrl/memrl/engine/record"
 )
 
 // Indexed attribute fields.
@@ -19,16 +20,14 @@ import (
 // not, and are rebuilt from them when the collection opens (about half a
 // second per million memories with attributes) and when a field is added.
 //
-//	recIndexed        uid u64 | fields
-//	recCreateIndexed  recCreate's body | fields       (a create with Config.Indexed)
-//	fields:           n u8 | n × (name u8-len bytes)  (sorted, unique, checkIndexed)
-//
-// A create with indexed fields is one record, not a create and a
-// recIndexed, so that a torn log tail cannot keep the collection without
-// its fields.
+// The records' bodies (recIndexed, recCreateIndexed: a create with
+// Config.Indexed, one record so that a torn log tail cannot keep the
+// collection without its fields) are package record's; the names in a
+// list must be sorted and unique, which checkFieldList holds a decoded
+// list to.
 const (
-	recIndexed       byte = 10
-	recCreateIndexed byte = 11
+	recIndexed       = record.TypeIndexed
+	recCreateIndexed = record.TypeCreateIndexed
 )
 
 // MaxIndexedFields bounds the fields a collection indexes: each costs a
@@ -42,38 +41,22 @@ type indexedRec struct {
 }
 
 func encodeIndexed(r indexedRec) []byte {
-	b := make([]byte, 0, 10+len(r.fields)*16)
-	b = append(b, recIndexed)
-	b = le.AppendUint64(b, r.uid)
-	return appendFieldList(b, r.fields)
+	return record.EncodeIndexed(record.Indexed{UID: r.uid, Fields: r.fields})
 }
 
-// appendFieldList appends n u8 | n × (u8-len name), the layout shared by
-// recIndexed and checkpoints. REQUIRES: checkIndexed accepted fields.
-func appendFieldList(b []byte, fields []string) []byte {
-	b = append(b, uint8(len(fields)))
-	for _, f := range fields {
-		b = append(b, uint8(len(f)))
-		b = append(b, f...)
-	}
-	return b
-}
+// appendFieldList appends the field list's layout (record.AppendFieldList),
+// shared by recIndexed and checkpoints. REQUIRES: checkIndexed accepted
+// fields.
+func appendFieldList(b []byte, fields []string) []byte { return record.AppendFieldList(b, fields) }
 
-func decodeFieldList(d *decoder) []string {
-	n := int(d.U8())
-	var fields []string
-	for i := 0; i < n && !d.Err; i++ {
-		fields = append(fields, string(d.Take(int(d.U8()))))
-	}
-	return fields
-}
+func decodeFieldList(d *decoder) []string { return record.DecodeFieldList(d) }
 
+// decodeIndexed decodes a recIndexed body (record.DecodeIndexed) and
+// checks its names (checkFieldList).
 func decodeIndexed(b []byte) (indexedRec, error) {
-	d := decoder{B: b[1:]}
-	var r indexedRec
-	r.uid = d.U64()
-	r.fields = decodeFieldList(&d)
-	if err := d.Done("indexed-fields"); err != nil {
+	x, err := record.DecodeIndexed(b)
+	r := indexedRec{uid: x.UID, fields: x.Fields}
+	if err != nil {
 		return r, err
 	}
 	if err := checkFieldList(r.fields); err != nil {

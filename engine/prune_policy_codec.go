@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/memrl/memrl/engine/ckptfile"
 	"github.com/memrl/memrl/engine/filter"
 	"github.com/memrl/memrl/engine/record"
 )
@@ -15,8 +16,9 @@ import (
 //	                                           | kind policyRan: count u64
 //	policy:         flags u8 | qBelow f64 | minVisits u64 | older i64 | idle i64 |
 //	                maxCount u64 | every i64 | filter u16-len bytes
-//	section (sectPrunePolicy), version 1:
-//	                version u8 = 1 | setAt i64 | lastAt i64 | lastCount u64 | policy
+//
+// The checkpoint section (sectPrunePolicy) holds the policy, when it was
+// set, and the latest run (ckptfile.Prune).
 //
 // flags say which criteria are set (polOn: a policy at all; a policySet
 // record without it turns the policy off, and then every other field is
@@ -29,16 +31,16 @@ import (
 // section's version byte is for a later layout.
 //
 // The record's body and the policy's layout are package record's
-// (record.PrunePolicy, record.Policy); this file keeps the engine's names
-// for them, the conversion to and from PrunePolicy (where a policy's
-// values are checked), and the checkpoint section.
+// (record.PrunePolicy, record.Policy), the section's package ckptfile's;
+// this file keeps the engine's names for them and the conversion to and
+// from PrunePolicy (where a policy's values are checked).
 const (
 	recPrunePolicy = record.TypePrunePolicy
 
 	policySet = record.PolicySet
 	policyRan = record.PolicyRan
 
-	pruneSectVersion byte = 1
+	pruneSectVersion = ckptfile.PruneVersion
 )
 
 // Policy flags.
@@ -148,48 +150,28 @@ func policyFromWire(w record.Policy) (*PrunePolicy, error) {
 	return p, nil
 }
 
-// decodePolicy reads a policy and checks it (policyFromWire).
-func decodePolicy(d *decoder) (*PrunePolicy, error) {
-	w, err := record.ReadPolicy(d)
-	if err != nil || d.Err {
-		return nil, err // on a short read the caller's length check reports it
-	}
-	return policyFromWire(w)
-}
-
 // encodePruneSection returns the collection's sectPrunePolicy section
-// data, or nil when it has neither a policy nor a past run to keep.
+// data (ckptfile.AppendPrune), or nil when it has neither a policy nor a
+// past run to keep.
 // REQUIRES: c.mu held (for reading at least).
 func (c *Collection) encodePruneSectionLocked() []byte {
 	st := &c.prune
 	if st.policy == nil && st.lastAt == 0 {
 		return nil
 	}
-	b := make([]byte, 0, 80)
-	b = append(b, pruneSectVersion)
-	b = le.AppendUint64(b, uint64(st.setAt))
-	b = le.AppendUint64(b, uint64(st.lastAt))
-	b = le.AppendUint64(b, st.lastCount)
-	return appendPolicy(b, st.policy)
+	return ckptfile.AppendPrune(ckptfile.Prune{SetAt: st.setAt, LastAt: st.lastAt, LastCount: st.lastCount,
+		Policy: policyWire(st.policy)})
 }
 
-// decodePruneSection reads a sectPrunePolicy section.
+// decodePruneSection reads a sectPrunePolicy section
+// (ckptfile.DecodePrune), its policy checked as SetPrunePolicy checks one
+// (policyFromWire).
 func decodePruneSection(data []byte) (pruneState, error) {
-	var st pruneState
-	d := decoder{B: data}
-	if v := d.U8(); !d.Err && v != pruneSectVersion {
-		return st, fmt.Errorf("prune policy section version %d, want %d", v, pruneSectVersion)
-	}
-	st.setAt = int64(d.U64())
-	st.lastAt = int64(d.U64())
-	st.lastCount = d.U64()
-	p, err := decodePolicy(&d)
-	if err != nil {
-		return st, fmt.Errorf("prune policy section: %v", err)
-	}
-	st.policy = p
-	if d.Err || len(d.B) != 0 {
-		return st, fmt.Errorf("prune policy section: bad length")
-	}
-	return st, nil
+	var p *PrunePolicy
+	x, err := ckptfile.DecodePrune(data, func(w record.Policy) error {
+		var err error
+		p, err = policyFromWire(w)
+		return err
+	})
+	return pruneState{policy: p, setAt: x.SetAt, lastAt: x.LastAt, lastCount: x.LastCount}, err
 }

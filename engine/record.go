@@ -9,17 +9,14 @@ import (
 )
 
 // Log records. The WAL frames and checksums each record; package record
-// defines the bodies: every type number, and the codecs of the bodies that
-// need nothing of the engine. This file keeps the create record (its
-// config is the engine's), the engine's decoder, and the short names the
-// engine's code uses for the package's types and codecs.
-//
-//	recCreate   uid u64 | name u16-len bytes | config (encodeConfig)
-//
-// 10 and 11 (indexed attribute fields, and a create with them) are in
-// filter_index.go; 17 (prune policies) in prune_policy_codec.go; 18
-// (rollback batches) in snapshot_record.go; 19 to 21 in group.go; 22 in
-// remap.go; 23 in replace.go.
+// defines the bodies: every type number, and every body's codec. This file
+// keeps the engine's decoder, the checks of a create record's values (its
+// config and indexed fields), and the short names the engine's code uses
+// for the package's types and codecs. The names for 10 and 11 (indexed
+// attribute fields, and a create with them) are in filter_index.go; 17
+// (prune policies) in prune_policy_codec.go; 18 (rollback batches) in
+// snapshot_record.go; 19 to 21 in group.go; 22 in remap.go; 23 in
+// replace.go.
 const (
 	recCreate     = record.TypeCreate
 	recDrop       = record.TypeDrop
@@ -57,20 +54,7 @@ var le = binary.LittleEndian
 func putF64(b []byte, f float64) []byte { return le.AppendUint64(b, math.Float64bits(f)) }
 
 func encodeCreate(r createRec) []byte {
-	b := make([]byte, 0, 48+len(r.name))
-	typ := recCreate
-	if len(r.cfg.Indexed) > 0 {
-		typ = recCreateIndexed // filter_index.go
-	}
-	b = append(b, typ)
-	b = le.AppendUint64(b, r.uid)
-	b = le.AppendUint16(b, uint16(len(r.name)))
-	b = append(b, r.name...)
-	b = encodeConfig(b, r.cfg)
-	if typ == recCreateIndexed {
-		b = appendFieldList(b, r.cfg.Indexed)
-	}
-	return b
+	return record.EncodeCreate(record.Create{UID: r.uid, Name: r.name, Config: recConfig(r.cfg), Indexed: r.cfg.Indexed})
 }
 
 func encodeDrop(uid uint64) []byte                 { return record.EncodeDrop(uid) }
@@ -100,22 +84,17 @@ const qRecSize = record.QSize
 // decodes).
 type decoder = record.Decoder
 
+// decodeCreate decodes a create record (record.DecodeCreate) and checks
+// what package record leaves to the engine: the indexed fields' names and
+// the config.
 func decodeCreate(b []byte) (createRec, error) {
-	d := decoder{B: b[1:]}
-	var r createRec
-	r.uid = d.U64()
-	r.name = string(d.Take(int(d.U16())))
-	r.cfg = decodeConfig(&d)
-	if b[0] == recCreateIndexed {
-		r.cfg.Indexed = decodeFieldList(&d)
-		if !d.Err && len(r.cfg.Indexed) == 0 {
-			return r, fmt.Errorf("%w: create record with an empty list of indexed fields", errBadRecord)
-		}
-		if err := checkFieldList(r.cfg.Indexed); !d.Err && err != nil {
-			return r, err
-		}
+	x, err := record.DecodeCreate(b)
+	r := createRec{uid: x.UID, name: x.Name, cfg: configOf(x.Config)}
+	r.cfg.Indexed = x.Indexed
+	if err != nil {
+		return r, err
 	}
-	if err := d.Done("create"); err != nil {
+	if err := checkFieldList(r.cfg.Indexed); err != nil {
 		return r, err
 	}
 	// Create logs only validated configs; replaying an invalid one (a

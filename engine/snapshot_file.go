@@ -59,14 +59,3 @@ func (c *Collection) readSnapFile(seq uint64) (snapFile, error) {
 	}
 	return decodeSnapFile(b, c.uid, seq)
 }
-
-// appendSnapEntry appends e as snapshot files and rollback records hold
-// it (snapfile.AppendEntry).
-func appendSnapEntry(b []byte, e snapEntry) []byte { return snapfile.AppendEntry(b, e) }
-
-// decodeSnapEntryRest decodes what follows the id in appendSnapEntry's
-// layout into e; the key and attributes are copied. A short input sets
-// d.Err.
-func decodeSnapEntryRest(d *decoder, e *snapEntry) {
-	d.B = snapfile.DecodeEntryRest(d.B, e, &d.Err)
-}

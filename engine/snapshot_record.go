@@ -11,24 +11,15 @@ import (
 // made, never as "roll back to S", so replay needs no snapshot file and
 // converges over a fuzzy checkpoint as the other records do.
 //
-//	recSnapshot       uid u64 | seq u64 | created i64 | count u64 | name u16-len bytes
-//	recDelSnapshot    uid u64 | seq u64
-//	recRollbackBatch  uid u64 | n u32 | n × change
-//	recRollback       uid u64 | seq u64 | n u64       (commits the n changes of the batches before it)
-//
-//	change: kind u8 | id u64 | then, for rbRestore and rbRevive (deletes come first):
-//	        q f64 | visits u64 | lastReward f64 | rewardSum f64 | updated i64 |
-//	        expires i64 | key u16-len bytes | attrs u32-len bytes |
-//	        and for rbRevive only: row u32 | payOff u64 | payLen u32 | created i64
-//
 // A rollback is logged with one wal.Log.EnqueueBatch: its batches, then
 // recRollback. Replay keeps the batches aside and applies them only at
 // recRollback, so a log torn inside a rollback replays none of it. (One
 // EnqueueBatch also keeps a checkpoint's log position from falling inside
 // a rollback.)
 //
-// The bodies of recSnapshot, recDelSnapshot and recRollback are package
-// record's; recRollbackBatch's is defined here, as its changes carry the
+// The bodies of recSnapshot, recDelSnapshot, recRollbackBatch and
+// recRollback are package record's (its doc.go draws them); the engine
+// converts a batch's changes to and from its rbChange, which holds the
 // engine's memory record.
 const (
 	recSnapshot      = record.TypeSnapshot
@@ -39,9 +30,9 @@ const (
 
 // Kinds of rollback change.
 const (
-	rbDelete  byte = 0 // a live memory the snapshot does not hold: deleted
-	rbRestore byte = 1 // a live memory the snapshot holds: its state restored
-	rbRevive  byte = 2 // a ghost the snapshot holds: live again, its state restored
+	rbDelete  = record.RollbackDelete  // a live memory the snapshot does not hold: deleted
+	rbRestore = record.RollbackRestore // a live memory the snapshot holds: its state restored
+	rbRevive  = record.RollbackRevive  // a ghost the snapshot holds: live again, its state restored
 )
 
 type (
@@ -116,68 +107,30 @@ func encodeRollbackBatches(uid uint64, rb rbBatch) [][]byte {
 	return out
 }
 
-// encodeRollbackBatch encodes rb as one recRollbackBatch body.
+// encodeRollbackBatch encodes rb as one recRollbackBatch body
+// (record.EncodeRollbackBatch).
 func encodeRollbackBatch(uid uint64, rb rbBatch) []byte {
-	b := append(make([]byte, 0, 13+9*len(rb.dels)+80*len(rb.changes)), recRollbackBatch)
-	b = le.AppendUint64(b, uid)
-	b = le.AppendUint32(b, uint32(rb.len()))
-	for _, id := range rb.dels {
-		b = append(b, rbDelete)
-		b = le.AppendUint64(b, id)
+	r := record.RollbackBatch{UID: uid, Dels: rb.dels, Changes: make([]record.RollbackChange, len(rb.changes))}
+	for i, ch := range rb.changes {
+		r.Changes[i] = record.RollbackChange{Kind: ch.kind, Entry: ch.e,
+			Row: ch.m.row, PayOff: ch.m.payOff, PayLen: ch.m.payLen, Created: ch.m.created}
 	}
-	for _, ch := range rb.changes {
-		b = appendRBChange(b, ch)
-	}
-	return b
+	return record.EncodeRollbackBatch(r)
 }
 
-func appendRBChange(b []byte, ch rbChange) []byte {
-	b = append(b, ch.kind)
-	b = appendSnapEntry(b, ch.e)
-	if ch.kind == rbRevive {
-		b = le.AppendUint32(b, ch.m.row)
-		b = le.AppendUint64(b, ch.m.payOff)
-		b = le.AppendUint32(b, ch.m.payLen)
-		b = le.AppendUint64(b, uint64(ch.m.created))
-	}
-	return b
-}
-
-// decodeRollbackBatch decodes a recRollbackBatch body; keys and
-// attributes are copied (replay keeps the changes past the record's
-// buffer). The encoding is canonical: at least one change, deletes before
-// the rest. Slices grow as changes are decoded, never to a count read from
-// the record.
+// decodeRollbackBatch decodes a recRollbackBatch body
+// (record.DecodeRollbackBatch): keys and attributes are copied, and a
+// revived memory's record holds its row, payload and creation time (its
+// ext is rebuilt from the entry when the change is applied).
 func decodeRollbackBatch(b []byte) (uint64, rbBatch, error) {
-	d := decoder{B: b[1:]}
-	uid := d.U64()
-	n := d.U32()
-	var rb rbBatch
-	bad := func(why string) (uint64, rbBatch, error) {
-		return 0, rbBatch{}, fmt.Errorf("%w: bad rollback batch record: %s", errBadRecord, why)
+	r, err := record.DecodeRollbackBatch(b)
+	rb := rbBatch{dels: r.Dels}
+	if len(r.Changes) > 0 {
+		rb.changes = make([]rbChange, len(r.Changes))
 	}
-	if d.Err || n == 0 || uint64(n)*9 > uint64(len(d.B)) {
-		return bad("count")
+	for i, ch := range r.Changes {
+		rb.changes[i] = rbChange{kind: ch.Kind, e: ch.Entry,
+			m: memory{row: ch.Row, payOff: ch.PayOff, payLen: ch.PayLen, created: ch.Created}}
 	}
-	for i := uint32(0); i < n && !d.Err; i++ {
-		kind, id := d.U8(), d.U64()
-		switch kind {
-		case rbDelete:
-			if len(rb.changes) > 0 {
-				return bad("a delete after a restore")
-			}
-			rb.dels = append(rb.dels, id)
-			continue
-		case rbRestore, rbRevive:
-		default:
-			return bad(fmt.Sprintf("change of kind %d", kind))
-		}
-		ch := rbChange{kind: kind, e: snapEntry{ID: id}}
-		decodeSnapEntryRest(&d, &ch.e)
-		if kind == rbRevive {
-			ch.m.row, ch.m.payOff, ch.m.payLen, ch.m.created = d.U32(), d.U64(), d.U32(), int64(d.U64())
-		}
-		rb.changes = append(rb.changes, ch)
-	}
-	return uid, rb, d.Done("rollback batch")
+	return r.UID, rb, err
 }

@@ -25,7 +25,7 @@
 // # Checkpoint section
 //
 // In a checkpoint, a memory's history is its memory section of tag
-// memSectHistory (engine/checkpoint_sections.go):
+// MemSectHistory (package engine/ckptfile):
 //
 //	version u8 = SectionVersion (1) | log
 //

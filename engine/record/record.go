@@ -11,7 +11,7 @@ import (
 // is listed here, those whose codec is still the engine's too, so that no
 // number is given twice. A change of a body's layout gets a new number.
 const (
-	TypeCreate        byte = 1  // engine (record.go): its config is the engine's
+	TypeCreate        byte = 1  // Create
 	TypeDrop          byte = 2  // Drop
 	TypeAdd           byte = 3  // Add without attributes, key or expiry
 	TypeDelete        byte = 4  // Delete
@@ -20,14 +20,14 @@ const (
 	TypeSetAttrs      byte = 7  // SetAttrs
 	TypeSetPayload    byte = 8  // SetPayload
 	TypeExpire        byte = 9  // Expire
-	TypeIndexed       byte = 10 // engine (filter_index.go)
-	TypeCreateIndexed byte = 11 // engine (record.go, filter_index.go)
+	TypeIndexed       byte = 10 // Indexed
+	TypeCreateIndexed byte = 11 // Create with fields
 	TypeSnapshot      byte = 12 // Snapshot
 	TypeDelSnapshot   byte = 13 // DelSnapshot
 	TypeRollback      byte = 14 // Rollback
 	// 15 and 16 are not used.
 	TypePrunePolicy   byte = 17 // PrunePolicy
-	TypeRollbackBatch byte = 18 // engine (snapshot_record.go)
+	TypeRollbackBatch byte = 18 // RollbackBatch
 	TypeGroupMember   byte = 19 // EncodeGroupMember
 	TypeGroupCommit   byte = 20 // GroupCommit
 	TypeGroupAbort    byte = 21 // EncodeGroupAbort

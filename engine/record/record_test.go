@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/memrl/memrl/engine/snapfile"
 )
 
 // bodies are one encoded body of each type this package codes, with the
@@ -18,6 +20,11 @@ func bodies() map[string]struct {
 	ext := add
 	ext.Attrs, ext.Key, ext.Expires = []byte(`{"a":1}`), "k", 9
 	dec := func(f func([]byte) (any, error)) func([]byte) (any, error) { return f }
+	rb := RollbackBatch{UID: 3, Dels: []uint64{1}, Changes: []RollbackChange{
+		{Kind: RollbackRestore, Entry: snapfile.Entry{ID: 2, Q: 1.5, Visits: 3, LastReward: -1, RewardSum: 2, Updated: 5, Expires: 6, Key: "k", Attrs: []byte(`{"a":1}`)}},
+		{Kind: RollbackRevive, Entry: snapfile.Entry{ID: 3, Q: 2}, Row: 4, PayOff: 5, PayLen: 6, Created: 7},
+	}}
+	cfg := Config{Dim: 8, Metric: 1, Alpha: 0.3, Gamma: 0.1, QInit: -1, IndexKind: 1, NList: 16, PQM: 4, PQBits: 8, TrainThreshold: 1000}
 	return map[string]struct {
 		b      []byte
 		want   any
@@ -49,7 +56,14 @@ func bodies() map[string]struct {
 			dec(func(b []byte) (any, error) { return DecodePrunePolicy(b) })},
 		"prune-policy-ran": {EncodePrunePolicy(PrunePolicy{UID: 1, Kind: PolicyRan, At: 2, Count: 3}), PrunePolicy{UID: 1, Kind: PolicyRan, At: 2, Count: 3},
 			dec(func(b []byte) (any, error) { return DecodePrunePolicy(b) })},
-		"remap": {EncodeRemap(Remap{3, 2, 1e6, 1 << 40, 0xdead_beef}), Remap{3, 2, 1e6, 1 << 40, 0xdead_beef}, dec(func(b []byte) (any, error) { return DecodeRemap(b) })},
+		"indexed": {EncodeIndexed(Indexed{UID: 1, Fields: []string{"a", "bc"}}), Indexed{UID: 1, Fields: []string{"a", "bc"}},
+			dec(func(b []byte) (any, error) { return DecodeIndexed(b) })},
+		"create": {EncodeCreate(Create{UID: 1, Name: "c", Config: cfg}), Create{UID: 1, Name: "c", Config: cfg},
+			dec(func(b []byte) (any, error) { return DecodeCreate(b) })},
+		"create-indexed": {EncodeCreate(Create{UID: 1, Name: "c", Config: cfg, Indexed: []string{"a"}}), Create{UID: 1, Name: "c", Config: cfg, Indexed: []string{"a"}},
+			dec(func(b []byte) (any, error) { return DecodeCreate(b) })},
+		"rollback-batch": {EncodeRollbackBatch(rb), rb, dec(func(b []byte) (any, error) { return DecodeRollbackBatch(b) })},
+		"remap":          {EncodeRemap(Remap{3, 2, 1e6, 1 << 40, 0xdead_beef}), Remap{3, 2, 1e6, 1 << 40, 0xdead_beef}, dec(func(b []byte) (any, error) { return DecodeRemap(b) })},
 	}
 }
 
@@ -171,6 +185,46 @@ func TestPrunePolicyRefusals(t *testing.T) {
 		"filter without flag": {UID: 1, Kind: PolicySet, Policy: Policy{Flags: PolicyOn | PolicyQBelow, Filter: "x"}},
 	} {
 		if _, err := DecodePrunePolicy(EncodePrunePolicy(r)); !errors.Is(err, ErrBad) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestCreateRefusals: a TypeCreateIndexed body with an empty field list is
+// refused (the encoding is canonical: a create without fields is
+// TypeCreate); a create's config has its fixed size.
+func TestCreateRefusals(t *testing.T) {
+	b := EncodeCreate(Create{UID: 1, Name: "c"})
+	if b[0] != TypeCreate || len(b) != 1+8+2+1+ConfigSize {
+		t.Fatalf("create without fields: type %d, %d bytes", b[0], len(b))
+	}
+	b = append(b, 0) // an empty field list
+	b[0] = TypeCreateIndexed
+	if _, err := DecodeCreate(b); !errors.Is(err, ErrBad) || !strings.Contains(err.Error(), "empty list") {
+		t.Fatalf("indexed create without fields: %v", err)
+	}
+}
+
+// TestRollbackBatchRefusals: a batch of no change, a delete after a
+// restore, a change of unknown kind, and a count its bytes cannot hold are
+// refused.
+func TestRollbackBatchRefusals(t *testing.T) {
+	restore := RollbackChange{Kind: RollbackRestore, Entry: snapfile.Entry{ID: 2}}
+	swapped := EncodeRollbackBatch(RollbackBatch{UID: 3, Changes: []RollbackChange{restore}})
+	swapped = append(swapped, RollbackDelete)
+	swapped = le.AppendUint64(swapped, 9)
+	le.PutUint32(swapped[9:], 2)
+	unknown := EncodeRollbackBatch(RollbackBatch{UID: 3, Changes: []RollbackChange{restore}})
+	unknown[13] = 3
+	huge := EncodeRollbackBatch(RollbackBatch{UID: 3, Dels: []uint64{1}})
+	le.PutUint32(huge[9:], 1<<30)
+	for name, b := range map[string][]byte{
+		"empty":                EncodeRollbackBatch(RollbackBatch{UID: 3}),
+		"delete after restore": swapped,
+		"unknown kind":         unknown,
+		"count past the bytes": huge,
+	} {
+		if _, err := DecodeRollbackBatch(b); !errors.Is(err, ErrBad) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

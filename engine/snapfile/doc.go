@@ -22,7 +22,7 @@
 // Entries are in ascending id order, each id once. The trailing xxh64
 // covers every byte before it.
 //
-// The engine's rollback records (engine/snapshot_record.go) carry entries
+// The engine's rollback batch records (package engine/record) carry entries
 // in the same layout: AppendEntry and DecodeEntryRest serve both.
 //
 // # Versions
