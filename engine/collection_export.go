@@ -25,24 +25,14 @@ import (
 // files, ghosts), the prune policy, the indexed fields, the configuration,
 // and the IVF-PQ index when one is saved.
 //
-// The image's files, in this order (kind: what; the id is 0 unless said):
-//
-//	1 meta:     xferVersion u8 = 1 | source uid u64 | dim u32 | nrows u32 |
-//	            paySize u64 | legacyPayloadEnd u64 | nextID u64 | memories u64 |
-//	            snapshot files u32 | index u8 (1: an index file follows)
-//	2 state:    a full checkpoint (checkpoint_format.go) holding this one
-//	            collection: config, indexed fields, every live memory with
-//	            its sections (history), nrows, paySize, nextID and the
-//	            collection sections (snapshot catalog and ghosts, prune
-//	            policy; never the compaction generation: the image's files
-//	            are generation 0). Its own xxh64 covers it once more.
-//	3 vectors:  rows [0, nrows) of the vector file, as stored (dim × f32 LE each),
-//	            dead rows included, so that rows need no renumbering
-//	4 sums:     the rows' checksums (u64 LE each, rowSum): the source's,
-//	            not recomputed, so damage in a source row stays detectable
-//	5 payloads: bytes [0, paySize) of the payload file, records with their checksums
-//	6 snapshot: (id: the snapshot's seq) the snapshot file as written
-//	7 index:    the saved IVF-PQ index file (ivfpq.FileName), if any
+// The image's files, their order and the meta file's layout are package
+// image's (doc.go, "The files of a collection image"): meta, state (a
+// full checkpoint holding this one collection, never the compaction
+// generation: the image's files are generation 0), vectors (rows
+// [0, nrows) as stored, dead rows included, so that rows need no
+// renumbering), sums (the source's row checksums, not recomputed, so
+// damage in a source row stays detectable), payloads, one file per
+// snapshot (id: its seq) and the saved IVF-PQ index, if any.
 //
 // Files are shipped as stored, not re-encoded, because every row, payload
 // offset and ghost then keeps its meaning: the importer writes them as the
@@ -52,16 +42,15 @@ import (
 // restart does (catching up the rows added after its last save) and
 // rebuilds only if it is unusable.
 const (
-	xferMeta     uint8 = 1
-	xferState    uint8 = 2
-	xferVectors  uint8 = 3
-	xferSums     uint8 = 4
-	xferPayloads uint8 = 5
-	xferSnapshot uint8 = 6
-	xferIndex    uint8 = 7
+	xferMeta     = image.KindMeta
+	xferState    = image.KindState
+	xferVectors  = image.KindVectors
+	xferSums     = image.KindSums
+	xferPayloads = image.KindPayloads
+	xferSnapshot = image.KindSnapshot
+	xferIndex    = image.KindIndex
 
-	xferVersion  = 1
-	xferMetaSize = 1 + 8 + 4 + 4 + 8 + 8 + 8 + 8 + 4 + 1
+	xferMetaSize = image.MetaSize
 )
 
 // xferChunk is how many bytes an export reads from a file at a time.
@@ -102,60 +91,17 @@ type exportSnap struct {
 	f   vfs.File
 }
 
-// xferMetaRec is the image's meta file.
-type xferMetaRec struct {
-	srcUID    uint64
-	dim       uint32
-	nrows     uint32
-	paySize   uint64
-	legacyEnd uint64
-	nextID    uint64
-	memories  uint64
-	snapFiles uint32
-	index     bool
-}
+// xferMetaRec is the image's meta file (image.Meta).
+type xferMetaRec = image.Meta
 
-func (m xferMetaRec) encode() []byte {
-	b := make([]byte, 0, xferMetaSize)
-	b = append(b, xferVersion)
-	b = le.AppendUint64(b, m.srcUID)
-	b = le.AppendUint32(b, m.dim)
-	b = le.AppendUint32(b, m.nrows)
-	b = le.AppendUint64(b, m.paySize)
-	b = le.AppendUint64(b, m.legacyEnd)
-	b = le.AppendUint64(b, m.nextID)
-	b = le.AppendUint64(b, m.memories)
-	b = le.AppendUint32(b, m.snapFiles)
-	var ix byte
-	if m.index {
-		ix = 1
-	}
-	return append(b, ix)
-}
+func encodeXferMeta(m xferMetaRec) []byte { return image.EncodeMeta(m) }
 
 func decodeXferMeta(b []byte) (xferMetaRec, error) {
-	if len(b) != xferMetaSize || b[0] != xferVersion {
-		return xferMetaRec{}, fmt.Errorf("%w: meta of %d bytes, version %d (this build reads version %d, %d bytes)",
-			ErrBadImage, len(b), firstByte(b), xferVersion, xferMetaSize)
-	}
-	d := decoder{B: b[1:]}
-	m := xferMetaRec{srcUID: d.U64(), dim: d.U32(), nrows: d.U32(), paySize: d.U64(), legacyEnd: d.U64(),
-		nextID: d.U64(), memories: d.U64(), snapFiles: d.U32()}
-	switch d.U8() {
-	case 0:
-	case 1:
-		m.index = true
-	default:
-		return m, fmt.Errorf("%w: meta: bad index flag", ErrBadImage)
+	m, err := image.DecodeMeta(b)
+	if err != nil {
+		return m, fmt.Errorf("%w: %v", ErrBadImage, err)
 	}
 	return m, nil
-}
-
-func firstByte(b []byte) int {
-	if len(b) == 0 {
-		return -1
-	}
-	return int(b[0])
 }
 
 // BeginExport takes a consistent cut of the collection: the state of every
@@ -183,11 +129,11 @@ func (c *Collection) BeginExport() (*Export, error) {
 	defer c.mu.Unlock()
 	e := &Export{fs: c.db.fs, c: c, gen: c.gen, name: c.name, cfg: c.ckptConfigLocked()}
 	nrows := c.vecs.nrows
-	e.meta = xferMetaRec{srcUID: c.uid, dim: uint32(c.cfg.Dim), nrows: nrows, paySize: c.pays.size,
-		legacyEnd: c.pays.legacyEnd, nextID: c.nextID}
+	e.meta = xferMetaRec{SrcUID: c.uid, Dim: uint32(c.cfg.Dim), NRows: nrows, PaySize: c.pays.size,
+		LegacyPayloadEnd: c.pays.legacyEnd, NextID: c.nextID}
 	e.sums = c.vecs.sums[:nrows:nrows]
 	e.cut = c.copyCutLocked()
-	e.meta.memories = uint64(len(e.cut.mems))
+	e.meta.Memories = uint64(len(e.cut.mems))
 	for _, s := range c.ckptSectionsLocked() {
 		if s.Tag != sectCompact { // the image's files are generation 0
 			e.sections = append(e.sections, s)
@@ -215,14 +161,14 @@ func (c *Collection) BeginExport() (*Export, error) {
 		}
 		e.snaps = append(e.snaps, exportSnap{seq: s.seq, f: f})
 	}
-	e.meta.snapFiles = uint32(len(e.snaps))
+	e.meta.SnapFiles = uint32(len(e.snaps))
 	if c.ivf != nil {
 		// The saved file, not the index in memory: it may be older than
 		// the cut (the importer catches up the rows after it, as a
 		// restart does), never newer, as saves replace it atomically.
 		if f, err := c.db.fs.Open(filepath.Join(c.indexDir(), ivfpq.FileName)); err == nil {
 			e.index = f
-			e.meta.index = true
+			e.meta.Index = true
 		}
 	}
 	// A compaction swapping in the next generation removes this one's
@@ -399,7 +345,7 @@ func (e *Export) closeFiles() error {
 }
 
 // Memories returns how many memories the cut holds.
-func (e *Export) Memories() int { return int(e.meta.memories) }
+func (e *Export) Memories() int { return int(e.meta.Memories) }
 
 // WriteTo streams the image of the cut onto w and returns the bytes
 // written. It reads the collection's files (as of the cut) without any
@@ -434,20 +380,20 @@ func (e *Export) writeImage(iw *image.Writer) error {
 		return iw.Close()
 	}
 	m := e.meta
-	if err := file(xferMeta, 0, func() error { _, err := iw.Write(m.encode()); return err }); err != nil {
+	if err := file(xferMeta, 0, func() error { _, err := iw.Write(encodeXferMeta(m)); return err }); err != nil {
 		return err
 	}
 	if err := file(xferState, 0, func() error { return e.writeState(iw) }); err != nil {
 		return err
 	}
-	rowSize := int64(m.dim) * 4
-	if err := file(xferVectors, 0, func() error { return copyRange(iw, e.vecF, int64(m.nrows)*rowSize, "vector file") }); err != nil {
+	rowSize := int64(m.Dim) * 4
+	if err := file(xferVectors, 0, func() error { return copyRange(iw, e.vecF, int64(m.NRows)*rowSize, "vector file") }); err != nil {
 		return err
 	}
 	if err := file(xferSums, 0, func() error { return e.writeSums(iw) }); err != nil {
 		return err
 	}
-	if err := file(xferPayloads, 0, func() error { return copyRange(iw, e.payF, int64(m.paySize), "payload file") }); err != nil {
+	if err := file(xferPayloads, 0, func() error { return copyRange(iw, e.payF, int64(m.PaySize), "payload file") }); err != nil {
 		return err
 	}
 	for _, s := range e.snaps {
@@ -474,15 +420,15 @@ func (e *Export) writeImage(iw *image.Writer) error {
 // writeState writes the cut's state as a one-collection full checkpoint.
 func (e *Export) writeState(w io.Writer) error {
 	cw := newCkptWriter(w)
-	cw.header(ckptFull, 1, 0, 0, e.meta.srcUID+1, 1)
-	cw.beginCollection(e.meta.srcUID, e.name, e.cfg)
+	cw.header(ckptFull, 1, 0, 0, e.meta.SrcUID+1, 1)
+	cw.beginCollection(e.meta.SrcUID, e.name, e.cfg)
 	cw.tombstones(nil)
 	for mems := e.mems; len(mems) > 0; {
 		k := min(len(mems), 4096)
 		cw.memories(mems[:k])
 		mems = mems[k:]
 	}
-	cw.endCollection(e.meta.nrows, e.meta.paySize, e.meta.nextID, e.sections)
+	cw.endCollection(e.meta.NRows, e.meta.PaySize, e.meta.NextID, e.sections)
 	return cw.finish()
 }
 

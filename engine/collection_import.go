@@ -399,7 +399,7 @@ func (db *DB) receiveImage(uid uint64, dir string, r io.Reader) (xferMetaRec, er
 			return meta, fmt.Errorf("%w: file of kind %d with id %d", ErrBadImage, h.Kind, h.ID)
 		}
 		seen[h.Kind], last = true, h.Kind
-		rowBytes := int64(meta.dim) * 4 * int64(meta.nrows)
+		rowBytes := int64(meta.Dim) * 4 * int64(meta.NRows)
 		switch h.Kind {
 		case xferMeta:
 			b, err := io.ReadAll(io.LimitReader(ir, xferMetaSize+1))
@@ -409,8 +409,8 @@ func (db *DB) receiveImage(uid uint64, dir string, r io.Reader) (xferMetaRec, er
 			if meta, err = decodeXferMeta(b); err != nil {
 				return meta, err
 			}
-			if meta.dim == 0 || meta.dim > MaxDim {
-				return meta, fmt.Errorf("%w: dimension %d", ErrBadImage, meta.dim)
+			if meta.Dim == 0 || meta.Dim > MaxDim {
+				return meta, fmt.Errorf("%w: dimension %d", ErrBadImage, meta.Dim)
 			}
 		case xferState:
 			if _, err := write(filepath.Join(dir, importStateName), nil); err != nil {
@@ -425,10 +425,10 @@ func (db *DB) receiveImage(uid uint64, dir string, r io.Reader) (xferMetaRec, er
 				return meta, err
 			}
 		case xferSums:
-			hdr := encodeSumsHeader(sumsHeader{Dim: meta.dim, LegacyPayloadEnd: meta.legacyEnd})
+			hdr := encodeSumsHeader(sumsHeader{Dim: meta.Dim, LegacyPayloadEnd: meta.LegacyPayloadEnd})
 			n, err := write(filepath.Join(dir, genName(vecBase, sumsExt, 0)), hdr)
 			if err == nil {
-				err = want("checksum file", n, 8*int64(meta.nrows))
+				err = want("checksum file", n, 8*int64(meta.NRows))
 			}
 			if err != nil {
 				return meta, err
@@ -436,7 +436,7 @@ func (db *DB) receiveImage(uid uint64, dir string, r io.Reader) (xferMetaRec, er
 		case xferPayloads:
 			n, err := write(filepath.Join(dir, genName(payBase, payExt, 0)), nil)
 			if err == nil {
-				err = want("payload file", n, int64(meta.paySize))
+				err = want("payload file", n, int64(meta.PaySize))
 			}
 			if err != nil {
 				return meta, err
@@ -450,7 +450,7 @@ func (db *DB) receiveImage(uid uint64, dir string, r io.Reader) (xferMetaRec, er
 			if err := fsys.MkdirAll(snapDir, 0o755); err != nil {
 				return meta, fdError(err)
 			}
-			if err := db.receiveSnapFile(ir, filepath.Join(snapDir, fmt.Sprintf("%016x.snap", h.ID)), meta.srcUID, h.ID, uid); err != nil {
+			if err := db.receiveSnapFile(ir, filepath.Join(snapDir, fmt.Sprintf("%016x.snap", h.ID)), meta.SrcUID, h.ID, uid); err != nil {
 				return meta, err
 			}
 		case xferIndex:
@@ -468,9 +468,9 @@ func (db *DB) receiveImage(uid uint64, dir string, r io.Reader) (xferMetaRec, er
 	if !seen[xferPayloads] {
 		return meta, fmt.Errorf("%w: no payload file", ErrBadImage)
 	}
-	if uint32(len(snaps)) != meta.snapFiles || seen[xferIndex] != meta.index {
+	if uint32(len(snaps)) != meta.SnapFiles || seen[xferIndex] != meta.Index {
 		return meta, fmt.Errorf("%w: %d snapshot files and index %v, the meta says %d and %v",
-			ErrBadImage, len(snaps), seen[xferIndex], meta.snapFiles, meta.index)
+			ErrBadImage, len(snaps), seen[xferIndex], meta.SnapFiles, meta.Index)
 	}
 	for _, d := range []string{snapDir, indexDir, dir} {
 		if d != "" {
@@ -528,8 +528,8 @@ func decodeImportState(b []byte, meta xferMetaRec) (ckptCollection, error) {
 	}
 	cc := cp.colls[0]
 	switch {
-	case cc.uid != meta.srcUID, cc.nrows != meta.nrows, cc.paySize != meta.paySize, cc.nextID != meta.nextID,
-		uint64(len(cc.mems)) != meta.memories, cc.cfg.Dim != int(meta.dim):
+	case cc.uid != meta.SrcUID, cc.nrows != meta.NRows, cc.paySize != meta.PaySize, cc.nextID != meta.NextID,
+		uint64(len(cc.mems)) != meta.Memories, cc.cfg.Dim != int(meta.Dim):
 		return cc, fmt.Errorf("%w: the state does not match the meta file", ErrBadImage)
 	}
 	if err := cc.cfg.Validate(); err != nil {
