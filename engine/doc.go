@@ -347,7 +347,7 @@
 // only grow below the sizes noted; the file generation is pinned so that a
 // compaction's removal of it waits for Export.Close), Export.WriteTo
 // streams it without the lock (package engine/image frames and checksums
-// it; collection_export.go lists its files), and DB.ImportCollection
+// it, and specifies its files and the meta file), and DB.ImportCollection
 // verifies it whole while writing it into a new folder marked IMPORTING,
 // then logs recImport (record 24) naming that folder and its state file
 // import.ckpt, a one-collection checkpoint. Replay opens the collection
