@@ -31,9 +31,10 @@ import (
 //     (simd.FastScan4Multi, scanGroup4Locked), which halved the fast
 //     scan's CPU at 100k; 8-bit codes a query at a time, the codes in
 //     cache after the first;
-//  3. re-ranks each query's candidates, asking for the next query's rows
-//     (simd.Prefetch) before scoring this one's, so their cache misses
-//     overlap the arithmetic.
+//  3. re-ranks each query's candidates, asking for each row a few rows
+//     before it is scored (simd.Prefetch, rerankAhead), the window running
+//     on from a query's last rows into the next query's first, so that
+//     the cache misses overlap the arithmetic.
 //
 // Why rounds: Search's pruning (prune.go) refreshes its bound, the k-th
 // exact distance among the candidates, when its probe reaches lists 8, 16,
@@ -419,11 +420,10 @@ func (ix *Index) batchChunkLocked(r *batchRun, lo, hi int, b *batchScratch, out 
 		p0 = p1
 	}
 
-	// 3. Re-rank, the next query's rows asked for first.
-	b.prefetchRows(r, 0)
+	// 3. Re-rank, each query's window of prefetched rows running on into
+	// the next query's first rows.
 	for i := range b.qs {
 		bq := &b.qs[i]
-		b.prefetchRows(r, i+1)
 		if bq.alone {
 			continue
 		}
@@ -433,7 +433,7 @@ func (ix *Index) batchChunkLocked(r *batchRun, lo, hi int, b *batchScratch, out 
 			continue
 		}
 		q := qs[i*dim : (i+1)*dim]
-		res := ix.rerankCands(q, r.k, r.src, &bq.cands, s)
+		res := ix.rerankCands(q, r.k, r.src, &bq.cands, s, b.nextCands(r, i+1))
 		if r.widen && r.f.HasMinSim {
 			res = slices.DeleteFunc(res, func(n Neighbor) bool { return !(n.Sim >= r.f.MinSim) })
 			if len(res) < r.k && probed != p.NList {
@@ -446,17 +446,22 @@ func (ix *Index) batchChunkLocked(r *batchRun, lo, hi int, b *batchScratch, out 
 	return nil
 }
 
-// prefetchRows settles query i's candidates and asks for their rows, when
-// there is such a query to be re-ranked and a source.
-func (b *batchScratch) prefetchRows(r *batchRun, i int) {
-	if r.src == nil || i >= len(b.qs) || b.qs[i].alone {
-		return
+// nextCands settles and returns the candidates of the first query from i
+// on that is to be re-ranked in the chunk, or nil if there is none or no
+// source (rerankCands asks for their first rows while it scores the last
+// of the query before).
+func (b *batchScratch) nextCands(r *batchRun, i int) *candSet {
+	if r.src == nil {
+		return nil
 	}
-	c := &b.qs[i].cands
-	c.settle()
-	for _, row := range c.row {
-		simd.Prefetch(r.src.Vector(row))
+	for ; i < len(b.qs); i++ {
+		if !b.qs[i].alone {
+			c := &b.qs[i].cands
+			c.settle()
+			return c
+		}
 	}
+	return nil
 }
 
 // batchRoundLocked scans probe positions [p0, p1) of every query of the

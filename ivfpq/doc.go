@@ -79,8 +79,8 @@
 //     fills, which also tightens the admission bound; the deleted bitmap is
 //     consulted only for candidates good enough to enter it;
 //  4. the candidates are re-scored exactly from src and the best k returned,
-//     best first. All their rows are prefetched (simd.Prefetch) before the
-//     first is read, so the cache misses of these scattered rows overlap. Sim is −‖q−x‖² for L2 and ⟨q, x⟩ for IP.
+//     best first. Each row is prefetched (simd.Prefetch) rerankAhead rows
+//     before it is read, so the cache misses of these scattered rows overlap. Sim is −‖q−x‖² for L2 and ⟨q, x⟩ for IP.
 //
 // SearchFiltered(q, k, sp, Filter{Deleted, Allow, Match, MinSim}, src) is
 // Search with a filter and widening (filter.go): a candidate must be in

@@ -2,6 +2,7 @@ package ivfpq
 
 import (
 	"cmp"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -62,4 +63,91 @@ func TestBestFirst(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRerankCandsWindow holds rerankCands to an exact re-rank whatever the
+// number of candidates against its prefetch window (rerankAhead) and
+// whether the window runs on into a next query's candidates: every
+// candidate scored exactly once as −‖q−x‖², the best k first, the same
+// results with and without next, next's candidates untouched, and of
+// next's rows only its first rerankAhead asked for.
+func TestRerankCandsWindow(t *testing.T) {
+	const n, d, k = 2000, 16, 5
+	base := clustered(n, d, 20, 31)
+	ix := buildIndex(t, Params{Dim: d, NList: 8, M: 8, Bits: 4, Metric: L2}, base, n)
+	src := &countingSource{sliceSource: sliceSource{base, d}}
+	s := ix.getScratch()
+	defer ix.scratch.Put(s)
+	r := rand.New(rand.NewPCG(73, 74))
+	fill := func(c *candSet, m int) {
+		c.reset(max(m, 1))
+		for range m {
+			c.push(r.Float32(), uint32(r.IntN(n)))
+		}
+		c.settle()
+	}
+	for _, m := range []int{0, 1, 2, rerankAhead - 1, rerankAhead, rerankAhead + 1, 2*rerankAhead + 1, 80} {
+		for _, nm := range []int{-1, 0, 1, rerankAhead - 1, rerankAhead, 80} {
+			var c, next candSet
+			fill(&c, m)
+			var np *candSet
+			if nm >= 0 {
+				fill(&next, nm)
+				np = &next
+			}
+			nextRows := slices.Clone(next.row)
+			nextScores := slices.Clone(next.score)
+			q := base[r.IntN(n)*d:][:d]
+			want := make([]Neighbor, 0, m)
+			for _, row := range c.row {
+				want = append(want, Neighbor{Row: row, Sim: -l2Ref(q, base[int(row)*d:][:d])})
+			}
+			slices.SortFunc(want, func(a, b Neighbor) int {
+				if better(a, b) {
+					return -1
+				}
+				if better(b, a) {
+					return 1
+				}
+				return 0
+			})
+			src.reads = 0
+			got := slices.Clone(ix.rerankCands(q, k, src, &c, s, np))
+			reads := src.reads
+			src.reads = 0
+			alone := slices.Clone(ix.rerankCands(q, k, src, &c, s, nil))
+			if len(got) != m || len(alone) != m {
+				t.Fatalf("m=%d next=%d: %d and %d results", m, nm, len(got), len(alone))
+			}
+			p := min(k, m)
+			for i := range p {
+				if got[i].Row != want[i].Row || math.Abs(float64(got[i].Sim-want[i].Sim)) > 1e-3*math.Abs(float64(want[i].Sim))+1e-4 {
+					t.Fatalf("m=%d next=%d: result %d is %v, want %v", m, nm, i, got[i], want[i])
+				}
+			}
+			if !slices.Equal(got[:p], alone[:p]) {
+				t.Fatalf("m=%d next=%d: %v with next, %v without", m, nm, got[:p], alone[:p])
+			}
+			ahead := 0
+			if nm > 0 {
+				ahead = min(nm, rerankAhead) - min(nm, max(0, rerankAhead-m))
+			}
+			if reads != m+ahead || src.reads != m {
+				t.Fatalf("m=%d next=%d: %d rows read with next (want %d), %d without (want %d)", m, nm, reads, m+ahead, src.reads, m)
+			}
+			if !slices.Equal(next.row, nextRows) || !slices.Equal(next.score, nextScores) {
+				t.Fatalf("m=%d next=%d: next's candidates changed", m, nm)
+			}
+		}
+	}
+}
+
+// l2Ref is ‖a−b‖² in float64, a plain reference for the kernels.
+func l2Ref(a, b []float32) float32 {
+	var s float64
+	for i := range a {
+		d := float64(a[i]) - float64(b[i])
+		s += d * d
+	}
+	return float32(s)
 }

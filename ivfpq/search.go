@@ -435,33 +435,47 @@ func quantizeLUT4(lut []float32, m int, q []byte) lut4 {
 
 // rerank turns s.cands into the final k results.
 func (ix *Index) rerank(q []float32, k int, src VectorSource, s *searchScratch) []Neighbor {
-	r := ix.rerankCands(q, k, src, &s.cands, s)
+	r := ix.rerankCands(q, k, src, &s.cands, s, nil)
 	return slices.Clone(r[:min(k, len(r))])
 }
 
+// rerankAhead is how many rows ahead of the one being scored the re-rank
+// asks for (simd.Prefetch). The candidates' rows are scattered over the
+// vector file, so each is a cache (and often TLB) miss; asking for a row
+// before it is needed lets the misses overlap rather than queue one
+// behind the other. Asking for all of a query's rows before scoring any
+// (80 rows of 512 bytes are 640 cache lines) fills the core's miss
+// buffers many times over, and the prefetches then wait for each other
+// instead of for the arithmetic; a window of a few rows keeps about as
+// many lines in flight as the core can track while the rows before them
+// are scored (simd.BenchmarkRerankHuge, "interleaved": the window and the
+// whole-query prefetch side by side).
+const rerankAhead = 4
+
 // rerankCands re-scores every candidate of c and returns them in s.rerank
 // (valid until the next call): the best k first, best first, and the
-// others after them in no particular order.
-func (ix *Index) rerankCands(q []float32, k int, src VectorSource, c *candSet, s *searchScratch) []Neighbor {
+// others after them in no particular order. If next is not nil it is the
+// candidates, settled, of the query the caller re-ranks next with the
+// same src: the last rows' window runs on into its first rows, so that
+// its misses overlap this query's arithmetic. Which rows are asked for
+// when changes no result (a prefetch only moves data between caches).
+func (ix *Index) rerankCands(q []float32, k int, src VectorSource, c *candSet, s *searchScratch, next *candSet) []Neighbor {
 	c.settle()
 	r := s.rerank[:0]
 	var qq float32
 	if ix.p.unitIP && src == nil {
 		qq = simd.Dot(q, q)
 	}
-	// The candidates' rows are scattered over the vector file, so each is
-	// a cache (and usually TLB) miss. Asking for all of them before
-	// reading any lets those misses overlap rather than queue one behind
-	// the other: 80 random 512-byte rows of a 512 MB table took 31 µs
-	// read in turn and 23 µs prefetched first (simd.BenchmarkRerank).
 	s.vecs = s.vecs[:0]
 	if src != nil {
 		for _, row := range c.row {
-			v := src.Vector(row)
+			s.vecs = append(s.vecs, src.Vector(row))
+		}
+		for _, v := range s.vecs[:min(rerankAhead, len(s.vecs))] {
 			simd.Prefetch(v)
-			s.vecs = append(s.vecs, v)
 		}
 	}
+	n := len(c.row)
 	for i, row := range c.row {
 		sim := -c.score[i]
 		if ix.p.unitIP {
@@ -469,6 +483,11 @@ func (ix *Index) rerankCands(q []float32, k int, src VectorSource, c *candSet, s
 			sim = (qq + 1 - c.score[i]) / 2
 		}
 		if src != nil {
+			if j := i + rerankAhead; j < n {
+				simd.Prefetch(s.vecs[j])
+			} else if next != nil && j-n < len(next.row) {
+				simd.Prefetch(src.Vector(next.row[j-n]))
+			}
 			v := s.vecs[i]
 			if ix.p.Metric == IP {
 				sim = simd.Dot(q, v)
