@@ -67,7 +67,18 @@ func testLogger(t testing.TB) *slog.Logger {
 // startGroup starts n nodes bootstrapped as one group, on TCP.
 func startGroup(t testing.TB, n int) []*testNode {
 	t.Helper()
-	return startGroupWith(t, n, func() (*raft.NetworkTransport, error) { return ListenTCP("127.0.0.1:0", nil) })
+	return startGroupOpts(t, n, groupOpts{})
+}
+
+// tcpStream is a loopback TCP stream layer, unauthenticated, for a node
+// to build its raft transport on (Config.Stream), as memrl serve's nodes
+// do: the node's Close then closes its raft connections, so no raft
+// goroutine waits out a 10 s RPC deadline on a peer that does not answer
+// (transport_closing.go). A transport made beforehand (Config.Transport,
+// ListenTCP) gets no such bound: on one, a raft RPC to a silent peer
+// address held Close past its timeout (TestCloseWithSilentPeerAddresses).
+func tcpStream() (raft.StreamLayer, error) {
+	return newSecureStream("127.0.0.1:0", Security{}, nil)
 }
 
 // startGroupWith starts n nodes bootstrapped as one group, on transports
@@ -79,7 +90,8 @@ func startGroupWith(t testing.TB, n int, mk func() (*raft.NetworkTransport, erro
 
 // groupOpts say how startGroupOpts makes each node: on a transport made by
 // trans, or else a transport the node builds on a stream layer made by
-// stream (Config.Stream); tweak, if set, adjusts each node's Config.
+// stream (Config.Stream; tcpStream if neither is set); tweak, if set,
+// adjusts each node's Config.
 type groupOpts struct {
 	trans  func() (*raft.NetworkTransport, error)
 	stream func() (raft.StreamLayer, error)
@@ -92,6 +104,9 @@ func startGroupOpts(t testing.TB, n int, o groupOpts) []*testNode {
 	base := t.TempDir()
 	nodes := make([]*testNode, n)
 	var peers []Peer
+	if o.trans == nil && o.stream == nil {
+		o.stream = tcpStream
+	}
 	for i := range nodes {
 		tn := &testNode{id: fmt.Sprintf("n%d", i+1), dir: filepath.Join(base, fmt.Sprintf("n%d", i+1)), tweak: o.tweak}
 		if o.trans != nil {
@@ -198,12 +213,18 @@ func (tn *testNode) stop(t testing.TB) {
 	tn.node = nil
 }
 
-// relisten makes a new transport on tn's raft address (after stop).
+// relisten makes a new transport, or stream layer, on tn's raft address
+// (after stop), of the kind tn had.
 func (tn *testNode) relisten(t *testing.T) {
 	t.Helper()
 	var err error
 	for i := 0; i < 50; i++ {
-		if tn.trans, err = ListenTCP(tn.raftAddr, nil); err == nil {
+		if tn.trans != nil {
+			tn.trans, err = ListenTCP(tn.raftAddr, nil)
+		} else {
+			tn.stream, err = newSecureStream(tn.raftAddr, Security{}, nil)
+		}
+		if err == nil {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
