@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -34,8 +35,10 @@ type testNode struct {
 	addr              string // client address
 	trans             *raft.NetworkTransport
 	// stream, if set instead of trans, is the stream layer the node
-	// builds its own transport on (Config.Stream; used once).
+	// builds its own transport on (Config.Stream; used once); sec is
+	// what relisten makes the next one with.
 	stream   raft.StreamLayer
+	sec      Security
 	serveErr chan error
 	// tweak, if set, adjusts the node's Config before Open.
 	tweak func(*Config)
@@ -70,15 +73,29 @@ func startGroup(t testing.TB, n int) []*testNode {
 	return startGroupOpts(t, n, groupOpts{})
 }
 
-// tcpStream is a loopback TCP stream layer, unauthenticated, for a node
-// to build its raft transport on (Config.Stream), as memrl serve's nodes
-// do: the node's Close then closes its raft connections, so no raft
-// goroutine waits out a 10 s RPC deadline on a peer that does not answer
+// tcpStream is a loopback TCP stream layer for a node to build its raft
+// transport on (Config.Stream), as memrl serve's nodes do: the node's
+// Close then closes its raft connections, so no raft goroutine waits out
+// a 10 s RPC deadline on a peer that does not answer
 // (transport_closing.go). A transport made beforehand (Config.Transport,
 // ListenTCP) gets no such bound: on one, a raft RPC to a silent peer
 // address held Close past its timeout (TestCloseWithSilentPeerAddresses).
-func tcpStream() (raft.StreamLayer, error) {
-	return newSecureStream("127.0.0.1:0", Security{}, nil)
+func tcpStream(sec Security) (raft.StreamLayer, error) {
+	return newSecureStream("127.0.0.1:0", sec, nil)
+}
+
+// groupSecurity is a group's own cluster secret. Without one, a node of
+// another group (another test process: go test runs packages side by
+// side) whose stopped peer's port a node of this group was given could
+// reach it and replicate its log into it: seen once in 300 runs of
+// TestTransferLeadership beside a process running replica's fault tests
+// ("n2's state differs from leader n3's", a memory of the other test).
+func groupSecurity(t testing.TB) Security {
+	secret := make([]byte, MinSecretLen)
+	if _, err := rand.Read(secret); err != nil {
+		t.Fatal(err)
+	}
+	return Security{Secret: secret}
 }
 
 // startGroupWith starts n nodes bootstrapped as one group, on transports
@@ -104,11 +121,13 @@ func startGroupOpts(t testing.TB, n int, o groupOpts) []*testNode {
 	base := t.TempDir()
 	nodes := make([]*testNode, n)
 	var peers []Peer
+	var sec Security
 	if o.trans == nil && o.stream == nil {
-		o.stream = tcpStream
+		sec = groupSecurity(t)
+		o.stream = func() (raft.StreamLayer, error) { return tcpStream(sec) }
 	}
 	for i := range nodes {
-		tn := &testNode{id: fmt.Sprintf("n%d", i+1), dir: filepath.Join(base, fmt.Sprintf("n%d", i+1)), tweak: o.tweak}
+		tn := &testNode{id: fmt.Sprintf("n%d", i+1), dir: filepath.Join(base, fmt.Sprintf("n%d", i+1)), tweak: o.tweak, sec: sec}
 		if o.trans != nil {
 			tr, err := o.trans()
 			if err != nil {
@@ -222,7 +241,7 @@ func (tn *testNode) relisten(t *testing.T) {
 		if tn.trans != nil {
 			tn.trans, err = ListenTCP(tn.raftAddr, nil)
 		} else {
-			tn.stream, err = newSecureStream(tn.raftAddr, Security{}, nil)
+			tn.stream, err = newSecureStream(tn.raftAddr, tn.sec, nil)
 		}
 		if err == nil {
 			return

@@ -127,7 +127,10 @@ func TestTransferLeadership(t *testing.T) {
 // TestTransferLeadership's unexplained shutdown timeout) nothing ends
 // them sooner, so Close failed with ErrShutdownTimeout.
 func TestCloseWithSilentPeerAddresses(t *testing.T) {
-	nodes := startGroupOpts(t, 3, groupOpts{tweak: func(c *Config) { c.ShutdownTimeout = 3 * time.Second }})
+	// 8 s: under the RPCs' 10 s deadline, over the 5 s a dial may spend
+	// in its handshake with the secret (handshakeTimeout), which Close
+	// does not cut short (the connection is not yet the stream's).
+	nodes := startGroupOpts(t, 3, groupOpts{tweak: func(c *Config) { c.ShutdownTimeout = 8 * time.Second }})
 	waitLeader(t, nodes)
 	survivor := nodes[0]
 	heard := make(chan struct{}, 1)
