@@ -95,44 +95,6 @@ func readXferState(t *testing.T, c *Collection) importedState {
 	return s
 }
 
-// scanState reads every memory through Scan, and checks Get and keys
-// agree.
-func scanState(t *testing.T, c *Collection) map[uint64]memState {
-	t.Helper()
-	out := map[uint64]memState{}
-	for cur := uint64(0); ; {
-		page, next, err := c.Scan(cur, ScanOptions{Count: MaxScanCount, WithPayload: true, WithVector: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mi := range page {
-			var x int64
-			if !mi.Expires.IsZero() {
-				x = mi.Expires.UnixNano()
-			}
-			out[mi.ID] = memState{Q: mi.Q, LastReward: mi.LastReward, Mean: mi.MeanReward, Visits: mi.Visits,
-				Created: mi.Created.UnixNano(), Updated: mi.Updated.UnixNano(), Payload: string(mi.Payload),
-				Vec: fmt.Sprint(mi.Vector), Attrs: string(mi.Attrs), Key: mi.Key, Expires: x}
-		}
-		if next == 0 {
-			break
-		}
-		cur = next
-	}
-	for id, s := range out {
-		mi, err := c.Get(id)
-		if err != nil || mi.Q != s.Q || string(mi.Attrs) != s.Attrs || string(mi.Payload) != s.Payload {
-			t.Fatalf("Get(%d): %+v, %v; scan: %+v", id, mi, err, s)
-		}
-		if s.Key != "" {
-			if mi, err := c.GetRef(ByKey(s.Key)); err != nil || mi.ID != id {
-				t.Fatalf("key %q: %d, %v; want %d", s.Key, mi.ID, err, id)
-			}
-		}
-	}
-	return out
-}
-
 func (s importedState) diff(o importedState) string {
 	if d := diffState(s.mems, o.mems); d != "" {
 		return d

@@ -105,7 +105,7 @@ func TestCrashDuringCompactionCommit(t *testing.T) {
 	db.Close()
 
 	step := max((ops-at)/60, 1)
-	if testing.Short() {
+	if shortSweep() { // sweep_test.go
 		step = max((ops-at)/8, 1)
 	}
 	points := 0

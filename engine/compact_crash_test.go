@@ -192,7 +192,7 @@ func TestCrashDuringCompaction(t *testing.T) {
 	if crashLong() {
 		step = 1
 	}
-	if testing.Short() {
+	if shortSweep() { // sweep_test.go
 		step = max((to-from)/10, 1)
 	}
 	start := time.Now()

@@ -220,7 +220,7 @@ func TestRemapRecordRoundTrip(t *testing.T) {
 func TestRemapMarkerRecoveryCrashAgain(t *testing.T) {
 	crashed, want, gen, _ := remapCrash(t, vfs.DropUnsynced)
 	points, step := 0, int64(1)
-	if testing.Short() {
+	if shortSweep() { // sweep_test.go
 		step = 9
 	}
 	for k := int64(1); ; k += step {

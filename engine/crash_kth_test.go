@@ -155,11 +155,11 @@ func TestCrashAtEveryKthOperation(t *testing.T) {
 	const seed = 20261130
 	total := workloadOps(t, seed, crashSteps)
 	step := max(total/150, 1)
-	if crashLong() || testing.Short() {
+	if crashLong() {
 		step = 1
-		if testing.Short() {
-			step = max(total/10, 1)
-		}
+	}
+	if shortSweep() { // sweep_test.go
+		step = max(total/10, 1)
 	}
 	start := time.Now()
 	points := 0

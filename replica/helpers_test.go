@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -34,8 +35,10 @@ type testNode struct {
 	addr              string // client address
 	trans             *raft.NetworkTransport
 	// stream, if set instead of trans, is the stream layer the node
-	// builds its own transport on (Config.Stream; used once).
+	// builds its own transport on (Config.Stream; used once); sec is
+	// what relisten makes the next one with.
 	stream   raft.StreamLayer
+	sec      Security
 	serveErr chan error
 	// tweak, if set, adjusts the node's Config before Open.
 	tweak func(*Config)
@@ -67,7 +70,32 @@ func testLogger(t testing.TB) *slog.Logger {
 // startGroup starts n nodes bootstrapped as one group, on TCP.
 func startGroup(t testing.TB, n int) []*testNode {
 	t.Helper()
-	return startGroupWith(t, n, func() (*raft.NetworkTransport, error) { return ListenTCP("127.0.0.1:0", nil) })
+	return startGroupOpts(t, n, groupOpts{})
+}
+
+// tcpStream is a loopback TCP stream layer for a node to build its raft
+// transport on (Config.Stream), as memrl serve's nodes do: the node's
+// Close then closes its raft connections, so no raft goroutine waits out
+// a 10 s RPC deadline on a peer that does not answer
+// (transport_closing.go). A transport made beforehand (Config.Transport,
+// ListenTCP) gets no such bound: on one, a raft RPC to a silent peer
+// address held Close past its timeout (TestCloseWithSilentPeerAddresses).
+func tcpStream(sec Security) (raft.StreamLayer, error) {
+	return newSecureStream("127.0.0.1:0", sec, nil)
+}
+
+// groupSecurity is a group's own cluster secret. Without one, a node of
+// another group (another test process: go test runs packages side by
+// side) whose stopped peer's port a node of this group was given could
+// reach it and replicate its log into it: seen once in 300 runs of
+// TestTransferLeadership beside a process running replica's fault tests
+// ("n2's state differs from leader n3's", a memory of the other test).
+func groupSecurity(t testing.TB) Security {
+	secret := make([]byte, MinSecretLen)
+	if _, err := rand.Read(secret); err != nil {
+		t.Fatal(err)
+	}
+	return Security{Secret: secret}
 }
 
 // startGroupWith starts n nodes bootstrapped as one group, on transports
@@ -79,7 +107,8 @@ func startGroupWith(t testing.TB, n int, mk func() (*raft.NetworkTransport, erro
 
 // groupOpts say how startGroupOpts makes each node: on a transport made by
 // trans, or else a transport the node builds on a stream layer made by
-// stream (Config.Stream); tweak, if set, adjusts each node's Config.
+// stream (Config.Stream; tcpStream if neither is set); tweak, if set,
+// adjusts each node's Config.
 type groupOpts struct {
 	trans  func() (*raft.NetworkTransport, error)
 	stream func() (raft.StreamLayer, error)
@@ -92,8 +121,13 @@ func startGroupOpts(t testing.TB, n int, o groupOpts) []*testNode {
 	base := t.TempDir()
 	nodes := make([]*testNode, n)
 	var peers []Peer
+	var sec Security
+	if o.trans == nil && o.stream == nil {
+		sec = groupSecurity(t)
+		o.stream = func() (raft.StreamLayer, error) { return tcpStream(sec) }
+	}
 	for i := range nodes {
-		tn := &testNode{id: fmt.Sprintf("n%d", i+1), dir: filepath.Join(base, fmt.Sprintf("n%d", i+1)), tweak: o.tweak}
+		tn := &testNode{id: fmt.Sprintf("n%d", i+1), dir: filepath.Join(base, fmt.Sprintf("n%d", i+1)), tweak: o.tweak, sec: sec}
 		if o.trans != nil {
 			tr, err := o.trans()
 			if err != nil {
@@ -198,12 +232,18 @@ func (tn *testNode) stop(t testing.TB) {
 	tn.node = nil
 }
 
-// relisten makes a new transport on tn's raft address (after stop).
+// relisten makes a new transport, or stream layer, on tn's raft address
+// (after stop), of the kind tn had.
 func (tn *testNode) relisten(t *testing.T) {
 	t.Helper()
 	var err error
 	for i := 0; i < 50; i++ {
-		if tn.trans, err = ListenTCP(tn.raftAddr, nil); err == nil {
+		if tn.trans != nil {
+			tn.trans, err = ListenTCP(tn.raftAddr, nil)
+		} else {
+			tn.stream, err = newSecureStream(tn.raftAddr, tn.sec, nil)
+		}
+		if err == nil {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -23,11 +23,12 @@ func TestMembership(t *testing.T) {
 	}
 	fill(t, leader, 1, 50)
 
-	tr, err := ListenTCP("127.0.0.1:0", nil)
+	// The joiner holds the group's secret (helpers_test.go, groupSecurity).
+	js, err := tcpStream(leader.sec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	joiner := &testNode{id: "n4", dir: filepath.Join(t.TempDir(), "n4"), trans: tr, raftAddr: string(tr.LocalAddr())}
+	joiner := &testNode{id: "n4", dir: filepath.Join(t.TempDir(), "n4"), stream: js, sec: leader.sec, raftAddr: js.Addr().String()}
 	joiner.start(t, nil) // no peers: never bootstraps
 	t.Cleanup(func() { joiner.stop(t) })
 	all := append(nodes, joiner)

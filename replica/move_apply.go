@@ -142,15 +142,10 @@ func (n *Node) applyFinish(a *server.Applier, args [][]byte) []byte {
 		return errReply("ERR MEMRL.FINISH <collection> <move id>")
 	}
 	name, id := string(args[0]), string(args[1])
-	db := n.DB()
-	n.moves.mu.Lock()
-	t, err := n.moves.tablesLocked(db)
+	r, ok, err := lookupMove(&n.moves, n.DB(), pausedTable, name)
 	if err != nil {
-		n.moves.mu.Unlock()
 		return errReply("ERR " + err.Error())
 	}
-	r, ok := t.paused[name]
-	n.moves.mu.Unlock()
 	if !ok || r.moveID != id {
 		return errReply("ERR MEMRL.FINISH: " + name + " is not paused by move " + id)
 	}
@@ -167,14 +162,10 @@ func (n *Node) applyFinish(a *server.Applier, args [][]byte) []byte {
 // applyDiscard is MEMRL.IMPORT DISCARD: roll back an unfinished import.
 func (n *Node) applyDiscard(a *server.Applier, name, id string) []byte {
 	db := n.DB()
-	n.moves.mu.Lock()
-	t, err := n.moves.tablesLocked(db)
+	r, ok, err := lookupMove(&n.moves, db, importsTable, name)
 	if err != nil {
-		n.moves.mu.Unlock()
 		return errReply("ERR " + err.Error())
 	}
-	r, ok := t.imports[name]
-	n.moves.mu.Unlock()
 	if !ok || r.moveID != id {
 		return okReply() // nothing of this move here
 	}
@@ -229,15 +220,10 @@ func (n *Node) applyReplay(a *server.Applier, args [][]byte) []byte {
 	if len(rest) != 0 {
 		return errReply("ERR " + errReplayFormat.Msg)
 	}
-	db := n.DB()
-	n.moves.mu.Lock()
-	t, err := n.moves.tablesLocked(db)
+	r, ok, err := lookupMove(&n.moves, n.DB(), importsTable, name)
 	if err != nil {
-		n.moves.mu.Unlock()
 		return errReply("ERR " + err.Error())
 	}
-	r, ok := t.imports[name]
-	n.moves.mu.Unlock()
 	if !ok || r.state != importCommitted {
 		return errReply("ERR MEMRL.REPLAY: " + name + " is not being imported here (or is sealed)")
 	}

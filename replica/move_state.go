@@ -110,6 +110,26 @@ func (s *moveState) quiet(db *engine.DB) bool {
 	return s.loaded.Load() == db && !s.pausedAny.Load()
 }
 
+// lookupMove returns a copy of name's record in the table of db's move
+// state that table picks (pausedTable, importsTable), or ok false. It
+// holds s.mu for the lookup only: its callers (applyFinish, applyDiscard,
+// applyReplay) apply a command after the lookup, without the lock, and
+// take s.mu again to change the tables.
+func lookupMove[R any](s *moveState, db *engine.DB, table func(*moveTables) map[string]R, name string) (r R, ok bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, err := s.tablesLocked(db)
+	if err != nil {
+		return r, false, err
+	}
+	r, ok = table(t)[name]
+	return r, ok, nil
+}
+
+// pausedTable and importsTable pick a table for lookupMove.
+func pausedTable(t *moveTables) map[string]pauseRec   { return t.paused }
+func importsTable(t *moveTables) map[string]importRec { return t.imports }
+
 // changedLocked updates what quiet reads. REQUIRES: s.mu held.
 func (s *moveState) changedLocked() {
 	s.pausedAny.Store(len(s.t.paused) > 0)

@@ -143,6 +143,9 @@ type Node struct {
 	// transport's goroutines, against the stores closing
 	// (transport_guard.go).
 	heartbeats *heartbeatGuard
+	// pipes are the replication pipelines raft was given, closed when
+	// this node stops leading and when it closes (transport_pipeline.go).
+	pipes *pipelineSet
 
 	// floor is the applied index the engine must reach again before
 	// this node serves follower reads; floorReached is set once it has
@@ -299,8 +302,9 @@ func Open(cfg Config, srv *server.Server) (*Node, error) {
 		stable = cfg.wrapStable(stable)
 	}
 	n.heartbeats = newHeartbeatGuard()
+	n.pipes = newPipelineSet()
 	n.raft, err = raft.NewRaft(rc, fsm{n}, readGateLogStore{fatalLogStore{n.store, fatal}, n}, stable, snaps,
-		guardTransport(n.transport, n.heartbeats)) // transport_guard.go
+		guardTransport(n.transport, n.heartbeats, n.pipes)) // transport_guard.go
 	if err != nil {
 		return fail(fmt.Errorf("replica: start raft: %w", err))
 	}
@@ -347,6 +351,9 @@ func (n *Node) Close() error {
 	if n.streams != nil {
 		n.streams.shutConns()
 	}
+	// A replication goroutine blocked on a pipeline raft abandoned
+	// would hold raft's Shutdown for ever (transport_pipeline.go).
+	n.pipes.shutAll()
 	timeout := n.cfg.ShutdownTimeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
@@ -542,6 +549,9 @@ func (n *Node) watchLeadership() {
 			return
 		case leader := <-ch:
 			if !leader {
+				// raft stopped replicating: end the sends it left
+				// blocked on pipelines (transport_pipeline.go).
+				n.pipes.closeAll()
 				continue
 			}
 			term := n.term()

@@ -2,7 +2,9 @@ package replica
 
 import (
 	"context"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -113,4 +115,96 @@ func TestTransferLeadership(t *testing.T) {
 		t.Fatalf("transfer from a follower: %v", err)
 	}
 	sameState(t, nl, nodes)
+}
+
+// TestCloseWithSilentPeerAddresses: a node whose peers' raft addresses
+// accept connections and never answer (the peers stopped and another
+// process took their ports, or they hang) still closes within its
+// shutdown timeout, on the transport the test groups give their nodes
+// (startGroup). raft's RPCs to such an address wait for their 10 s
+// deadline, and Shutdown waits for the goroutines making them; on a
+// bare raft TCP transport (ListenTCP, the groups' transport until
+// TestTransferLeadership's unexplained shutdown timeout) nothing ends
+// them sooner, so Close failed with ErrShutdownTimeout.
+func TestCloseWithSilentPeerAddresses(t *testing.T) {
+	// 8 s: under the RPCs' 10 s deadline, over the 5 s a dial may spend
+	// in its handshake with the secret (handshakeTimeout), which Close
+	// does not cut short (the connection is not yet the stream's).
+	nodes := startGroupOpts(t, 3, groupOpts{tweak: func(c *Config) { c.ShutdownTimeout = 8 * time.Second }})
+	waitLeader(t, nodes)
+	survivor := nodes[0]
+	heard := make(chan struct{}, 1)
+	for _, tn := range nodes[1:] {
+		tn.stop(t)
+		silentListener(t, tn.raftAddr, heard)
+	}
+	// An RPC of the survivor (a heartbeat, an append or a vote) has
+	// reached a silent address and waits for its answer.
+	select {
+	case <-heard:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the survivor sent nothing to its peers' addresses")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	survivor.srv.Shutdown(ctx)
+	<-survivor.serveErr
+	node := survivor.node
+	survivor.node = nil // closed here; the cleanup skips it
+	start := time.Now()
+	if err := node.Close(); err != nil {
+		t.Fatalf("Close after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	}
+	t.Logf("closed in %v with silent peers", time.Since(start).Round(time.Millisecond))
+}
+
+// silentListener listens on addr (a stopped node's port) and reads what
+// its connections bring, answering nothing; heard gets a token when a
+// read returns data. It stops when the test ends.
+func silentListener(t *testing.T, addr string, heard chan<- struct{}) {
+	t.Helper()
+	var ln net.Listener
+	var err error
+	for range 50 {
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex // guards conns
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go func() {
+				buf := make([]byte, 4096)
+				for {
+					if _, err := c.Read(buf); err != nil {
+						return
+					}
+					select {
+					case heard <- struct{}{}:
+					default:
+					}
+				}
+			}()
+		}
+	}()
 }

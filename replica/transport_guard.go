@@ -92,6 +92,18 @@ func (g *heartbeatGuard) close() {
 type guardedTransport struct {
 	raft.Transport
 	g *heartbeatGuard
+	// pipes are the pipelines handed to raft (transport_pipeline.go).
+	pipes *pipelineSet
+}
+
+// AppendEntriesPipeline returns a pipeline to target that pipes remember
+// (raft.Transport).
+func (t *guardedTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	p, err := t.Transport.AppendEntriesPipeline(id, target)
+	if err != nil {
+		return nil, err
+	}
+	return t.pipes.track(p)
 }
 
 // SetHeartbeatHandler registers cb, guarded (raft.Transport).
@@ -120,9 +132,10 @@ func (t guardedPreVoteTransport) RequestPreVote(id raft.ServerID, target raft.Se
 	return t.pv.RequestPreVote(id, target, args, resp)
 }
 
-// guardTransport returns trans with its heartbeat handler guarded by g.
-func guardTransport(trans raft.Transport, g *heartbeatGuard) raft.Transport {
-	gt := &guardedTransport{Transport: trans, g: g}
+// guardTransport returns trans with its heartbeat handler guarded by g and
+// the pipelines it makes remembered by pipes.
+func guardTransport(trans raft.Transport, g *heartbeatGuard, pipes *pipelineSet) raft.Transport {
+	gt := &guardedTransport{Transport: trans, g: g, pipes: pipes}
 	if pv, ok := trans.(raft.WithPreVote); ok {
 		return guardedPreVoteTransport{gt, pv}
 	}

@@ -181,14 +181,14 @@ func TestGuardedTransportInterfaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer trans.Close()
-	gt := guardTransport(trans, newHeartbeatGuard())
+	gt := guardTransport(trans, newHeartbeatGuard(), newPipelineSet())
 	if _, ok := gt.(raft.WithPreVote); !ok {
 		t.Error("guarded NetworkTransport lost WithPreVote")
 	}
 	if _, ok := gt.(raft.WithClose); !ok {
 		t.Error("guarded NetworkTransport lost WithClose")
 	}
-	noPV := guardTransport(struct{ raft.Transport }{trans}, newHeartbeatGuard())
+	noPV := guardTransport(struct{ raft.Transport }{trans}, newHeartbeatGuard(), newPipelineSet())
 	if _, ok := noPV.(raft.WithPreVote); ok {
 		t.Error("a transport without pre-vote must not look as if it had it")
 	}

@@ -15,8 +15,9 @@
 #
 # Without flags every package runs once without the race detector (about
 # 5 minutes on 2 cores): the command for a change. --race runs every
-# package under the race detector instead (10 to 15 minutes on 2 cores);
-# CI (.ci/run) runs it that way.
+# package under the race detector instead, then the engine's crash sweeps
+# whole and the allocation tests without it (9 min 13 s in CI on 2 cores,
+# 2026-12-05; docs/TESTING.md, "CI's time"); CI (.ci/run) runs it that way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,12 +47,27 @@ if ! command -v redis-cli >/dev/null || ! command -v redis-benchmark >/dev/null 
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $debs >/dev/null
 fi
 
+# step says when each step starts (seconds since the start).
+step() { echo "-- test.sh: $1 (at ${SECONDS} s)"; }
+
+step "go test"
 if [ "$race" = 1 ]; then
   go test -race -count=1 -timeout 20m ./...
+  # The engine's crash sweeps check fewer points under the race detector
+  # (engine/sweep_test.go): here they run whole, without it. They are the
+  # tests that call shortSweep() in their own function.
+  sweeps=$(awk '/^func / { name = "" } /^func Test/ { name = $2; sub(/\(.*/, "", name) }
+    /shortSweep\(\)/ && !/^func shortSweep/ { print (name != "" ? name : "outside a test in " FILENAME) }' engine/*_test.go | sort -u)
+  if [ -z "$sweeps" ] || grep -q '^outside' <<<"$sweeps"; then
+    echo "test.sh: shortSweep() must be called in a test's own function: ${sweeps:-none found}" >&2
+    exit 1
+  fi
   # Allocation counts mean nothing under -race (sync.Pool drops a random
   # quarter of its Puts there, so pooled scratch is re-allocated): the
-  # tests that hold a search to its allocations run once more without it.
-  go test -count=1 -run 'Allocations|DoNotAllocate' ./ivfpq ./simd
+  # tests that hold a search to its allocations run once more without it,
+  # in the same go test as the sweeps (their packages build side by side).
+  step "the engine's crash sweeps whole and the allocation tests, without the race detector"
+  go test -count=1 -run "^($(paste -sd '|' <<<"$sweeps"))\$|Allocations|DoNotAllocate" ./engine ./ivfpq ./simd
 else
   go test -count=1 -timeout 20m ./...
 fi
@@ -71,6 +87,7 @@ cleanup() {
   rm -rf "$pybin" clients/python/build clients/python/memrl.egg-info
 }
 trap cleanup EXIT
+step "the Python client's tests and the agent loop"
 go build -o "$pybin/memrl" ./cmd/memrl
 rm -rf clients/python/build clients/python/memrl.egg-info
 /usr/bin/python3 -m venv --system-site-packages "$pybin/.venv"

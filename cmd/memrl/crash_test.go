@@ -31,15 +31,12 @@ func withoutID(ids []uint64, id uint64) []uint64 {
 // rng2 is a goroutine-safe random index below n.
 func rng2(n int) int { return rand.Intn(n) }
 
-// buildMemrl compiles this command once per test binary run.
+// buildMemrl returns this command's binary, built once per test binary
+// run and shared (clusterBin): 12 tests used to build their own, a link
+// of the whole server each (2 to 5 s apiece on a 2-core machine).
 func buildMemrl(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "memrl")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return clusterBin(t)
 }
 
 func freeAddr(t *testing.T) string {
