@@ -30,7 +30,7 @@ for r in $(seq $R); do
   log "1m $r memrl"; $NEW bench ann $C2 --index-dir $W/ix1m --reuse-index $M2 $T --json $O/m1m_memrl.$r.json > /dev/null
   log "1m $r hnsw"; /usr/bin/python3 bench/hnsw/hnsw_ann.py $C2 --index-cache /tmp/m29/hnsw1m.bin \
     --ef 16,24,32,40,48,64,80,96,128,160,192,256 $T --json $O/m1m_hnsw.$r.json > /dev/null
-  log "1m $r memrl-pq64"; $NEW bench ann $C2 --index-dir $W/ix2048m64 --reuse-index $M2 $T --json $O/m1m_memrlpq64.$r.json > /dev/null
+  log "1m $r memrl-pq64"; $NEW bench ann $C2 --index-dir $W/ix2048m64 --reuse-index --pqm 64 --pqbits 4 $M2 $T --json $O/m1m_memrlpq64.$r.json > /dev/null
   log "1m $r memrl-old"; $OLD bench ann $C2 --index-dir $W/ix1m --reuse-index $M2 $T --json $O/m1m_memrlold.$r.json > /dev/null
   log "1m $r faiss"; OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/faiss/faiss_ann.py $C2 --learn $D/learn.bvecs \
     --train-size 100000 --nlist 4096 --pqm 32 --pqbits 8 --refine 8 --index-cache $W/faiss1m.bin \
