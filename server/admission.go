@@ -39,6 +39,13 @@ import (
 // (commands_mretrieve.go, mretrieveAloneK1), and its next step shrinks
 // back as soon as another user searches.
 //
+// A MEM.MRETRIEVE step that waits offers its search, and a step of the
+// same user that starts while that user is alone and no other user waits
+// may take the offers at the head of the user's queue that search the
+// same collection with the same options, running them as one engine
+// batch (coalesce.go): those steps are the ones the gate would grant
+// next, their tags count as granted, and they hold no slot.
+//
 // A step whose user has no step running starts at once even when every
 // slot is held: it borrows one above the bound. Without that a single
 // retrieval would wait for someone else's step to end, and a step is
@@ -191,10 +198,17 @@ func (g *searchGate) startLocked(u *gateUser) bool {
 
 // gateWaiter is one waiting step.
 type gateWaiter struct {
-	ch      chan struct{} // closed when the slot is handed to it
-	tag     int64
-	seq     uint64
+	ch  chan struct{} // closed when the slot is handed to it, or it is joined
+	tag int64
+	seq uint64
+	// offer, if not nil, is the step's search, which another step of
+	// the same user may take into its engine batch (coalesce.go).
+	// Immutable once the waiter is queued.
+	offer   *coalesceOffer
 	granted bool // guarded by searchGate.mu
+	// joined is set, under searchGate.mu, when another step took offer
+	// instead of a slot being handed to it: it holds none.
+	joined bool
 }
 
 // before reports whether w is served before x.
@@ -232,23 +246,33 @@ func (g *searchGate) startNow(user string) {
 // caller must then call release(user) exactly once. If ctx ends first it
 // returns ctx.Err() holding nothing.
 func (g *searchGate) acquire(ctx context.Context, user string) error {
+	_, err := g.acquireOffer(ctx, user, nil)
+	return err
+}
+
+// acquireOffer is acquire for a step that, while it waits, offers its
+// search to the steps of the same user that start (coalesce.go): it
+// returns joined true, holding no slot, when one of them took offer into
+// its batch instead; the caller must then wait for offer.done (or its
+// context) and not call release. offer may be nil (acquire).
+func (g *searchGate) acquireOffer(ctx context.Context, user string, offer *coalesceOffer) (joined bool, err error) {
 	if g.slots <= 0 {
-		return nil
+		return false, nil
 	}
 	g.mu.Lock()
 	u := g.userLocked(user)
 	if g.startLocked(u) {
 		g.mu.Unlock()
-		return nil
+		return false, nil
 	}
 	if err := ctx.Err(); err != nil {
 		g.mu.Unlock()
-		return err
+		return false, err
 	}
 	if len(u.waiters) == 0 {
 		g.waiting = append(g.waiting, u)
 	}
-	w := &gateWaiter{ch: make(chan struct{}), tag: max(g.now, u.next), seq: g.seq}
+	w := &gateWaiter{ch: make(chan struct{}), tag: max(g.now, u.next), seq: g.seq, offer: offer}
 	g.seq++
 	u.next = w.tag + 1
 	u.waiters = append(u.waiters, w)
@@ -263,19 +287,24 @@ func (g *searchGate) acquire(ctx context.Context, user string) error {
 	select {
 	case <-w.ch:
 		g.waitNanos.Add(int64(time.Since(start)))
-		return nil
+		// joined was set before ch was closed.
+		return w.joined, nil
 	case <-ctx.Done():
 	}
 	g.cancelled.Add(1)
 	g.mu.Lock()
-	if w.granted {
+	switch {
+	case w.granted:
 		// The slot came as the wait ended: hand it on.
 		g.releaseLocked(u)
-	} else {
+	case w.joined:
+		// Taken into another step's batch, which holds the slot and
+		// runs it anyway: its results are dropped (coalesce.go).
+	default:
 		g.leaveLocked(u, w)
 	}
 	g.mu.Unlock()
-	return ctx.Err()
+	return false, ctx.Err()
 }
 
 // release ends a step of user's started by tryAcquire or acquire.
@@ -399,6 +428,15 @@ func (g *searchGate) state() (running, queued, users int) {
 // every other command on those collections anyway.
 // REQUIRES: called by the connection's goroutine, holding no engine lock.
 func (c *Ctx) admitSearch() error {
+	_, err := c.admitSearchOffer(nil)
+	return err
+}
+
+// admitSearchOffer is admitSearch for a step that offers its search
+// while it waits (searchGate.acquireOffer): joined true means another
+// step took it, no slot is held, and doneSearch must not be called.
+// offer must be nil inside EXEC (coalesce.go).
+func (c *Ctx) admitSearchOffer(offer *coalesceOffer) (joined bool, err error) {
 	g := &c.conn.srv.gate
 	name := c.conn.searchUser()
 	cn := c.conn
@@ -406,14 +444,14 @@ func (c *Ctx) admitSearch() error {
 		// A transaction that writes: a read-only one runs each command
 		// holding its shared locks (lockCmd sets sharedHeld).
 		g.startNow(name)
-		return nil
+		return false, nil
 	}
 	if g.tryAcquire(name) {
-		return nil
+		return false, nil
 	}
 	ctx := c.Context()
 	defer cn.resumeShared(cn.pauseShared())
-	return g.acquire(ctx, name)
+	return g.acquireOffer(ctx, name, offer)
 }
 
 // doneSearch gives back the slot admitSearch took.
@@ -439,16 +477,4 @@ func admitted[T any](c *Ctx, search func() (T, error)) (T, error) {
 	}
 	defer c.doneSearch()
 	return search()
-}
-
-// admittedAlone is admitted for a step whose size depends on whether its
-// user is alone (searchGate.alone), which search is told once the slot is
-// held.
-func admittedAlone[T any](c *Ctx, search func(alone bool) (T, error)) (T, error) {
-	if err := c.admitSearch(); err != nil {
-		var zero T
-		return zero, err
-	}
-	defer c.doneSearch()
-	return search(c.conn.srv.gate.alone(c.conn.searchUser()))
 }

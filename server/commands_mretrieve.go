@@ -181,15 +181,7 @@ func (m memCommands) mretrieveInto(c *Ctx, reply *replyBuf, coll *engine.Collect
 		if err := ctx.Err(); err != nil {
 			return err // busy-timeout or client gone: busyErr replies
 		}
-		// Each step is admitted on its own (admission.go): between
-		// steps the slot goes to other users' waiting searches. Its
-		// queries are counted once the slot is held, longer while no
-		// other user searches, and go to the engine as one batch.
-		var n int
-		res, err := admittedAlone(c, func(alone bool) ([][]engine.Result, error) {
-			n = min(len(r.queries)-start, rows, mretrieveAdmitQueries(opt, alone))
-			return retrieveBatch(ctx, coll, r.queries[start:start+n], opt)
-		})
+		res, n, err := mretrieveStep(c, ctx, coll, r.queries[start:], opt, rows)
 		if err != nil {
 			return mretrieveErr(start, err)
 		}
@@ -208,6 +200,49 @@ func (m memCommands) mretrieveInto(c *Ctx, reply *replyBuf, coll *engine.Collect
 		}
 	}
 	return nil
+}
+
+// mretrieveStep runs one step of a MEM.MRETRIEVE, the first of qs, the
+// queries left, at most rows of them, and returns their results and how
+// many it ran. Each step is admitted on its own (admission.go): between
+// steps the slot goes to other users' waiting searches. Its queries are
+// counted once the slot is held, longer while no other user searches, and
+// go to the engine as one batch, with the offers of this user's steps
+// waiting for the same search (coalesce.go). A step that waits offers
+// its queries counted as if alone (it can be taken only while its user is
+// alone) and may be run by another step instead.
+func mretrieveStep(c *Ctx, ctx context.Context, coll *engine.Collection, qs [][]float32, opt engine.RetrieveOptions, rows int) ([][]engine.Result, int, error) {
+	var offer *coalesceOffer
+	if !c.conn.inExec {
+		offer = newCoalesceOffer(coll, opt, qs[:min(len(qs), rows, mretrieveAdmitQueries(opt, true))])
+	}
+	joined, err := c.admitSearchOffer(offer)
+	if err != nil {
+		return nil, 0, err
+	}
+	if joined {
+		select {
+		case <-offer.done:
+			return offer.res, len(offer.queries), offer.err
+		case <-ctx.Done():
+			return nil, 0, ctx.Err() // the results are dropped
+		}
+	}
+	defer c.doneSearch()
+	g := &c.conn.srv.gate
+	user := c.conn.searchUser()
+	alone := g.alone(user)
+	n := min(len(qs), rows, mretrieveAdmitQueries(opt, alone))
+	if alone && offer != nil {
+		own := newCoalesceOffer(coll, opt, qs[:n])
+		limit := max(n, min(rows, mretrieveCoalesceK1/max(1, opt.K1)))
+		if others := g.take(user, own, limit); len(others) > 0 {
+			runCoalesced(ctx, coll, opt, own, others)
+			return own.res, n, own.err
+		}
+	}
+	res, err := retrieveBatch(ctx, coll, qs[:n], opt)
+	return res, n, err
 }
 
 // retrieveBatch runs one retrieval per query of qs with opt, results in
