@@ -155,7 +155,7 @@ func (p Params) codeSize() int {
 // dim/4 to 13·dim/64 bytes (PQ52x4 at dim 128) to keep the index within a
 // quarter of hnswlib's graph; see DefaultM. Half or twice the lists at 1M
 // (IVF1024, IVF4096) win at recall 0.99 and lose at 0.95 in batched search,
-// and 4096 lists outgrow that quarter; docs/BENCHMARKS.md, "Index shape at 1M".
+// and 4096 lists outgrow that quarter; bench/batch/README.md, "Index shape at 1M".
 func DefaultParams(n, dim int, metric Metric) Params {
 	nlist := 1
 	// Doubling while 2·nlist ≤ 1.5·(2√n) rounds 2√n to the nearest power of two.
@@ -190,7 +190,7 @@ func DefaultParams(n, dim int, metric Metric) Params {
 // bytes scanned per list, a few more lists), and 0.99 with 10–20% more
 // (bench/README.md, "The default shape at 1M on Zen 5"). In batched search
 // the gap is larger: 32-byte codes took 0.79–1.0 of the CPU at 0.95 and
-// 0.65–0.76 at 0.99 (5 rounds; docs/BENCHMARKS.md, "Index shape at 1M").
+// 0.65–0.76 at 0.99 (5 rounds; bench/batch/README.md, "Index shape at 1M").
 func DefaultM(dim, bits int) int {
 	if bits == 8 {
 		m := 1

@@ -2,7 +2,7 @@
 # Issue 29, the closing set: one build of main (NEW) against the build before this
 # session's work (OLD, d2c2769), hnswlib and FAISS, alternated by round, 2 threads,
 # batches of 2,000, 2,000 held-out queries, k=10; at 1M also the IVF2048,PQ64x4 shape
-# ("Index shape at 1M"). Wall clock and CPU time are both recorded (round_ratios.py
+# (bench/batch/README.md "Index shape at 1M"). Wall clock and CPU time are both recorded (round_ratios.py
 # [--cpu]). Inputs are copies of the cached indexes (W), never written.
 #
 #   NEW=... OLD=... W=/tmp/f29 ROUNDS=3 bash bench/batch/final29/run.sh
