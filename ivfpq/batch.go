@@ -413,7 +413,7 @@ func (ix *Index) batchChunkLocked(r *batchRun, lo, hi int, b *batchScratch, out 
 			return err
 		}
 		for i := range b.qs {
-			if c := &b.qs[i].cands; math.IsInf(float64(c.worst()), 1) {
+			if c := &b.qs[i].cands; !c.cut {
 				c.settle() // its first cut: the next round's pushes meet a bound
 			}
 		}

@@ -16,14 +16,16 @@ import "math"
 // cuts took 0.28–0.33 s of profile samples where the pushes took 0.57 s.
 //
 // INVARIANT: the limit smallest scores pushed since reset are among
-// score[:len]; bound is +Inf until the first cut, then the largest score
-// kept by the last cut, and every pushed score is below the bound current
-// at its push.
+// score[:len]; bound is +Inf until the first cut, or until the set is
+// primed (prime.go) with a bound no smaller than the limit-th smallest
+// score it will be offered, then the largest score kept by the last cut,
+// and every pushed score is below the bound current at its push.
 type candSet struct {
 	score []float32
 	row   []uint32
 	limit int
 	bound float32
+	cut   bool // settle has set the bound since reset
 }
 
 // reset empties the set for a search keeping limit candidates.
@@ -37,6 +39,7 @@ func (c *candSet) reset(limit int) {
 	c.score = c.score[:0]
 	c.row = c.row[:0]
 	c.bound = float32(math.Inf(1))
+	c.cut = false
 }
 
 // worst is the score a candidate must beat to be pushed. It is never
@@ -79,6 +82,7 @@ func (c *candSet) settle() {
 	// become a bound that admits nothing and hides the real candidates.
 	if b == b {
 		c.bound = b
+		c.cut = true
 	}
 }
 

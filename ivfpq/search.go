@@ -335,13 +335,28 @@ func (ix *Index) scan4(seg *segment, q4 lut4, lut8 []byte, bias float32, f *Filt
 		b1 := min(b0+chunkBlocks, nblocks)
 		v0, v1 := b0*simd.FastScanBlock, min(b1*simd.FastScanBlock, n)
 		masks := s.masks[:b1-b0]
+		// The first chunk of an unbounded set gets its bound from the
+		// chunk's scores before the merge (prime.go); its kernel then runs
+		// with no threshold, as it does with terms.
+		primed := c.primeable(v1-v0, f)
+		if primed {
+			simd.FastScan4(seg.codes[b0*bb:b1*bb], m, lut8, math.MaxUint16, s.sums, masks)
+			primeChunkScores(seg, v0, v1-v0, s.sums, inv, offset, step, s.out)
+			c.primeBound(s.out[:v1-v0])
+		}
 		switch {
 		case seg.terms != nil:
-			simd.FastScan4(seg.codes[b0*bb:b1*bb], m, lut8, math.MaxUint16, s.sums, masks)
+			if !primed {
+				simd.FastScan4(seg.codes[b0*bb:b1*bb], m, lut8, math.MaxUint16, s.sums, masks)
+			}
 			simd.ScoreMask(s.sums[:v1-v0], inv, offset, seg.terms[v0:v1], c.worst(), masks)
 		case seg.terms16 != nil:
-			simd.FastScan4(seg.codes[b0*bb:b1*bb], m, lut8, math.MaxUint16, s.sums, masks)
+			if !primed {
+				simd.FastScan4(seg.codes[b0*bb:b1*bb], m, lut8, math.MaxUint16, s.sums, masks)
+			}
 			simd.ScoreMask16(s.sums[:v1-v0], inv, offset, seg.terms16[v0:v1], step, c.worst(), masks)
+		case primed:
+			// Every mask bit set; the merge's check below applies the bound.
 		default:
 			thresh := uint16(math.MaxUint16)
 			if w := c.worst(); !math.IsInf(float64(w), 1) {
