@@ -2,7 +2,10 @@ package ivfpq
 
 import (
 	"math"
+	"math/bits"
 	"slices"
+
+	"github.com/memrl/memrl/simd"
 )
 
 // listKey packs a list's coarse distance and number into one integer that
@@ -31,12 +34,20 @@ func (s *searchScratch) selectProbes(nlist, nprobe int) {
 	keys := s.listKeys[:0]
 	if b, ok := s.probeBound(nlist, nprobe); ok {
 		// Every list among the nprobe nearest is at most b away, and
-		// about 1.4·nprobe lists are: one well-predicted comparison
-		// turns the rest away (NaN compares false: such a list is
-		// never needed, as nprobe lists have a number for a distance).
-		for l, d := range s.coarseDist[:nlist] {
-			if d <= b {
-				keys = append(keys, listKey(d, l))
+		// about 1.4·nprobe lists are: simd.MaskLE compares them eight
+		// at a time and only the bits of those within b are walked
+		// (NaN compares false: such a list is never needed, as nprobe
+		// lists have a number for a distance).
+		if cap(s.listMask) < (nlist+31)/32 {
+			s.listMask = make([]uint32, (nlist+31)/32)
+		}
+		masks := s.listMask[:(nlist+31)/32]
+		simd.MaskLE(s.coarseDist[:nlist], b, masks)
+		for w, mask := range masks {
+			for mask != 0 {
+				l := w*32 + bits.TrailingZeros32(mask)
+				mask &= mask - 1
+				keys = append(keys, listKey(s.coarseDist[l], l))
 			}
 		}
 	} else {
@@ -76,8 +87,9 @@ func (s *searchScratch) selectProbes(nlist, nprobe int) {
 // 36 of 2048 lists took 9.4 us a query on sift1m-deb's queries with it,
 // 6.2 with this bound first (BenchmarkSelectProbes: 8.5 and 4.0 us on
 // distances in random order; in runs, where streamKeys is at its worst,
-// 15.7 and 3.4). The representatives take one pass with no branch, the
-// bound one selection over 2·nprobe.
+// 15.7 and 3.4). The representatives take one pass with no branch
+// (simd.MinBits, eight lanes at a time), the bound one selection over
+// 2·nprobe.
 func (s *searchScratch) probeBound(nlist, nprobe int) (float32, bool) {
 	g := 2 * nprobe
 	if g*4 > nlist {
@@ -99,11 +111,7 @@ func (s *searchScratch) probeBound(nlist, nprobe int) (float32, bool) {
 	}
 	d := s.coarseDist[:nlist]
 	for lo := 0; lo < nlist; lo += g {
-		run := d[lo:min(lo+g, nlist)]
-		r := reps[:len(run)]
-		for i, x := range run {
-			r[i] = min(r[i], int32(math.Float32bits(x)))
-		}
+		simd.MinBits(reps, d[lo:min(lo+g, nlist)])
 	}
 	// The nprobe smallest representatives, by selectKeys: each key is a
 	// representative made unsigned (order kept) over its group number,

@@ -87,6 +87,11 @@ var avx2Kernels = &kernels{
 	fastScan4Multi: func(codes []byte, m int, q *FastScan4Queries) {
 		fastScan4MultiCall(fastScan4AVX2Call, codes, m, q)
 	},
+
+	coarseDist:   coarseDistCall,
+	minBits:      minBitsCall,
+	maskLE:       maskLECall,
+	quantizeLUT4: quantizeLUT4Call,
 }
 
 // fastScan4AVX2Call is the AVX2 level's FastScan4.
@@ -128,6 +133,11 @@ var avx512Kernels = &kernels{
 	fastScan4Multi: func(codes []byte, m int, q *FastScan4Queries) {
 		fastScan4MultiCall(fastScan4AVX512Call, codes, m, q)
 	},
+
+	coarseDist:   coarseDistCall,
+	minBits:      minBitsCall,
+	maskLE:       maskLECall,
+	quantizeLUT4: quantizeLUT4Call,
 }
 
 // pairCall checks the slices (panicking, as the Go version does, when b is

@@ -49,6 +49,12 @@ type kernels struct {
 
 	// fastScan4Multi is fastScan4 for up to four queries.
 	fastScan4Multi func(codes []byte, m int, q *FastScan4Queries)
+
+	// The coarse step's kernels and the table's quantization (select.go).
+	coarseDist   func(dst, norm, dot []float32, qq, unscale float32)
+	minBits      func(reps []int32, v []float32)
+	maskLE       func(v []float32, b float32, masks []uint32)
+	quantizeLUT4 func(lut []float32, m int, q []byte) (scale, offset float32)
 }
 
 var genericKernels = &kernels{
@@ -70,6 +76,11 @@ var genericKernels = &kernels{
 	dotBlockedF16Multi: dotBlockedF16MultiGeneric,
 
 	fastScan4Multi: fastScan4MultiGeneric,
+
+	coarseDist:   coarseDistGeneric,
+	minBits:      minBitsGeneric,
+	maskLE:       maskLEGeneric,
+	quantizeLUT4: quantizeLUT4Generic,
 }
 
 // cur is the kernel set in use. INVARIANT: never nil after package init.
