@@ -433,7 +433,7 @@ func (ix *Index) batchChunkLocked(r *batchRun, lo, hi int, b *batchScratch, out 
 			continue
 		}
 		q := qs[i*dim : (i+1)*dim]
-		res := ix.rerankCands(q, r.k, r.src, &bq.cands, s, b.nextCands(r, i+1))
+		res := ix.rerankCands(q, r.k, r.src, &bq.cands, s, b.nextCands(r, i+1), &bq.memo)
 		if r.widen && r.f.HasMinSim {
 			res = slices.DeleteFunc(res, func(n Neighbor) bool { return !(n.Sim >= r.f.MinSim) })
 			if len(res) < r.k && probed != p.NList {

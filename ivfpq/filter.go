@@ -174,5 +174,5 @@ func (ix *Index) SearchFiltered(q []float32, k int, sp SearchParams, f Filter, s
 // first k is no better than the k-th, so dropping those below MinSim
 // leaves the best k that reach it first.
 func (ix *Index) rerankAll(q []float32, k int, src VectorSource, s *searchScratch) []Neighbor {
-	return ix.rerankCands(q, k, src, &s.cands, s, nil)
+	return ix.rerankCands(q, k, src, &s.cands, s, nil, nil)
 }

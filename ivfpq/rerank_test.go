@@ -2,6 +2,7 @@ package ivfpq
 
 import (
 	"cmp"
+	"github.com/memrl/memrl/simd"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -112,10 +113,10 @@ func TestRerankCandsWindow(t *testing.T) {
 				return 0
 			})
 			src.reads = 0
-			got := slices.Clone(ix.rerankCands(q, k, src, &c, s, np))
+			got := slices.Clone(ix.rerankCands(q, k, src, &c, s, np, nil))
 			reads := src.reads
 			src.reads = 0
-			alone := slices.Clone(ix.rerankCands(q, k, src, &c, s, nil))
+			alone := slices.Clone(ix.rerankCands(q, k, src, &c, s, nil, nil))
 			if len(got) != m || len(alone) != m {
 				t.Fatalf("m=%d next=%d: %d and %d results", m, nm, len(got), len(alone))
 			}
@@ -139,6 +140,63 @@ func TestRerankCandsWindow(t *testing.T) {
 				t.Fatalf("m=%d next=%d: next's candidates changed", m, nm)
 			}
 		}
+	}
+}
+
+// TestRerankCandsMemo: rows whose exact distances a memo holds (a pruning
+// refresh's, kthExactLocked) are not read again, and the results are the
+// same, bit for bit, as without the memo; an IP index ignores it.
+func TestRerankCandsMemo(t *testing.T) {
+	const n, d, k = 2000, 16, 5
+	base := clustered(n, d, 20, 33)
+	for _, metric := range []Metric{L2, IP} {
+		ix := buildIndex(t, Params{Dim: d, NList: 8, M: 8, Bits: 4, Metric: metric}, base, n)
+		src := &countingSource{sliceSource: sliceSource{base, d}}
+		s := ix.getScratch()
+		r := rand.New(rand.NewPCG(75, 76))
+		for _, m := range []int{1, 5, 40, 80} {
+			var c candSet
+			c.reset(m)
+			for range m {
+				c.push(r.Float32(), uint32(r.IntN(n)))
+			}
+			c.settle()
+			q := base[r.IntN(n)*d:][:d]
+			var memo exactMemo
+			memo.reset(make([]uint32, k), make([]float32, k))
+			hits := 0
+			for i := 0; i < len(c.row) && len(memo.row) < k; i += 2 {
+				if _, dup := memo.lookup(c.row[i]); dup {
+					continue
+				}
+				memo.row = append(memo.row, c.row[i])
+				memo.dist = append(memo.dist, simd.L2Sq(q, base[int(c.row[i])*d:][:d]))
+				hits++
+			}
+			src.reads = 0
+			plain := slices.Clone(ix.rerankCands(q, k, src, &c, s, nil, nil))
+			if src.reads != len(c.row) {
+				t.Fatalf("%v m=%d: %d rows read without a memo, want %d", metric, m, src.reads, len(c.row))
+			}
+			src.reads = 0
+			got := slices.Clone(ix.rerankCands(q, k, src, &c, s, nil, &memo))
+			want := 0
+			for _, row := range c.row {
+				if _, in := memo.lookup(row); !in {
+					want++
+				}
+			}
+			if metric == IP {
+				want = len(c.row)
+			}
+			if src.reads != want {
+				t.Fatalf("%v m=%d: %d rows read with %d in the memo, want %d", metric, m, src.reads, hits, want)
+			}
+			if !slices.Equal(got, plain) {
+				t.Fatalf("%v m=%d: %v with the memo, %v without", metric, m, got, plain)
+			}
+		}
+		ix.scratch.Put(s)
 	}
 }
 
