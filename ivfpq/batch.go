@@ -290,6 +290,13 @@ func (ix *Index) searchBatch(qs []float32, k int, sp SearchParams, f Filter, wid
 	r.chunk = max(1, min(r.chunk, batchMaxChunk, batchChunkBytes/p.batchQueryBytes(k, r.refine, r.nprobe)))
 	r.nchunks = (n + r.chunk - 1) / r.chunk
 	threads = min(threads, r.nchunks)
+	var perm []int32
+	if r.nchunks > 1 {
+		// Each chunk a slab of the space (batchorder.go).
+		if perm = ix.batchOrder(qs, n); perm != nil {
+			r.qs = permuteQueries(qs, p.Dim, perm)
+		}
+	}
 	if threads == 1 {
 		r.work()
 	} else {
@@ -301,6 +308,13 @@ func (ix *Index) searchBatch(qs []float32, k int, sp SearchParams, f Filter, wid
 	}
 	if r.first != nil {
 		return nil, r.st, r.first
+	}
+	if perm != nil {
+		out := make([][]Neighbor, n)
+		for j, i := range perm {
+			out[i] = r.out[j]
+		}
+		return out, r.st, nil
 	}
 	return r.out, r.st, nil
 }

@@ -103,6 +103,8 @@ type Index struct {
 
 	scratch    sync.Pool // *searchScratch sized for this index
 	batchPool  sync.Pool // *batchScratch for this index (batch.go)
+	slabOnce   sync.Once // computes slabDir (batchorder.go)
+	slabDir    []float32 // the batch's query-ordering direction; nil until slabOnce, or none
 	encScratch sync.Pool // *encodeScratch sized for this index
 }
 
