@@ -74,6 +74,16 @@
 // converted (VPMOVZXWD, VCVTDQ2PS), each product rounded, then added in the
 // reference's order.
 //
+// The coarse step's passes and the 4-bit table's quantization (select.go;
+// AVX2 at both AVX levels, bit for bit their references): CoarseDist turns
+// a query's dot products with the centroids into squared distances,
+// MinBits keeps running minimums of float bits read as integers (ivfpq's
+// probe-selection bound), MaskLE sets a bit for each value at most a
+// bound (VCMPPS, VMOVMSKPS), and QuantizeLUT4 maps a float table's rows to
+// bytes against their minimums and the widest row's range (VMINPS/VMAXPS
+// per row, then VCVTTPS2DQ and two packs), where the Go reference's
+// comparisons branch on the data.
+//
 // ScanPQ8 is scalar code unrolled over four sub-spaces (the loads of code
 // bytes and LUT entries bound it, so a gather would not help). FastScan4
 // uses byte shuffles (VPSHUFB) as 16-entry table look-ups, 32 vectors per
