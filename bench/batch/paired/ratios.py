@@ -32,4 +32,5 @@ for t in ("95", "99"):
         per = [st.median(A[r][0]) / st.median(B[r][0]) for r in common]
         ma = st.median([q for r in common for q in A[r][0]])
         mb = st.median([q for r in common for q in B[r][0]])
-        print(f"  {a}/{b}: {ma/mb:.2f} (per round {min(per):.2f}–{max(per):.2f}, median {st.median(per):.2f})")
+        print(f"  {a}/{b}: {ma/mb:.2f} (per round {min(per):.2f}–{max(per):.2f}, median {st.median(per):.2f}:"
+              f" {', '.join(f'{x:.2f}' for x in per)})")

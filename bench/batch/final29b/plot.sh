@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The closing set's plots and tables: relabel each JSON's engine field (the old build and the
+# PQ64x4 shape get their own curves), then
+# bench/batch/plot_batch.py, wall clock and --cpu. Needs python3-matplotlib.
+set -euo pipefail
+cd "$(dirname "$0")"
+T=$(mktemp -d)
+python3 - "$T" <<'PY'
+import json, glob, re, sys
+lab = {'memrl': 'memrl', 'memrlold': 'memrl 5cad5cb', 'memrlpq64': 'memrl PQ64x4', 'hnsw': None, 'faiss': None}
+for p in glob.glob('m*_*.json'):
+    size, e, r = re.match(r'm(100k|1m)_(\w+)\.(\d+)\.json', p).groups()
+    if e not in lab: continue
+    d = json.load(open(p))
+    for x in d:
+        if lab[e]: x['engine'] = lab[e]
+    json.dump(d, open(f'{sys.argv[1]}/{size}_{e}.{r}.json', 'w'))
+PY
+for s in 100k 1m; do
+  /usr/bin/python3 ../plot_batch.py recall_qps_$s.png $T/${s}_*.json > table_$s.md
+  /usr/bin/python3 ../plot_batch.py --cpu recall_qps_cpu_$s.png $T/${s}_*.json > table_cpu_$s.md
+done
+rm -rf "$T"
