@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The closing set's plots and tables: relabel each JSON's engine field (the old build and the
-# PQ64x4 shape get their own curves), then
+# PQ64x4 shape get their own curves; run_t1.sh's one-thread sweeps each a curve), then
 # bench/batch/plot_batch.py, wall clock and --cpu. Needs python3-matplotlib.
 set -euo pipefail
 cd "$(dirname "$0")"
 T=$(mktemp -d)
 python3 - "$T" <<'PY'
 import json, glob, re, sys
-lab = {'memrl': 'memrl', 'memrlold': 'memrl 5cad5cb', 'memrlpq64': 'memrl PQ64x4', 'hnsw': None, 'faiss': None}
+lab = {'memrl': 'memrl', 'memrlold': 'memrl 5cad5cb', 'memrlpq64': 'memrl PQ64x4', 'hnsw': None, 'faiss': None,
+       'memrl_t1': 'memrl', 'hnsw_t1': None, 'faiss_t1': None}  # _t1: run_t1.sh's one-thread curves
 for p in glob.glob('m*_*.json'):
     size, e, r = re.match(r'm(100k|1m)_(\w+)\.(\d+)\.json', p).groups()
     if e not in lab: continue
