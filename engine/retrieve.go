@@ -161,6 +161,15 @@ func (c *Collection) RetrieveContext(ctx context.Context, query []float32, opt R
 	if err != nil {
 		return nil, err
 	}
+	return c.retrieveChecked(ctx, q, opt)
+}
+
+// retrieveChecked is RetrieveContext of a query checkVector returned: it
+// must not be checked again, as a COSINE query would be normalised a
+// second time, which can move the last bit of its components and so of
+// every similarity (FuzzMemArgs found a batch of one query whose results
+// differed from the query's alone that way). REQUIRES: opt validated.
+func (c *Collection) retrieveChecked(ctx context.Context, q []float32, opt RetrieveOptions) ([]Result, error) {
 	if err := checkCtx(c, ctx); err != nil {
 		return nil, err
 	}

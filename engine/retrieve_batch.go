@@ -72,11 +72,12 @@ func (c *Collection) RetrieveBatch(ctx context.Context, queries [][]float32, opt
 }
 
 // retrieveEach is RetrieveBatch one query at a time: RetrieveContext for
-// each of qs (checked) on threads goroutines.
+// each of qs (checked, so not checked again: retrieveChecked) on threads
+// goroutines.
 func (c *Collection) retrieveEach(ctx context.Context, qs [][]float32, opt RetrieveOptions, threads int) ([][]Result, error) {
 	out := make([][]Result, len(qs))
 	err := forEachQuery(len(qs), threads, func(i int) error {
-		r, err := c.RetrieveContext(ctx, qs[i], opt)
+		r, err := c.retrieveChecked(ctx, qs[i], opt)
 		out[i] = r
 		return err
 	})
