@@ -21,6 +21,46 @@
 // bits at the end of a block), DX and R14 scratch, R8/R11/R12/R13 the
 // queries' tables. Y15 = 0x0f bytes, Y14 = 0x8000 words.
 
+// ENTER loads the arguments and the first two queries' tables (the 3- and
+// 4-query kernels load R12 and R13 after it).
+#define ENTER \
+	MOVQ codes+0(FP), SI; \
+	MOVQ groups+8(FP), R9; \
+	MOVQ args+16(FP), AX; \
+	MOVQ nblocks+24(FP), BX; \
+	MOVQ 0(AX), R8; \
+	MOVQ 8(AX), R11
+
+// CONSTS sets Y14 = 0x8000 words, Y15 = 0x0f bytes, and DI (the block) to 0.
+#define CONSTS \
+	MOVL         $0x80008000, DX; \
+	MOVD         DX, X14; \
+	VPBROADCASTD X14, Y14; \
+	MOVL         $0x0f0f0f0f, DX; \
+	MOVD         DX, X15; \
+	VPBROADCASTD X15, Y15; \
+	XORQ         DI, DI
+
+// NIBBLES loads the group of 32 code bytes at (SI) and splits it into its
+// low (Y12) and high (Y13) nibbles, once for every query.
+#define NIBBLES \
+	VMOVDQU (SI), Y12; \
+	VPSRLW  $4, Y12, Y13; \
+	VPAND   Y15, Y12, Y12; \
+	VPAND   Y15, Y13, Y13
+
+// NEXTGROUP steps to the next group's codes and tables and counts it down
+// (the caller's JNZ closes the loop).
+#define NEXTGROUP \
+	ADDQ $32, SI; \
+	ADDQ $32, R10; \
+	DECQ CX
+
+// SUMSOFFSET sets R14 = DI*64, the byte offset of block DI's sums.
+#define SUMSOFFSET \
+	MOVQ DI, R14; \
+	SHLQ $6, R14
+
 // QUERY scores the nibbles in Y12/Y13 with the table at (R)(R10*1) into
 // accumulators A (all) and O (odd), using T and U as temporaries.
 #define QUERY(R, A, O, T, U) \
@@ -60,19 +100,8 @@
 
 // func fastScan4x2AVX2(codes *byte, groups int, args *fastScanMultiArgs, nblocks int)
 TEXT ·fastScan4x2AVX2(SB), NOSPLIT, $0-32
-	MOVQ codes+0(FP), SI
-	MOVQ groups+8(FP), R9
-	MOVQ args+16(FP), AX
-	MOVQ nblocks+24(FP), BX
-	MOVQ 0(AX), R8
-	MOVQ 8(AX), R11
-	MOVL         $0x80008000, DX
-	MOVD         DX, X14
-	VPBROADCASTD X14, Y14
-	MOVL         $0x0f0f0f0f, DX
-	MOVD         DX, X15
-	VPBROADCASTD X15, Y15
-	XORQ         DI, DI
+	ENTER
+	CONSTS
 
 block2:
 	VPXOR Y0, Y0, Y0
@@ -83,19 +112,13 @@ block2:
 	MOVQ  R9, CX
 
 group2:
-	VMOVDQU (SI), Y12
-	VPSRLW  $4, Y12, Y13
-	VPAND   Y15, Y12, Y12
-	VPAND   Y15, Y13, Y13
+	NIBBLES
 	QUERY(R8, Y0, Y1, Y8, Y9)
 	QUERY(R11, Y2, Y3, Y10, Y11)
-	ADDQ    $32, SI
-	ADDQ    $32, R10
-	DECQ    CX
+	NEXTGROUP
 	JNZ     group2
 
-	MOVQ DI, R14
-	SHLQ $6, R14
+	SUMSOFFSET
 	STORE(0, Y0, Y1)
 	STORE(1, Y2, Y3)
 	INCQ DI
@@ -108,20 +131,9 @@ group2:
 
 // func fastScan4x3AVX2(codes *byte, groups int, args *fastScanMultiArgs, nblocks int)
 TEXT ·fastScan4x3AVX2(SB), NOSPLIT, $0-32
-	MOVQ codes+0(FP), SI
-	MOVQ groups+8(FP), R9
-	MOVQ args+16(FP), AX
-	MOVQ nblocks+24(FP), BX
-	MOVQ 0(AX), R8
-	MOVQ 8(AX), R11
+	ENTER
 	MOVQ 16(AX), R12
-	MOVL         $0x80008000, DX
-	MOVD         DX, X14
-	VPBROADCASTD X14, Y14
-	MOVL         $0x0f0f0f0f, DX
-	MOVD         DX, X15
-	VPBROADCASTD X15, Y15
-	XORQ         DI, DI
+	CONSTS
 
 block3:
 	VPXOR Y0, Y0, Y0
@@ -134,20 +146,14 @@ block3:
 	MOVQ  R9, CX
 
 group3:
-	VMOVDQU (SI), Y12
-	VPSRLW  $4, Y12, Y13
-	VPAND   Y15, Y12, Y12
-	VPAND   Y15, Y13, Y13
+	NIBBLES
 	QUERY(R8, Y0, Y1, Y8, Y9)
 	QUERY(R11, Y2, Y3, Y10, Y11)
 	QUERY(R12, Y4, Y5, Y8, Y9)
-	ADDQ    $32, SI
-	ADDQ    $32, R10
-	DECQ    CX
+	NEXTGROUP
 	JNZ     group3
 
-	MOVQ DI, R14
-	SHLQ $6, R14
+	SUMSOFFSET
 	STORE(0, Y0, Y1)
 	STORE(1, Y2, Y3)
 	STORE(2, Y4, Y5)
@@ -161,21 +167,10 @@ group3:
 
 // func fastScan4x4AVX2(codes *byte, groups int, args *fastScanMultiArgs, nblocks int)
 TEXT ·fastScan4x4AVX2(SB), NOSPLIT, $0-32
-	MOVQ codes+0(FP), SI
-	MOVQ groups+8(FP), R9
-	MOVQ args+16(FP), AX
-	MOVQ nblocks+24(FP), BX
-	MOVQ 0(AX), R8
-	MOVQ 8(AX), R11
+	ENTER
 	MOVQ 16(AX), R12
 	MOVQ 24(AX), R13
-	MOVL         $0x80008000, DX
-	MOVD         DX, X14
-	VPBROADCASTD X14, Y14
-	MOVL         $0x0f0f0f0f, DX
-	MOVD         DX, X15
-	VPBROADCASTD X15, Y15
-	XORQ         DI, DI
+	CONSTS
 
 block4:
 	VPXOR Y0, Y0, Y0
@@ -190,21 +185,15 @@ block4:
 	MOVQ  R9, CX
 
 group4:
-	VMOVDQU (SI), Y12
-	VPSRLW  $4, Y12, Y13
-	VPAND   Y15, Y12, Y12
-	VPAND   Y15, Y13, Y13
+	NIBBLES
 	QUERY(R8, Y0, Y1, Y8, Y9)
 	QUERY(R11, Y2, Y3, Y10, Y11)
 	QUERY(R12, Y4, Y5, Y8, Y9)
 	QUERY(R13, Y6, Y7, Y10, Y11)
-	ADDQ    $32, SI
-	ADDQ    $32, R10
-	DECQ    CX
+	NEXTGROUP
 	JNZ     group4
 
-	MOVQ DI, R14
-	SHLQ $6, R14
+	SUMSOFFSET
 	STORE(0, Y0, Y1)
 	STORE(1, Y2, Y3)
 	STORE(2, Y4, Y5)
