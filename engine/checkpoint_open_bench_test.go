@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,25 +29,14 @@ func BenchmarkOpenCheckpoint1M(b *testing.B) {
 		b.Fatal(err)
 	}
 	c, _ := db.Collection("b")
-	rng := rand.New(rand.NewSource(1))
-	batch := make([]AddRequest, 0, 1000)
-	for i := 0; i < n; i++ {
-		v := make([]float32, 8)
-		for j := range v {
-			v[j] = rng.Float32()*2 - 1
-		}
+	addRandomBench(b, c, n, 8, func(i int, v []float32) AddRequest {
 		r := AddRequest{Vector: v, Payload: []byte(fmt.Sprintf("payload-%d", i))}
 		if i%3 == 0 {
 			r.Attrs = []byte(fmt.Sprintf(`{"tenant":%d}`, i%100))
 			r.Key = fmt.Sprintf("k%d", i)
 		}
-		if batch = append(batch, r); len(batch) == cap(batch) || i == n-1 {
-			if _, err := c.AddBatch(batch); err != nil {
-				b.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
+		return r
+	})
 	if err := db.Checkpoint(); err != nil {
 		b.Fatal(err)
 	}

@@ -47,6 +47,27 @@ func splitComma(s string) []string {
 	return out
 }
 
+// addRandomBench adds n memories to c in batches of 1,000 (AddBatch), each
+// with a vector of dim components uniform in [-1, 1) (rand seed 1) and
+// whatever else mk gives memory i.
+func addRandomBench(b *testing.B, c *Collection, n, dim int, mk func(i int, v []float32) AddRequest) {
+	b.Helper()
+	rng := rand.New(rand.NewSource(1))
+	batch := make([]AddRequest, 0, 1000)
+	for i := 0; i < n; i++ {
+		v := make([]float32, dim)
+		for j := range v {
+			v[j] = rng.Float32()*2 - 1
+		}
+		if batch = append(batch, mk(i, v)); len(batch) == cap(batch) || i == n-1 {
+			if _, err := c.AddBatch(batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+}
+
 // snapBenchColl fills a collection of n memories (batches of 1,000 adds,
 // with a small payload and attributes), and rewards every tenth.
 func snapBenchColl(b *testing.B, n int) (*DB, *Collection) {
@@ -63,22 +84,10 @@ func snapBenchColl(b *testing.B, n int) (*DB, *Collection) {
 		b.Fatal(err)
 	}
 	c, _ := db.Collection("b")
-	rng := rand.New(rand.NewSource(1))
-	batch := make([]AddRequest, 0, 1000)
-	for i := 0; i < n; i++ {
-		v := make([]float32, 16)
-		for j := range v {
-			v[j] = rng.Float32()*2 - 1
-		}
-		batch = append(batch, AddRequest{Vector: v, Payload: []byte(fmt.Sprintf("payload-%d", i)),
-			Attrs: []byte(fmt.Sprintf(`{"tenant":%d}`, i%100))})
-		if len(batch) == cap(batch) || i == n-1 {
-			if _, err := c.AddBatch(batch); err != nil {
-				b.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
+	addRandomBench(b, c, n, 16, func(i int, v []float32) AddRequest {
+		return AddRequest{Vector: v, Payload: []byte(fmt.Sprintf("payload-%d", i)),
+			Attrs: []byte(fmt.Sprintf(`{"tenant":%d}`, i%100))}
+	})
 	ids := make([]uint64, 0, 100)
 	for id := uint64(1); id <= uint64(n); id += 10 {
 		if ids = append(ids, id); len(ids) == cap(ids) || id+10 > uint64(n) {
