@@ -51,11 +51,19 @@ func primeChunkScores(seg *segment, v0, n int, sums []uint16, inv, offset, step 
 
 // primeBound gives c, which has no bound yet, the bound that admits the
 // limit smallest of scores and nothing above them (see above), unless
-// that value is not finite. It reorders scores.
-// REQUIRES: len(scores) >= c.limit; every vector scored in scores will be
-// offered to c unfiltered.
-func (c *candSet) primeBound(scores []float32) {
-	t := kthSmallest(scores, c.limit)
+// that value is not finite. It reorders scores, selecting with the
+// candidate set's own selectSmallest; rows is its scratch (its values do
+// not matter).
+// REQUIRES: c.limit <= len(scores) <= len(rows); every vector scored in
+// scores will be offered to c unfiltered.
+func (c *candSet) primeBound(scores []float32, rows []uint32) {
+	selectSmallest(scores, rows[:len(scores)], c.limit)
+	t := scores[0] // the limit-th smallest: the largest of the limit smallest, by orderKey
+	for _, s := range scores[1:c.limit] {
+		if orderKey(s) > orderKey(t) {
+			t = s
+		}
+	}
 	if math.IsNaN(float64(t)) || math.IsInf(float64(t), 0) {
 		return
 	}
@@ -69,47 +77,4 @@ func (c *candSet) primeBound(scores []float32) {
 // turn a vector of the chunk away.
 func (c *candSet) primeable(n int, f *Filter) bool {
 	return f == nil && n >= c.limit && math.IsInf(float64(c.bound), 1)
-}
-
-// kthSmallest returns the k-th smallest of a (1-based, in orderKey's
-// order: NaN above +Inf), reordering a. REQUIRES: 1 <= k <= len(a).
-func kthSmallest(a []float32, k int) float32 {
-	lo, hi, target := 0, len(a), k-1 // the target is in a[lo:hi]
-	for hi-lo > 16 {
-		mid := int(uint(lo+hi) >> 1)
-		p := int64(median3(orderKey(a[lo]), orderKey(a[mid]), orderKey(a[hi-1])))
-		j := lo + partitionKeysBelow(a[lo:hi], p)
-		if target < j {
-			hi = j
-			continue
-		}
-		j2 := j + partitionKeysBelow(a[j:hi], p+1)
-		if target < j2 {
-			return a[j] // a[j:j2] all have the pivot's key
-		}
-		lo = j2
-	}
-	s := a[lo:hi]
-	// Insertion sort of the last few by key.
-	for i := 1; i < len(s); i++ {
-		x, kx := s[i], orderKey(s[i])
-		j := i
-		for ; j > 0 && orderKey(s[j-1]) > kx; j-- {
-			s[j] = s[j-1]
-		}
-		s[j] = x
-	}
-	return s[target-lo]
-}
-
-// partitionKeysBelow moves the scores of a whose orderKey is below lim to
-// its front and returns how many there are (partitionBelow without rows).
-func partitionKeysBelow(a []float32, lim int64) int {
-	j := 0
-	for i, x := range a {
-		a[i] = a[j]
-		a[j] = x
-		j += int(uint64(int64(orderKey(x))-lim) >> 63)
-	}
-	return j
 }

@@ -7,10 +7,12 @@ import (
 	"testing"
 )
 
-// TestKthSmallest holds kthSmallest to a sort (by orderKey) for every
-// length up to 300 and every k, over distinct, tied, sorted and reversed
-// scores and scores with infinities and NaNs among them.
-func TestKthSmallest(t *testing.T) {
+// TestPrimeBoundIsTheKthSmallest holds primeBound's bound to a sort (by
+// orderKey) for every length up to 300 and every limit, over distinct,
+// tied, sorted and reversed scores and scores with infinities and NaNs
+// among them: the next float above the limit-th smallest, or none when
+// that is not finite.
+func TestPrimeBoundIsTheKthSmallest(t *testing.T) {
 	r := rand.New(rand.NewPCG(71, 72))
 	for n := 1; n <= 300; n += 1 + n/20 {
 		for kind := range 5 {
@@ -34,10 +36,18 @@ func TestKthSmallest(t *testing.T) {
 				keys[i] = orderKey(x)
 			}
 			slices.Sort(keys)
+			rows := make([]uint32, n)
 			for k := 1; k <= n; k++ {
-				got := kthSmallest(slices.Clone(a), k)
-				if orderKey(got) != keys[k-1] {
-					t.Fatalf("n %d kind %d k %d: got %v (key %d), want key %d", n, kind, k, got, orderKey(got), keys[k-1])
+				var c candSet
+				c.reset(k)
+				c.primeBound(slices.Clone(a), rows)
+				kth := float64(math.Float32frombits(uint32(keys[k-1] ^ int32(uint32(keys[k-1]>>31)>>1))))
+				want := float32(math.Inf(1))
+				if !math.IsNaN(kth) && !math.IsInf(kth, 0) {
+					want = math.Nextafter32(float32(kth), float32(math.Inf(1)))
+				}
+				if math.Float32bits(c.worst()) != math.Float32bits(want) {
+					t.Fatalf("n %d kind %d limit %d: bound %v, want %v (the k-th smallest %v)", n, kind, k, c.worst(), want, kth)
 				}
 			}
 		}
@@ -67,7 +77,7 @@ func TestPrimedCandSetKeepsTheSmallest(t *testing.T) {
 				if !primed.primeable(first, nil) {
 					t.Fatalf("limit %d n %d: not primeable", limit, n)
 				}
-				primed.primeBound(slices.Clone(all[:first]))
+				primed.primeBound(slices.Clone(all[:first]), make([]uint32, first))
 				if primed.worst() >= float32(math.Inf(1)) {
 					t.Fatalf("limit %d n %d: no bound after priming", limit, n)
 				}
@@ -126,12 +136,12 @@ func TestPrimeableRules(t *testing.T) {
 	for i := range nans {
 		nans[i] = float32(math.NaN())
 	}
-	c.primeBound(nans)
+	c.primeBound(nans, make([]uint32, len(nans)))
 	if c.worst() < float32(math.Inf(1)) {
 		t.Fatal("primed with a NaN bound")
 	}
 	c.reset(1)
-	c.primeBound([]float32{3})
+	c.primeBound([]float32{3}, make([]uint32, 1))
 	if c.primeable(256, nil) {
 		t.Fatal("primeable twice")
 	}

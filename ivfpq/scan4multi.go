@@ -59,15 +59,15 @@ func (sp scan4Params) thresh(seg *segment, worst float32) uint16 {
 
 // scan4Merge finishes vectors [v0, v1) of seg, whose kernel sums and
 // masks are sums and masks: it primes an unbounded c as scan4 does
-// (scores is scratch of scanChunk), with terms it recomputes the masks exactly
+// (scores and rows are scratch of scanChunk), with terms it recomputes the masks exactly
 // against c's worst candidate, then pushes every vector whose mask bit is
 // set, whose score beats the worst candidate and that f keeps.
-func (ix *Index) scan4Merge(seg *segment, v0, v1 int, sums []uint16, masks []uint32, sp scan4Params, f *Filter, c *candSet, scores []float32) {
+func (ix *Index) scan4Merge(seg *segment, v0, v1 int, sums []uint16, masks []uint32, sp scan4Params, f *Filter, c *candSet, scores []float32, rows []uint32) {
 	if c.primeable(v1-v0, f) {
 		// scan4's priming (prime.go); the kernel had no threshold, as
 		// the bound was +Inf.
 		primeChunkScores(seg, v0, v1-v0, sums, sp.inv, sp.offset, sp.step, scores)
-		c.primeBound(scores[:v1-v0])
+		c.primeBound(scores[:v1-v0], rows)
 	}
 	switch {
 	case seg.terms != nil:
@@ -117,8 +117,9 @@ type scan4Scratch struct {
 	fs    simd.FastScan4Queries
 	sums  [simd.FastScanMaxQueries][scanChunk]uint16
 	masks [simd.FastScanMaxQueries][scanChunk / simd.FastScanBlock]uint32
-	// scores is scan4Merge's priming scratch (prime.go).
+	// scores and rows are scan4Merge's priming scratch (prime.go).
 	scores [scanChunk]float32
+	rows   [scanChunk]uint32
 }
 
 // scanList4MultiLocked is scanListLocked (4-bit codes) for up to
@@ -171,7 +172,7 @@ func (ix *Index) scan4Multi(seg *segment, qs []scan4Query, f *Filter, t *scan4Sc
 		simd.FastScan4Multi(seg.codes[b0*bb:b1*bb], m, fs)
 		for k := range fs.N {
 			i := which[k]
-			ix.scan4Merge(seg, v0, v1, fs.Sums[k], fs.Masks[k], sp[i], f, qs[i].c, t.scores[:])
+			ix.scan4Merge(seg, v0, v1, fs.Sums[k], fs.Masks[k], sp[i], f, qs[i].c, t.scores[:], t.rows[:])
 		}
 	}
 }

@@ -17,21 +17,22 @@ const scanChunk = 256
 // searchScratch is one search's working memory, pooled per index so that a
 // query allocates only its result slice.
 type searchScratch struct {
-	coarseDist []float32 // [coarseSlots(NList)]; the first NList are the lists' distances
-	listKeys   []uint64  // selectProbes' (distance, list) keys, [NList]
-	listMask   []uint32  // selectProbes' lists within its bound, [ceil(NList/32)]
-	groupMin   []int32   // probeBound's group representatives, [2·nprobe]
-	probeOrder []int     // probed lists, nearest first
-	order      []int     // every list, nearest first (SearchFiltered's widening)
-	probed     []bool    // [NList] lists probed so far (SearchFiltered's widening)
-	skipped    []int     // lists the last probe skipped with a PruneFactor below 1
-	lut        []float32 // [M*ksub] float look-up table
-	lut8       []byte    // [ceil(M/2)*2*16] quantized table (4-bit codes)
-	out        []float32 // [scanChunk] approximate scores
-	sums       []uint16  // [scanChunk] quantized scores (4-bit codes)
-	masks      []uint32  // [scanChunk/32]
-	code       []byte    // [M]
-	cands      candSet   // best k*refine candidates by approximate score
+	coarseDist []float32         // [coarseSlots(NList)]; the first NList are the lists' distances
+	listKeys   []uint64          // selectProbes' (distance, list) keys, [NList]
+	listMask   []uint32          // selectProbes' lists within its bound, [ceil(NList/32)]
+	groupMin   []int32           // probeBound's group representatives, [2·nprobe]
+	probeOrder []int             // probed lists, nearest first
+	order      []int             // every list, nearest first (SearchFiltered's widening)
+	probed     []bool            // [NList] lists probed so far (SearchFiltered's widening)
+	skipped    []int             // lists the last probe skipped with a PruneFactor below 1
+	lut        []float32         // [M*ksub] float look-up table
+	lut8       []byte            // [ceil(M/2)*2*16] quantized table (4-bit codes)
+	out        []float32         // [scanChunk] approximate scores
+	primeRows  [scanChunk]uint32 // scan4's priming scratch (prime.go)
+	sums       []uint16          // [scanChunk] quantized scores (4-bit codes)
+	masks      []uint32          // [scanChunk/32]
+	code       []byte            // [M]
+	cands      candSet           // best k*refine candidates by approximate score
 	rerank     []Neighbor
 	vecs       [][]float32 // the candidates' raw vectors, in s.cands order (nil: in the memo)
 	known      []float32   // rerankCands: a memo's distance where vecs is nil
@@ -343,7 +344,7 @@ func (ix *Index) scan4(seg *segment, q4 lut4, lut8 []byte, bias float32, f *Filt
 		if primed {
 			simd.FastScan4(seg.codes[b0*bb:b1*bb], m, lut8, math.MaxUint16, s.sums, masks)
 			primeChunkScores(seg, v0, v1-v0, s.sums, inv, offset, step, s.out)
-			c.primeBound(s.out[:v1-v0])
+			c.primeBound(s.out[:v1-v0], s.primeRows[:])
 		}
 		switch {
 		case seg.terms != nil:
