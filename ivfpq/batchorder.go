@@ -30,13 +30,16 @@ import (
 // The order changes no query's results: each query is searched as before,
 // only beside different neighbours in its chunk.
 
-// slabSample bounds the centroids slabDirection reads (evenly spaced
-// among them), and slabIters its power iterations: the direction only
+// slabSample and slabFloats bound the centroids slabDirection reads
+// (evenly spaced among them): at most slabSample of them and slabFloats
+// values in all; slabIters is its power iterations. The direction only
 // needs to split the space roughly in two, and it is computed on the
-// first batch search of the index, which waits for it (at most
-// 2·slabIters·slabSample·Dim multiply-adds: 7.9 M at 384 dimensions).
+// first batch search of the index, which waits for it: at most
+// 2·slabIters·slabFloats multiply-adds (21 M, some milliseconds) at any
+// dimension, 2.6 M at 128.
 const (
 	slabSample = 1024
+	slabFloats = 1 << 20
 	slabIters  = 10
 )
 
@@ -46,7 +49,8 @@ const (
 // list, or centroids all alike). Computed once; safe for concurrent use.
 func (ix *Index) slabDirection() []float32 {
 	ix.slabOnce.Do(func() {
-		ix.slabDir = principalDirection(ix.coarse, ix.p.Dim, ix.p.NList, slabSample, slabIters)
+		sample := min(slabSample, max(2, slabFloats/ix.p.Dim))
+		ix.slabDir = principalDirection(ix.coarse, ix.p.Dim, ix.p.NList, sample, slabIters)
 	})
 	return ix.slabDir
 }
