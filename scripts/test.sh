@@ -50,9 +50,15 @@ fi
 # step says when each step starts (seconds since the start).
 step() { echo "-- test.sh: $1 (at ${SECONDS} s)"; }
 
+# The tests build without cmd/memrl/default.pgo (profile-guided
+# optimization, bench/pgo/README.md): with it, go test would compile
+# cmd/memrl's dependencies a second time, with the profile, for that one
+# package, and the profile changes only how the compiler inlines, not what
+# the code does. The memrl binaries built below, and by cmd/memrl's cluster
+# tests, use it as a user's `go build` does.
 step "go test"
 if [ "$race" = 1 ]; then
-  go test -race -count=1 -timeout 20m ./...
+  go test -pgo=off -race -count=1 -timeout 20m ./...
   # The engine's crash sweeps check fewer points under the race detector
   # (engine/sweep_test.go): here they run whole, without it. They are the
   # tests that call shortSweep() in their own function.
@@ -67,9 +73,9 @@ if [ "$race" = 1 ]; then
   # tests that hold a search to its allocations run once more without it,
   # in the same go test as the sweeps (their packages build side by side).
   step "the engine's crash sweeps whole and the allocation tests, without the race detector"
-  go test -count=1 -run "^($(paste -sd '|' <<<"$sweeps"))\$|Allocations|DoNotAllocate" ./engine ./ivfpq ./simd
+  go test -pgo=off -count=1 -run "^($(paste -sd '|' <<<"$sweeps"))\$|Allocations|DoNotAllocate" ./engine ./ivfpq ./simd
 else
-  go test -count=1 -timeout 20m ./...
+  go test -pgo=off -count=1 -timeout 20m ./...
 fi
 
 # The Python client (clients/python), installed as the README says: a venv

@@ -33,6 +33,7 @@ func TestCommandLine(t *testing.T) {
 		{"bench maintain --n 1", 2, "", "--n must be at least 2"},
 		{"version", 0, "memrl " + "0.", ""},
 		{"info", 0, "simd", ""},
+		{"info", 0, "pgo\t", ""},
 		{"nope", 2, "", `unknown command "nope"`},
 		{"bench", 2, "", "which benchmark"},
 		{"bench nope", 2, "", `unknown benchmark "nope"`},

@@ -3,10 +3,12 @@ package main
 import (
 	"flag"
 	"fmt"
-	"github.com/memrl/memrl/internal/cliflag"
+	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 
+	"github.com/memrl/memrl/internal/cliflag"
 	"github.com/memrl/memrl/simd"
 )
 
@@ -20,6 +22,7 @@ func info(args []string) error {
 	}
 	fmt.Printf("version\t%s\n", versionLine())
 	fmt.Printf("go\t%s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Printf("pgo\t%s\n", pgoProfile(buildSettings()))
 	fmt.Printf("cpus\t%d\n", runtime.NumCPU())
 	fmt.Printf("simd\t%s\n", simd.Level())
 	fmt.Printf("simd_supported\t%s\n", strings.Join(simd.Levels(), ","))
@@ -27,4 +30,27 @@ func info(args []string) error {
 		fmt.Printf("simd_override_refused\t%v\n", err)
 	}
 	return nil
+}
+
+// buildSettings returns the build's recorded settings, nil when the binary
+// has none.
+func buildSettings() []debug.BuildSetting {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return nil
+	}
+	return bi.Settings
+}
+
+// pgoProfile names the profile the binary was built with (the file's base
+// name: cmd/memrl/default.pgo is picked up by `go build`, see
+// bench/pgo/README.md), or "off": `go test` here, `go build -pgo=off`, or
+// a build that recorded no settings.
+func pgoProfile(settings []debug.BuildSetting) string {
+	for _, s := range settings {
+		if s.Key == "-pgo" && s.Value != "" {
+			return filepath.Base(s.Value)
+		}
+	}
+	return "off"
 }
