@@ -3,7 +3,6 @@ package ivfpq
 import (
 	"fmt"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -242,6 +241,7 @@ type batchRun struct {
 	out               [][]Neighbor
 	flat              []Neighbor // the results' storage, k per query
 	chunk, nchunks    int
+	jobs              []rerankJob // [nchunks] the chunks' re-rank phases (batchrerank.go)
 
 	next   atomic.Int64 // the next chunk to take
 	failed atomic.Bool  // a chunk failed: take no more
@@ -290,6 +290,7 @@ func (ix *Index) searchBatch(qs []float32, k int, sp SearchParams, f Filter, wid
 	r.chunk = max(1, min(r.chunk, batchMaxChunk, batchChunkBytes/p.batchQueryBytes(k, r.refine, r.nprobe)))
 	r.nchunks = (n + r.chunk - 1) / r.chunk
 	threads = min(threads, r.nchunks)
+	r.jobs = newRerankJobs(r.nchunks)
 	var perm []int32
 	if r.nchunks > 1 {
 		// Each chunk a slab of the space (batchorder.go).
@@ -334,10 +335,15 @@ func (r *batchRun) work() {
 	for !r.failed.Load() {
 		c := int(r.next.Add(1)) - 1
 		if c >= r.nchunks {
+			// Every chunk is taken: help those still re-ranking.
+			r.helpRerank(b.s)
 			return
 		}
 		lo, hi := c*r.chunk, min((c+1)*r.chunk, n)
-		st, err := ix.batchChunk(r, lo, hi, b, r.out[lo:hi], r.flat[lo*r.k:hi*r.k])
+		job := &r.jobs[c]
+		job.lo, job.n = lo, hi-lo
+		st, err := ix.batchChunk(r, job, b, r.out[lo:hi], r.flat[lo*r.k:hi*r.k])
+		close(job.over)
 		r.mu.Lock()
 		r.st.Alone += st.Alone
 		r.st.Damaged = r.st.Damaged || st.Damaged
@@ -349,17 +355,18 @@ func (r *batchRun) work() {
 	}
 }
 
-// batchChunk searches queries [lo, hi) of r: under ix.mu those that can be
+// batchChunk searches job's queries of r: under ix.mu those that can be
 // searched together, then alone those that cannot (see above). out and
 // flat are the chunk's share of the results.
-func (ix *Index) batchChunk(r *batchRun, lo, hi int, b *batchScratch, out [][]Neighbor, flat []Neighbor) (BatchStats, error) {
+func (ix *Index) batchChunk(r *batchRun, job *rerankJob, b *batchScratch, out [][]Neighbor, flat []Neighbor) (BatchStats, error) {
+	lo := job.lo
 	var st BatchStats
 	ix.mu.RLock()
 	if ix.closed {
 		ix.mu.RUnlock()
 		return st, ErrClosed
 	}
-	err := ix.batchChunkLocked(r, lo, hi, b, out, flat)
+	err := ix.batchChunkLocked(r, job, b, out, flat)
 	ix.mu.RUnlock()
 	if err != nil {
 		return st, err
@@ -388,11 +395,12 @@ func (ix *Index) batchChunk(r *batchRun, lo, hi int, b *batchScratch, out [][]Ne
 	return st, nil
 }
 
-// batchChunkLocked searches queries [lo, hi) of r together, leaving
+// batchChunkLocked searches job's queries of r together, leaving
 // b.qs[i].alone set for those to be searched alone.
 // REQUIRES: ix.mu held for reading.
-func (ix *Index) batchChunkLocked(r *batchRun, lo, hi int, b *batchScratch, out [][]Neighbor, flat []Neighbor) error {
+func (ix *Index) batchChunkLocked(r *batchRun, job *rerankJob, b *batchScratch, out [][]Neighbor, flat []Neighbor) error {
 	p := ix.p
+	lo, hi := job.lo, job.lo+job.n
 	dim, nprobe, nq := p.Dim, r.nprobe, hi-lo
 	qs := r.qs[lo*dim : hi*dim]
 	b.grow(p, nq, nprobe, r.k, r.k*r.refine)
@@ -446,28 +454,9 @@ func (ix *Index) batchChunkLocked(r *batchRun, lo, hi int, b *batchScratch, out 
 	}
 
 	// 3. Re-rank, each query's window of prefetched rows running on into
-	// the next query's first rows.
-	for i := range b.qs {
-		bq := &b.qs[i]
-		if bq.alone {
-			continue
-		}
-		probed := nprobe - bq.skipped
-		if r.widen && !bq.cands.full() && probed != p.NList {
-			bq.alone = true // it widens
-			continue
-		}
-		q := qs[i*dim : (i+1)*dim]
-		res := ix.rerankCands(q, r.k, r.src, &bq.cands, s, b.nextCands(r, i+1), &bq.memo)
-		if r.widen && r.f.HasMinSim {
-			res = slices.DeleteFunc(res, func(n Neighbor) bool { return !(n.Sim >= r.f.MinSim) })
-			if len(res) < r.k && probed != p.NList {
-				bq.alone = true
-				continue
-			}
-		}
-		out[i] = flat[i*r.k : i*r.k+copy(flat[i*r.k:(i+1)*r.k], res[:min(r.k, len(res))])]
-	}
+	// the next query's first rows, shared with the workers whose chunks
+	// are done (batchrerank.go).
+	ix.rerankChunkLocked(r, job, b, qs, out, flat)
 	return nil
 }
 
@@ -483,24 +472,6 @@ func roundEnd(p0, nprobe int) int {
 		return min(pruneFirst, nprobe)
 	}
 	return min(2*p0, nprobe)
-}
-
-// nextCands settles and returns the candidates of the first query from i
-// on that is to be re-ranked in the chunk, or nil if there is none or no
-// source (rerankCands asks for their first rows while it scores the last
-// of the query before).
-func (b *batchScratch) nextCands(r *batchRun, i int) *candSet {
-	if r.src == nil {
-		return nil
-	}
-	for ; i < len(b.qs); i++ {
-		if !b.qs[i].alone {
-			c := &b.qs[i].cands
-			c.settle()
-			return c
-		}
-	}
-	return nil
 }
 
 // batchRoundLocked scans probe positions [p0, p1) of every query of the

@@ -65,7 +65,11 @@ func (c *candSet) push(s float32, r uint32) {
 // it first.
 func (c *candSet) settle() {
 	n := len(c.score)
-	if n < c.limit {
+	if n < c.limit || (n == c.limit && c.cut) {
+		// Too few to cut, or cut and nothing pushed since (only a cut
+		// leaves a cut set at its limit): nothing to do, and nothing
+		// written, so a settled set can be read concurrently
+		// (batchrerank.go).
 		return
 	}
 	if n > c.limit {
