@@ -104,8 +104,10 @@
 // sorted by list, in Search's pruning rounds 0–7, 8–15, 16–31, … so that
 // every skip is Search's), the queries cut into chunks in slab order so
 // that a chunk's queries are alike (batchorder.go), the re-ranks' rows
-// asked for a query ahead, on threads workers with pooled scratch.
-// Queries that meet a damaged list, or must widen, are searched alone.
+// asked for a query ahead, on threads workers with pooled scratch; a
+// worker whose chunks are done re-ranks queries of those still running
+// (batchrerank.go). Queries that meet a damaged list, or must widen, are
+// searched alone.
 //
 // Search parameters are passed per call and never stored, so concurrent
 // searches with different settings do not interact. Cosine similarity is IP
