@@ -241,7 +241,10 @@ type batchRun struct {
 	out               [][]Neighbor
 	flat              []Neighbor // the results' storage, k per query
 	chunk, nchunks    int
-	jobs              []rerankJob // [nchunks] the chunks' re-rank phases (batchrerank.go)
+	jobs              []rerankJob  // [nchunks] the chunks' re-rank phases (batchrerank.go)
+	jobsBuf           [4]rerankJob // jobs' storage when there are few
+	jobMu             sync.Mutex   // guards each job's state
+	jobCond           sync.Cond    // a job's state changed; L is &jobMu
 
 	next   atomic.Int64 // the next chunk to take
 	failed atomic.Bool  // a chunk failed: take no more
@@ -290,7 +293,7 @@ func (ix *Index) searchBatch(qs []float32, k int, sp SearchParams, f Filter, wid
 	r.chunk = max(1, min(r.chunk, batchMaxChunk, batchChunkBytes/p.batchQueryBytes(k, r.refine, r.nprobe)))
 	r.nchunks = (n + r.chunk - 1) / r.chunk
 	threads = min(threads, r.nchunks)
-	r.jobs = newRerankJobs(r.nchunks)
+	r.initJobs()
 	var perm []int32
 	if r.nchunks > 1 {
 		// Each chunk a slab of the space (batchorder.go).
@@ -343,7 +346,7 @@ func (r *batchRun) work() {
 		job := &r.jobs[c]
 		job.lo, job.n = lo, hi-lo
 		st, err := ix.batchChunk(r, job, b, r.out[lo:hi], r.flat[lo*r.k:hi*r.k])
-		close(job.over)
+		r.setJobState(job, jobOver)
 		r.mu.Lock()
 		r.st.Alone += st.Alone
 		r.st.Damaged = r.st.Damaged || st.Damaged

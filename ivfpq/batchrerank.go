@@ -27,7 +27,7 @@ import (
 //
 // The protocol, per chunk:
 //   - the owner scans the chunk's lists, settles every candidate set and
-//     marks the queries that must widen, then opens the job (closes open);
+//     marks the queries that must widen, then opens the job;
 //     from then on the chunk's query state is only read, except each
 //     query's alone flag, which only the worker re-ranking it writes;
 //   - each worker re-ranking claims one query at a time (next) and counts
@@ -37,16 +37,27 @@ import (
 //     and the rows under the owner's read lock (a helper never takes the
 //     lock itself: it could wait behind a writer that waits for the
 //     owner);
-//   - the owner closes over when the chunk ends, re-ranked or failed.
+//   - the owner marks the job over when the chunk ends, re-ranked or
+//     failed.
+//
+// A job's state changes under batchRun.jobMu and wakes the helpers
+// waiting on batchRun.jobCond: no channel, so that a batch allocates
+// nothing for its jobs (TestSearchBatchAllocations).
 //
 // INVARIANT: a helper touches a job's chunk state only for a query it
 // claimed below n, and the owner holds ix.mu for reading until done == n.
 
+// A rerankJob's states.
+const (
+	jobScanning = iota // the owner has not opened the re-rank yet
+	jobOpen            // queries can be claimed
+	jobOver            // the chunk is done, or failed
+)
+
 // rerankJob is one chunk's re-rank phase.
 type rerankJob struct {
-	open chan struct{} // closed by the owner when the phase starts
-	over chan struct{} // closed by the owner when the chunk ends
-	// Set by the owner before open is closed; read-only after.
+	state int // guarded by batchRun.jobMu
+	// Set by the owner before it opens the job; read-only after.
 	b      *batchScratch
 	lo, n  int // the chunk's first query in the batch and its size
 	qs     []float32
@@ -61,14 +72,23 @@ type rerankJob struct {
 // a chunk's owner right after it opens the chunk's re-rank.
 var testHookRerankOpen func(job *rerankJob)
 
-// newRerankJobs returns a batch's jobs, one a chunk.
-func newRerankJobs(nchunks int) []rerankJob {
-	jobs := make([]rerankJob, nchunks)
-	for i := range jobs {
-		jobs[i].open = make(chan struct{})
-		jobs[i].over = make(chan struct{})
+// initJobs gives r a job for each of its chunks, in r itself when they
+// are few.
+func (r *batchRun) initJobs() {
+	r.jobCond.L = &r.jobMu
+	if r.nchunks <= len(r.jobsBuf) {
+		r.jobs = r.jobsBuf[:r.nchunks]
+	} else {
+		r.jobs = make([]rerankJob, r.nchunks)
 	}
-	return jobs
+}
+
+// setJobState moves job to state and wakes the workers waiting for one.
+func (r *batchRun) setJobState(job *rerankJob, state int) {
+	r.jobMu.Lock()
+	job.state = state
+	r.jobMu.Unlock()
+	r.jobCond.Broadcast()
 }
 
 // rerankChunkLocked is step 3 of batchChunkLocked: it settles the chunk's
@@ -89,7 +109,7 @@ func (ix *Index) rerankChunkLocked(r *batchRun, job *rerankJob, b *batchScratch,
 		}
 	}
 	job.b, job.qs, job.out, job.flat = b, qs, out, flat
-	close(job.open)
+	r.setJobState(job, jobOpen)
 	if testHookRerankOpen != nil {
 		testHookRerankOpen(job)
 	}
@@ -107,12 +127,15 @@ func (ix *Index) rerankChunkLocked(r *batchRun, job *rerankJob, b *batchScratch,
 func (r *batchRun) helpRerank(s *searchScratch) {
 	for i := range r.jobs {
 		job := &r.jobs[i]
-		select {
-		case <-job.over:
-			continue
-		case <-job.open:
+		r.jobMu.Lock()
+		for job.state == jobScanning {
+			r.jobCond.Wait()
 		}
-		r.ix.rerankClaims(r, job, s, true)
+		open := job.state == jobOpen
+		r.jobMu.Unlock()
+		if open {
+			r.ix.rerankClaims(r, job, s, true)
+		}
 	}
 }
 
