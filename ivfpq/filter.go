@@ -110,6 +110,7 @@ func (ix *Index) SearchFiltered(q []float32, k int, sp SearchParams, f Filter, s
 	}
 	q4 := ix.prepareLocked(q, nprobe, s)
 	s.cands.reset(k * refine)
+	s.cands.tmp = &s.sel
 	skipped, err := ix.probeListsLocked(q, q4, fp, s, k, src, prune)
 	if err != nil {
 		return nil, st, err

@@ -57,7 +57,7 @@ func primeChunkScores(seg *segment, v0, n int, sums []uint16, inv, offset, step 
 // REQUIRES: c.limit <= len(scores) <= len(rows); every vector scored in
 // scores will be offered to c unfiltered.
 func (c *candSet) primeBound(scores []float32, rows []uint32) {
-	selectSmallest(scores, rows[:len(scores)], c.limit)
+	selectSmallest(scores, rows[:len(scores)], c.limit, c.tmp)
 	t := scores[0] // the limit-th smallest: the largest of the limit smallest, by orderKey
 	for _, s := range scores[1:c.limit] {
 		if orderKey(s) > orderKey(t) {

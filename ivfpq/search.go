@@ -17,6 +17,7 @@ const scanChunk = 256
 // searchScratch is one search's working memory, pooled per index so that a
 // query allocates only its result slice.
 type searchScratch struct {
+	sel        selectScratch     // the candidate sets' partition scratch (cands.go)
 	coarseDist []float32         // [coarseSlots(NList)]; the first NList are the lists' distances
 	listKeys   []uint64          // selectProbes' (distance, list) keys, [NList]
 	listMask   []uint32          // selectProbes' lists within its bound, [ceil(NList/32)]
@@ -120,6 +121,7 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 	}
 	q4 := ix.prepareLocked(q, nprobe, s)
 	s.cands.reset(k * refine)
+	s.cands.tmp = &s.sel
 	if _, err := ix.probeListsLocked(q, q4, f, s, k, src, prune); err != nil {
 		return nil, err
 	}

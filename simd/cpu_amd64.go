@@ -92,6 +92,8 @@ var avx2Kernels = &kernels{
 	minBits:      minBitsCall,
 	maskLE:       maskLECall,
 	quantizeLUT4: quantizeLUT4Call,
+
+	partitionBelow: partitionBelowCall,
 }
 
 // fastScan4AVX2Call is the AVX2 level's FastScan4.
@@ -138,6 +140,8 @@ var avx512Kernels = &kernels{
 	minBits:      minBitsCall,
 	maskLE:       maskLECall,
 	quantizeLUT4: quantizeLUT4Call,
+
+	partitionBelow: partitionBelowCall,
 }
 
 // pairCall checks the slices (panicking, as the Go version does, when b is

@@ -55,6 +55,9 @@ type kernels struct {
 	minBits      func(reps []int32, v []float32)
 	maskLE       func(v []float32, b float32, masks []uint32)
 	quantizeLUT4 func(lut []float32, m int, q []byte) (scale, offset float32)
+
+	// partitionBelow is a quickselect's partition step (partition.go).
+	partitionBelow func(score []float32, row []uint32, lim int64, tmpS []float32, tmpR []uint32) int
 }
 
 var genericKernels = &kernels{
@@ -81,6 +84,8 @@ var genericKernels = &kernels{
 	minBits:      minBitsGeneric,
 	maskLE:       maskLEGeneric,
 	quantizeLUT4: quantizeLUT4Generic,
+
+	partitionBelow: partitionBelowGeneric,
 }
 
 // cur is the kernel set in use. INVARIANT: never nil after package init.

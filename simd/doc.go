@@ -82,7 +82,13 @@
 // bound (VCMPPS, VMOVMSKPS), and QuantizeLUT4 maps a float table's rows to
 // bytes against their minimums and the widest row's range (VMINPS/VMAXPS
 // per row, then VCVTTPS2DQ and two packs), where the Go reference's
-// comparisons branch on the data.
+// comparisons branch on the data. PartitionBelow is a quickselect's
+// partition step (partition.go, ivfpq's candidate cuts): each vector of
+// eight scores is turned into order keys, compared with the limit, and
+// packed below/above with VPERMD by a 256-entry table of lane orders,
+// the scores below in place and the others through the caller's scratch,
+// both in input order as the reference leaves them; without scratch it is
+// Lomuto's in-place partition on every level.
 //
 // ScanPQ8 is scalar code unrolled over four sub-spaces (the loads of code
 // bytes and LUT entries bound it, so a gather would not help). FastScan4

@@ -1,5 +1,7 @@
 package simd
 
+import "math"
+
 // The amd64 kernels of select.go (select_amd64.s), for both AVX levels:
 // they are short passes over a few thousand floats, bound by loads rather
 // than by vector width.
@@ -76,4 +78,45 @@ func quantizeLUT4Call(lut []float32, m int, q []byte) (scale, offset float32) {
 	}
 	lut4BytesAVX2(&lut[0], m, &mins[0], scale, &q[0])
 	return scale, offset
+}
+
+//go:noescape
+func partitionBelowAVX2(score *float32, row *uint32, n int, lim int32, tmpS *float32, tmpR *uint32) int
+
+// compressPerm[m] lists the lanes whose bit is set in the 8-bit mask m, in
+// order, then the others: VPERMD by it packs a vector's selected lanes to
+// its front (partitionBelowAVX2).
+var compressPerm = func() (t [256][8]uint32) {
+	for m := range t {
+		k := 0
+		for pass := range 2 {
+			for lane := range 8 {
+				if (m>>lane&1 == 1) == (pass == 0) {
+					t[m][k] = uint32(lane)
+					k++
+				}
+			}
+		}
+	}
+	return t
+}()
+
+// partitionBelowCall runs the kernel over the multiples of 8 and finishes
+// the rest as the reference does, keeping both parts in input order.
+// REQUIRES: len(tmpS), len(tmpR) >= len(score).
+func partitionBelowCall(score []float32, row []uint32, lim int64, tmpS []float32, tmpR []uint32) int {
+	n := len(score)
+	row, tmpS, tmpR = row[:n], tmpS[:n], tmpR[:n]
+	switch {
+	case lim > math.MaxInt32:
+		return n // every key is below
+	case lim <= math.MinInt32:
+		return 0 // none is
+	}
+	w := n &^ 7
+	j := 0
+	if w > 0 {
+		j = partitionBelowAVX2(&score[0], &row[0], w, int32(lim), &tmpS[0], &tmpR[0])
+	}
+	return partitionStableTail(score, row, lim, w, j, tmpS, tmpR)
 }

@@ -171,3 +171,61 @@ byteloop:
 	JNZ          byteloop
 	VZEROUPPER
 	RET
+
+// func partitionBelowAVX2(score *float32, row *uint32, n int, lim int32, tmpS *float32, tmpR *uint32) int
+//
+// PartitionBelow over n scores (a multiple of 8), 8 at a time: each
+// vector's order keys (b ^ ((b >> 31) >>> 1)) are compared with lim, and
+// VPERMD by compressPerm packs the lanes below lim to the front of one
+// copy of the scores and rows and the others to the front of another.
+// The first copy is stored at the next below slot in score and row
+// themselves: that slot is never past the vector just loaded, so the
+// store overwrites nothing unread. The second goes to tmpS and tmpR, which
+// the caller copies back after the scores below. Returns the count below.
+// REQUIRES: n > 0, a multiple of 8; POPCNT (every AVX2 processor has it).
+TEXT ·partitionBelowAVX2(SB), NOSPLIT, $0-56
+	MOVQ         score+0(FP), SI
+	MOVQ         row+8(FP), DI
+	MOVQ         n+16(FP), CX
+	MOVL         lim+24(FP), R11
+	VMOVD        R11, X8
+	VPBROADCASTD X8, Y8
+	MOVQ         tmpS+32(FP), R8
+	MOVQ         tmpR+40(FP), R9
+	LEAQ         ·compressPerm(SB), R10
+	XORQ         AX, AX // the vector's first element
+	XORQ         BX, BX // scores below lim so far
+	XORQ         DX, DX // the others so far
+
+pbloop:
+	VMOVUPS   (SI)(AX*4), Y0
+	VMOVDQU   (DI)(AX*4), Y1
+	VPSRAD    $31, Y0, Y2
+	VPSRLD    $1, Y2, Y2
+	VPXOR     Y0, Y2, Y2  // the order keys
+	VPCMPGTD  Y2, Y8, Y3  // lim > key
+	VMOVMSKPS Y3, R11
+	POPCNTL   R11, R13
+	MOVQ      R11, R12
+	SHLQ      $5, R12
+	VMOVDQU   (R10)(R12*1), Y4
+	VPERMD    Y0, Y4, Y5
+	VPERMD    Y1, Y4, Y6
+	VMOVUPS   Y5, (SI)(BX*4)
+	VMOVDQU   Y6, (DI)(BX*4)
+	XORQ      $0xff, R11
+	SHLQ      $5, R11
+	VMOVDQU   (R10)(R11*1), Y4
+	VPERMD    Y0, Y4, Y5
+	VPERMD    Y1, Y4, Y6
+	VMOVUPS   Y5, (R8)(DX*4)
+	VMOVDQU   Y6, (R9)(DX*4)
+	ADDQ      R13, BX
+	ADDQ      $8, DX
+	SUBQ      R13, DX
+	ADDQ      $8, AX
+	CMPQ      AX, CX
+	JLT       pbloop
+	MOVQ      BX, ret+48(FP)
+	VZEROUPPER
+	RET
