@@ -148,14 +148,23 @@ func TestSearchBatchFilteredMatchesSearchFiltered(t *testing.T) {
 		if name == "sparse" && st.Alone == 0 {
 			t.Fatalf("%s: no query widened", name)
 		}
-		for i := range nq {
-			want, _, err := ix.SearchFiltered(qs[i*d:(i+1)*d], 10, sp, f, src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !sameNeighbors(got[i], want) {
-				t.Fatalf("%s query %d:\n batch  %v\n single %v", name, i, got[i], want)
-			}
+		matchesSearchFiltered(t, name, ix, qs, got, sp, f, src)
+	}
+}
+
+// matchesSearchFiltered fails t unless got[i], a batch's k = 10 results,
+// are SearchFiltered's for each query i of qs (rows, order and
+// similarities).
+func matchesSearchFiltered(t *testing.T, name string, ix *Index, qs []float32, got [][]Neighbor, sp SearchParams, f Filter, src VectorSource) {
+	t.Helper()
+	d := ix.Params().Dim
+	for i := range len(qs) / d {
+		want, _, err := ix.SearchFiltered(qs[i*d:(i+1)*d], 10, sp, f, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameNeighbors(got[i], want) {
+			t.Fatalf("%s query %d:\n batch  %v\n single %v", name, i, got[i], want)
 		}
 	}
 }

@@ -59,14 +59,6 @@ func TestRerankSharedWithIdleWorker(t *testing.T) {
 			// counted as re-ranked by it.
 			t.Fatalf("%s: the idle worker re-ranked %d of the held chunk's 16 queries (%d searched alone)", name, h, st.Alone)
 		}
-		for i := range nq {
-			want, _, err := ix.SearchFiltered(qs[i*d:(i+1)*d], 10, sp, f, src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !sameNeighbors(got[i], want) {
-				t.Fatalf("%s query %d:\n batch  %v\n single %v", name, i, got[i], want)
-			}
-		}
+		matchesSearchFiltered(t, name, ix, qs, got, sp, f, src)
 	}
 }
