@@ -13,7 +13,7 @@ import (
 // thread reads 6% less CPU than two of 1,000, so finer chunks cost more
 // than they balance). With one chunk each, a worker the machine slows
 // (another process, a VM's stolen time) finishes last while the other
-// waits: on this VM's 2 cores the batch kept 1.88–1.97 cores busy (median
+// waits: on this VM's 2 cores the batch kept 1.88–1.98 cores busy (median
 // per set) where hnswlib's per-query threads kept 1.99. The re-rank is a
 // sixth of a chunk's work at 1M and is per query, so a worker whose chunks
 // are done takes queries of a chunk still re-ranking, and an imbalance up

@@ -45,7 +45,7 @@ type selectScratch struct {
 // selectScratchLen is the longest range selectSmallest partitions through
 // its scratch: a cut's 2·k·Refine candidates at k 10 are 160 at Refine 8
 // and 320 at 16; a longer range is partitioned in place. The partition
-// through scratch took 77 ns for 160 scores, in place 280 ns
+// through scratch took 89 ns for 160 scores, in place 298 ns
 // (simd.BenchmarkPartitionBelow).
 const selectScratchLen = 512
 

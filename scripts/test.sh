@@ -51,11 +51,12 @@ fi
 step() { echo "-- test.sh: $1 (at ${SECONDS} s)"; }
 
 # The tests build without cmd/memrl/default.pgo (profile-guided
-# optimization, bench/pgo/README.md): with it, go test would compile
-# cmd/memrl's dependencies a second time, with the profile, for that one
-# package, and the profile changes only how the compiler inlines, not what
-# the code does. The memrl binaries built below, and by cmd/memrl's cluster
-# tests, use it as a user's `go build` does.
+# optimization, bench/pgo/README.md): with it, go test would compile all of
+# cmd/memrl's dependencies once more, with the race detector and the
+# profile, for that one package's tests; and the profile changes only how
+# the compiler inlines, not what the code does. The memrl binaries built
+# below, and by cmd/memrl's cluster tests, use it as a user's `go build`
+# does (one build with the profile, without the race detector).
 step "go test"
 if [ "$race" = 1 ]; then
   go test -pgo=off -race -count=1 -timeout 20m ./...

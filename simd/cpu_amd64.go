@@ -4,9 +4,10 @@ import "github.com/klauspost/cpuid/v2"
 
 // CPU features each level needs. cpuid reports AVX/AVX-512 features only
 // when the OS also saves the wider registers (XCR0), so these checks cover
-// both the CPU and the kernel.
+// both the CPU and the kernel. POPCNT (partitionBelowAVX2) comes with
+// every AVX2 processor, but is checked rather than assumed.
 var (
-	hasAVX2   = cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.FMA3, cpuid.F16C)
+	hasAVX2   = cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.FMA3, cpuid.F16C, cpuid.POPCNT)
 	hasAVX512 = hasAVX2 && cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512DQ, cpuid.AVX512VL)
 )
 
