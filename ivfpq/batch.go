@@ -429,8 +429,7 @@ func (ix *Index) batchChunkLocked(r *batchRun, job *rerankJob, b *batchScratch, 
 			} else {
 				copy(b.lut[i*lf:(i+1)*lf], s.lut)
 			}
-			bq.cands.reset(r.k * r.refine)
-			bq.cands.tmp = &s.sel // this worker's, as the chunk is
+			bq.cands.reset(r.k*r.refine, &s.sel) // this worker's, as the chunk is
 			bq.memo.reset(b.mrow[i*r.k:(i+1)*r.k], b.mdist[i*r.k:(i+1)*r.k])
 			bq.qq = s.qq
 			bq.bound = float32(math.Inf(1))

@@ -104,8 +104,8 @@ func (ix *Index) rerankChunkLocked(r *batchRun, job *rerankJob, b *batchScratch,
 			continue
 		}
 		bq.cands.settle() // so that re-ranking only reads it
-		if r.widen && !bq.cands.full() && r.nprobe-bq.skipped != p.NList {
-			bq.alone = true // it widens
+		if r.widen && !bq.cands.full() && r.canWiden(bq, p.NList) {
+			bq.alone = true // too few candidates: it widens
 		}
 	}
 	job.b, job.qs, job.out, job.flat = b, qs, out, flat
@@ -117,6 +117,12 @@ func (ix *Index) rerankChunkLocked(r *batchRun, job *rerankJob, b *batchScratch,
 	for job.done.Load() < int32(job.n) {
 		runtime.Gosched() // a helper is finishing a query it claimed
 	}
+}
+
+// canWiden reports whether bq's search left lists of nlist unprobed, so
+// that a query short of results can widen (SearchFiltered's semantics).
+func (r *batchRun) canWiden(bq *batchQuery, nlist int) bool {
+	return r.nprobe-bq.skipped != nlist
 }
 
 // helpRerank re-ranks queries of the batch's chunks that are still
@@ -158,8 +164,8 @@ func (ix *Index) rerankClaims(r *batchRun, job *rerankJob, s *searchScratch, hel
 			if r.widen && r.f.HasMinSim {
 				res = slices.DeleteFunc(res, func(n Neighbor) bool { return !(n.Sim >= r.f.MinSim) })
 			}
-			if r.widen && r.f.HasMinSim && len(res) < k && r.nprobe-bq.skipped != ix.p.NList {
-				bq.alone = true
+			if r.widen && r.f.HasMinSim && len(res) < k && r.canWiden(bq, ix.p.NList) {
+				bq.alone = true // too few reach MinSim: it widens
 			} else {
 				job.out[i] = job.flat[i*k : i*k+copy(job.flat[i*k:(i+1)*k], res[:min(k, len(res))])]
 			}

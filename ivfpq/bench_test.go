@@ -89,7 +89,7 @@ func BenchmarkCandidates(b *testing.B) {
 	b.Run("buffer", func(b *testing.B) {
 		var c candSet
 		for b.Loop() {
-			c.reset(160)
+			c.reset(160, nil)
 			for i, s := range stream {
 				if s < c.worst() {
 					c.push(s, uint32(i))

@@ -31,8 +31,7 @@ type candSet struct {
 	bound float32
 	cut   bool // settle has set the bound since reset
 	// tmp is the cuts' partition scratch, shared by the sets one
-	// goroutine fills (its searchScratch's or batchScratch's); nil
-	// partitions in place. reset leaves it.
+	// goroutine fills (its searchScratch's); nil partitions in place.
 	tmp *selectScratch
 }
 
@@ -49,9 +48,12 @@ type selectScratch struct {
 // (simd.BenchmarkPartitionBelow).
 const selectScratchLen = 512
 
-// reset empties the set for a search keeping limit candidates.
+// reset empties the set for a search keeping limit candidates, its cuts
+// partitioning through tmp (the scratch of the goroutine that fills it;
+// nil partitions in place).
 // REQUIRES: limit >= 1.
-func (c *candSet) reset(limit int) {
+func (c *candSet) reset(limit int, tmp *selectScratch) {
+	c.tmp = tmp
 	c.limit = limit
 	if cap(c.score) < 2*limit {
 		c.score = make([]float32, 0, 2*limit)

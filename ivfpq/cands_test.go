@@ -79,7 +79,7 @@ func TestCandSetKeepsTheSmallest(t *testing.T) {
 			for ties := range 2 {
 				var c candSet
 				var h topK
-				c.reset(limit)
+				c.reset(limit, nil)
 				h.reset(limit)
 				all := make([]float32, n)
 				for i := range all {

@@ -109,8 +109,7 @@ func (ix *Index) SearchFiltered(q []float32, k int, sp SearchParams, f Filter, s
 		fp = &f
 	}
 	q4 := ix.prepareLocked(q, nprobe, s)
-	s.cands.reset(k * refine)
-	s.cands.tmp = &s.sel
+	s.cands.reset(k*refine, &s.sel)
 	skipped, err := ix.probeListsLocked(q, q4, fp, s, k, src, prune)
 	if err != nil {
 		return nil, st, err

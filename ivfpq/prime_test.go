@@ -39,7 +39,7 @@ func TestPrimeBoundIsTheKthSmallest(t *testing.T) {
 			rows := make([]uint32, n)
 			for k := 1; k <= n; k++ {
 				var c candSet
-				c.reset(k)
+				c.reset(k, nil)
 				c.primeBound(slices.Clone(a), rows)
 				kth := float64(math.Float32frombits(uint32(keys[k-1] ^ int32(uint32(keys[k-1]>>31)>>1))))
 				want := float32(math.Inf(1))
@@ -71,8 +71,8 @@ func TestPrimedCandSetKeepsTheSmallest(t *testing.T) {
 					}
 				}
 				var plain, primed candSet
-				plain.reset(limit)
-				primed.reset(limit)
+				plain.reset(limit, nil)
+				primed.reset(limit, new(selectScratch))
 				first := min(n, scanChunk)
 				if !primed.primeable(first, nil) {
 					t.Fatalf("limit %d n %d: not primeable", limit, n)
@@ -122,7 +122,7 @@ func TestPrimedCandSetKeepsTheSmallest(t *testing.T) {
 // chunk can fill it and no filter can turn a vector away.
 func TestPrimeableRules(t *testing.T) {
 	var c candSet
-	c.reset(80)
+	c.reset(80, nil)
 	if c.primeable(79, nil) {
 		t.Fatal("primeable from a chunk smaller than the limit")
 	}
@@ -140,7 +140,7 @@ func TestPrimeableRules(t *testing.T) {
 	if c.worst() < float32(math.Inf(1)) {
 		t.Fatal("primed with a NaN bound")
 	}
-	c.reset(1)
+	c.reset(1, nil)
 	c.primeBound([]float32{3}, make([]uint32, 1))
 	if c.primeable(256, nil) {
 		t.Fatal("primeable twice")

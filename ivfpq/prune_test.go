@@ -113,7 +113,7 @@ func TestKthExactBoundsTheTrueKth(t *testing.T) {
 		q := all[(n+qi)*d : (n+qi+1)*d]
 		ix.mu.RLock()
 		q4 := ix.prepareLocked(q, 4, s)
-		s.cands.reset(k * 4)
+		s.cands.reset(k*4, nil)
 		for _, l := range s.probeOrder {
 			if err := ix.probeLocked(q, l, q4, nil, s, nil); err != nil {
 				t.Fatal(err)
@@ -153,7 +153,7 @@ func TestKthExactMemo(t *testing.T) {
 		q := all[(n+qi)*d : (n+qi+1)*d]
 		ix.mu.RLock()
 		q4 := ix.prepareLocked(q, 12, s)
-		s.cands.reset(k * 4)
+		s.cands.reset(k*4, nil)
 		memo.reset(make([]uint32, k), make([]float32, k))
 		for _, l := range s.probeOrder {
 			if err := ix.probeLocked(q, l, q4, nil, s, nil); err != nil {

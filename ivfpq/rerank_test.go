@@ -81,7 +81,7 @@ func TestRerankCandsWindow(t *testing.T) {
 	defer ix.scratch.Put(s)
 	r := rand.New(rand.NewPCG(73, 74))
 	fill := func(c *candSet, m int) {
-		c.reset(max(m, 1))
+		c.reset(max(m, 1), nil)
 		for range m {
 			c.push(r.Float32(), uint32(r.IntN(n)))
 		}
@@ -156,7 +156,7 @@ func TestRerankCandsMemo(t *testing.T) {
 		r := rand.New(rand.NewPCG(75, 76))
 		for _, m := range []int{1, 5, 40, 80} {
 			var c candSet
-			c.reset(m)
+			c.reset(m, nil)
 			for range m {
 				c.push(r.Float32(), uint32(r.IntN(n)))
 			}

@@ -89,7 +89,7 @@ func checkScan4Multi(t *testing.T, name string, x *Index, qs []float32, f *Filte
 	// than l (in a fixed order).
 	seeded := func(i, l int) candSet {
 		var c candSet
-		c.reset(limit)
+		c.reset(limit, nil)
 		for j := 1; j <= seed; j++ {
 			o := (l + j*7) % p.NList
 			if x.checkList(o) != nil {

@@ -120,8 +120,7 @@ func (ix *Index) Search(q []float32, k int, sp SearchParams, deleted *roaring.Bi
 		f = &Filter{Deleted: deleted}
 	}
 	q4 := ix.prepareLocked(q, nprobe, s)
-	s.cands.reset(k * refine)
-	s.cands.tmp = &s.sel
+	s.cands.reset(k*refine, &s.sel)
 	if _, err := ix.probeListsLocked(q, q4, f, s, k, src, prune); err != nil {
 		return nil, err
 	}
