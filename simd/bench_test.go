@@ -101,6 +101,27 @@ func BenchmarkFastScan4(b *testing.B) {
 	}
 }
 
+// BenchmarkFastScan4Short is FastScan4 over the short runs a search makes
+// (ivfpq scans a list in chunks of 256 codes, and a short list is one or
+// two blocks), M=52 as in the default 1M index: the cost a call pays
+// before its first block shows here.
+func BenchmarkFastScan4Short(b *testing.B) {
+	const m = 52
+	for _, nb := range []int{1, 8} {
+		b.Run(fmt.Sprintf("blocks=%d", nb), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 1))
+			codes, lut := fsInput(r, m, nb, 255)
+			sums, masks := make([]uint16, nb*FastScanBlock), make([]uint32, nb)
+			benchLevels(b, func(b *testing.B) {
+				for b.Loop() {
+					FastScan4(codes, m, lut, uint16(m*64), sums, masks)
+				}
+				b.ReportMetric(float64(b.N)*float64(nb)*FastScanBlock/b.Elapsed().Seconds(), "codes/s")
+			})
+		})
+	}
+}
+
 // BenchmarkScanPQ8 scans 1024 codes of M bytes against a [M][256] LUT.
 func BenchmarkScanPQ8(b *testing.B) {
 	const n = 1024

@@ -45,27 +45,32 @@
 	VPADDW         Y6, Y2, Y2; \
 	VPADDW         Y7, Y3, Y3
 
+// The kernels' constants. They are broadcast from memory rather than
+// moved in from a general register: MOVD/MOVQ into an X register is a
+// legacy-SSE instruction, and one that runs while a Y register's upper half
+// holds data (after the first VPBROADCAST of a kernel) cost about 110 ns on
+// the Zen 3 dev VM, each time (simd/BENCH.md, "SSE after AVX"). The AVX2
+// kernels use no legacy-SSE instruction (TestNoLegacySSE).
+DATA signWords<>+0(SB)/4, $0x80008000
+GLOBL signWords<>(SB), RODATA|NOPTR, $4
+DATA lowNibbles<>+0(SB)/4, $0x0f0f0f0f
+GLOBL lowNibbles<>(SB), RODATA|NOPTR, $4
+
 // func fastScan4AVX2(codes *byte, groups int, lut *byte, thresh uint16, sums *uint16, masks *uint32, nblocks int)
 TEXT ·fastScan4AVX2(SB), NOSPLIT, $0-56
 	MOVQ    codes+0(FP), SI
 	MOVQ    groups+8(FP), R9
 	MOVQ    lut+16(FP), R8
-	MOVWLZX thresh+24(FP), AX
 	MOVQ    sums+32(FP), DI
 	MOVQ    masks+40(FP), DX
 	MOVQ    nblocks+48(FP), BX
 
 	// Y14 = thresh ^ 0x8000 and Y13 = 0x8000 in every word: flipping the
 	// sign bit turns the unsigned compare into VPCMPGTW's signed one.
-	XORL         $0x8000, AX
-	MOVD         AX, X14
-	VPBROADCASTW X14, Y14
-	MOVL         $0x80008000, AX
-	MOVD         AX, X13
-	VPBROADCASTD X13, Y13
-	MOVL         $0x0f0f0f0f, AX
-	MOVD         AX, X15
-	VPBROADCASTD X15, Y15
+	VPBROADCASTD signWords<>(SB), Y13
+	VPBROADCASTW thresh+24(FP), Y14
+	VPXOR        Y13, Y14, Y14
+	VPBROADCASTD lowNibbles<>(SB), Y15
 
 block:
 	VPXOR Y0, Y0, Y0

@@ -32,14 +32,16 @@
 	MOVQ 8(AX), R11
 
 // CONSTS sets Y14 = 0x8000 words, Y15 = 0x0f bytes, and DI (the block) to 0.
+// (From memory, as fastScan4AVX2's: fastscan_amd64.s says why.)
 #define CONSTS \
-	MOVL         $0x80008000, DX; \
-	MOVD         DX, X14; \
-	VPBROADCASTD X14, Y14; \
-	MOVL         $0x0f0f0f0f, DX; \
-	MOVD         DX, X15; \
-	VPBROADCASTD X15, Y15; \
+	VPBROADCASTD multiSignWords<>(SB), Y14; \
+	VPBROADCASTD multiLowNibbles<>(SB), Y15; \
 	XORQ         DI, DI
+
+DATA multiSignWords<>+0(SB)/4, $0x80008000
+GLOBL multiSignWords<>(SB), RODATA|NOPTR, $4
+DATA multiLowNibbles<>+0(SB)/4, $0x0f0f0f0f
+GLOBL multiLowNibbles<>(SB), RODATA|NOPTR, $4
 
 // NIBBLES loads the group of 32 code bytes at (SI) and splits it into its
 // low (Y12) and high (Y13) nibbles, once for every query.

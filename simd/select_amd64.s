@@ -131,6 +131,10 @@ rowloop:
 	VZEROUPPER
 	RET
 
+// 0.5, lut4BytesAVX2's rounding term.
+DATA half<>+0(SB)/4, $0x3f000000
+GLOBL half<>(SB), RODATA|NOPTR, $4
+
 // func lut4BytesAVX2(lut *float32, m int, mins *float32, scale float32, q *byte)
 //
 // QuantizeLUT4's second pass: q = trunc(float32((v − lo)·scale) + 0.5),
@@ -143,9 +147,7 @@ TEXT ·lut4BytesAVX2(SB), NOSPLIT, $0-40
 	MOVQ         mins+16(FP), DX
 	VBROADCASTSS scale+24(FP), Y8
 	MOVQ         q+32(FP), DI
-	MOVL         $0x3f000000, AX // 0.5
-	MOVL         AX, X9
-	VBROADCASTSS X9, Y9
+	VBROADCASTSS half<>(SB), Y9 // 0.5, from memory (fastscan_amd64.s says why)
 
 byteloop:
 	VBROADCASTSS (DX), Y2
