@@ -39,6 +39,13 @@
 // tails use masked loads (VMASKMOVPS, AVX-512 opmasks), never a read past
 // the end of a slice.
 //
+// The amd64 kernels use VEX (and EVEX) instructions only, wherever a vector
+// register is named, and end with VZEROUPPER: a legacy-SSE instruction that
+// writes an X register while a Y register's upper half holds data cost
+// about 110 ns, each time, on a Zen 3 VM, and the fast-scan kernels paid it
+// on every call until constants were broadcast from memory (BENCH.md, "SSE
+// after AVX"; TestNoLegacySSE checks the rule).
+//
 // # Kernels
 //
 // L2Sq and Dot keep four independent vector accumulators. The batch forms
