@@ -161,11 +161,13 @@ func (ix *Index) rerankClaims(r *batchRun, job *rerankJob, s *searchScratch, hel
 				next = &b.qs[i+1].cands
 			}
 			res := ix.rerankCands(q, k, r.src, &bq.cands, s, next, &bq.memo)
+			widens := false
 			if r.widen && r.f.HasMinSim {
 				res = slices.DeleteFunc(res, func(n Neighbor) bool { return !(n.Sim >= r.f.MinSim) })
+				widens = len(res) < k && r.canWiden(bq, ix.p.NList) // too few reach MinSim
 			}
-			if r.widen && r.f.HasMinSim && len(res) < k && r.canWiden(bq, ix.p.NList) {
-				bq.alone = true // too few reach MinSim: it widens
+			if widens {
+				bq.alone = true
 			} else {
 				job.out[i] = job.flat[i*k : i*k+copy(job.flat[i*k:(i+1)*k], res[:min(k, len(res))])]
 			}
