@@ -54,9 +54,10 @@ func partitionStableTail(score []float32, row []uint32, lim int64, i0, j0 int, t
 	return j
 }
 
-// partitionLomuto is PartitionBelow without scratch: in place, Lomuto's scheme, the step taken by arithmetic on the sign of
-// key − lim rather than by a branch (which side a score falls on is data,
-// and a branch on it would be a coin-flip misprediction).
+// partitionLomuto is PartitionBelow without scratch: in place, Lomuto's
+// scheme, the step taken by arithmetic on the sign of key − lim rather
+// than by a branch (which side a score falls on is data, and a branch on
+// it would be a coin-flip misprediction).
 func partitionLomuto(score []float32, row []uint32, lim int64) int {
 	row = row[:len(score)]
 	j := 0

@@ -185,6 +185,17 @@ byteloop:
 // store overwrites nothing unread. The second goes to tmpS and tmpR, which
 // the caller copies back after the scores below. Returns the count below.
 // REQUIRES: n > 0, a multiple of 8; POPCNT (every AVX2 processor has it).
+// PACK permutes the scores (Y0) and rows (Y1) by compressPerm[M], which
+// brings the lanes whose bit is set in mask M to the front, and stores
+// them at S[I] and R[I]. Clobbers M, Y4-Y6.
+#define PACK(M, S, R, I) \
+	SHLQ    $5, M; \
+	VMOVDQU (R10)(M*1), Y4; \
+	VPERMD  Y0, Y4, Y5; \
+	VPERMD  Y1, Y4, Y6; \
+	VMOVUPS Y5, (S)(I*4); \
+	VMOVDQU Y6, (R)(I*4)
+
 TEXT ·partitionBelowAVX2(SB), NOSPLIT, $0-56
 	MOVQ         score+0(FP), SI
 	MOVQ         row+8(FP), DI
@@ -209,19 +220,9 @@ pbloop:
 	VMOVMSKPS Y3, R11
 	POPCNTL   R11, R13
 	MOVQ      R11, R12
-	SHLQ      $5, R12
-	VMOVDQU   (R10)(R12*1), Y4
-	VPERMD    Y0, Y4, Y5
-	VPERMD    Y1, Y4, Y6
-	VMOVUPS   Y5, (SI)(BX*4)
-	VMOVDQU   Y6, (DI)(BX*4)
+	PACK(R12, SI, DI, BX) // the lanes below lim, at the next below slot
 	XORQ      $0xff, R11
-	SHLQ      $5, R11
-	VMOVDQU   (R10)(R11*1), Y4
-	VPERMD    Y0, Y4, Y5
-	VPERMD    Y1, Y4, Y6
-	VMOVUPS   Y5, (R8)(DX*4)
-	VMOVDQU   Y6, (R9)(DX*4)
+	PACK(R11, R8, R9, DX) // the others, into the scratch
 	ADDQ      R13, BX
 	ADDQ      $8, DX
 	SUBQ      R13, DX
